@@ -1,0 +1,61 @@
+"""How every ACP session starts its Claude Code: one place, shared by the agent and the recorder.
+
+The process environment reaches the CLI unchanged (the SDK merges ``options.env`` over
+``os.environ``), so ``ANTHROPIC_API_KEY``, ``ANTHROPIC_BASE_URL`` and the CLI's own switches
+work as users expect. On top of it we switch on the session-state events, which the SDK
+otherwise swallows, and hand the SDK our own transport so that its ``initialize`` request
+declares ``perTaskStopAffordance``.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from pathlib import Path
+
+from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient
+from claude_agent_sdk.types import CanUseTool
+
+from claude_bg_acp.claude.transport import AffordanceTransport, FrameObserver
+
+log = logging.getLogger("claude_bg_acp.cli")
+
+SESSION_ENV = {"CLAUDE_CODE_EMIT_SESSION_STATE_EVENTS": "1"}
+
+
+def session_options(
+    cwd: str,
+    can_use_tool: CanUseTool | None,
+    cli_path: str | Path | None = None,
+) -> ClaudeAgentOptions:
+    return ClaudeAgentOptions(
+        cwd=cwd,
+        cli_path=cli_path,
+        env=dict(SESSION_ENV),
+        can_use_tool=can_use_tool,
+        # The editor is the user's approval surface: ask it rather than a model classifier.
+        permission_mode="default",
+        setting_sources=["user", "project", "local"],
+        include_partial_messages=True,
+        forward_subagent_text=True,
+        stderr=lambda line: log.info("claude: %s", line.rstrip()),
+    )
+
+
+def build_client(options: ClaudeAgentOptions, observer: FrameObserver | None = None) -> ClaudeSDKClient:
+    """A client whose transport adds the stop affordance (and reports frames to ``observer``)."""
+    from claude_agent_sdk._internal.transport.subprocess_cli import SubprocessCLITransport
+
+    # A custom transport gets no CLI flags from the client, so build the subprocess one from
+    # the options ourselves, routing permission prompts over stdio as the client would.
+    cli_options = options
+    if options.can_use_tool is not None:
+        cli_options = replace(options, permission_prompt_tool_name="stdio")
+    inner = SubprocessCLITransport(prompt=_no_prompt(), options=cli_options)
+    return ClaudeSDKClient(options=options, transport=AffordanceTransport(inner, observer))
+
+
+async def _no_prompt():  # type: ignore[no-untyped-def]
+    # An input stream that never yields keeps the CLI's stdin open for later queries.
+    return
+    yield

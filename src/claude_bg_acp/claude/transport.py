@@ -1,0 +1,68 @@
+"""A transport around the SDK's subprocess transport.
+
+It does two things the SDK has no option for:
+
+- it adds ``"perTaskStopAffordance": true`` to the SDK's ``initialize`` control request, so
+  that ``interrupt()`` ends the foreground turn without killing background subagents (only
+  ``stop_task`` stops one task);
+- it lets an observer see every frame in both directions (the recorder writes them down).
+
+Everything else is delegated unchanged. Importing this module imports the SDK, so the agent
+imports it lazily, when the first session starts.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable
+from typing import Any, Literal
+
+from claude_agent_sdk import Transport
+
+Direction = Literal["out", "in"]
+FrameObserver = Callable[[Direction, dict[str, Any]], None]
+
+
+def add_stop_affordance(frame: dict[str, Any]) -> dict[str, Any]:
+    """Return the frame with the affordance flag if it is the SDK's initialize request."""
+    request = frame.get("request")
+    if (
+        frame.get("type") == "control_request"
+        and isinstance(request, dict)
+        and request.get("subtype") == "initialize"
+    ):
+        return {**frame, "request": {**request, "perTaskStopAffordance": True}}
+    return frame
+
+
+class AffordanceTransport(Transport):
+    """Delegates to ``inner``; see the module docstring for what it adds."""
+
+    def __init__(self, inner: Transport, observer: FrameObserver | None = None) -> None:
+        self._inner = inner
+        self._observer = observer
+
+    async def connect(self) -> None:
+        await self._inner.connect()
+
+    async def write(self, data: str) -> None:
+        # The SDK writes exactly one newline-terminated JSON frame per call.
+        frame = add_stop_affordance(json.loads(data))
+        if self._observer is not None:
+            self._observer("out", frame)
+        await self._inner.write(json.dumps(frame) + "\n")
+
+    async def read_messages(self) -> AsyncIterator[dict[str, Any]]:
+        async for frame in self._inner.read_messages():
+            if self._observer is not None:
+                self._observer("in", frame)
+            yield frame
+
+    async def close(self) -> None:
+        await self._inner.close()
+
+    def is_ready(self) -> bool:
+        return self._inner.is_ready()
+
+    async def end_input(self) -> None:
+        await self._inner.end_input()
