@@ -1,0 +1,439 @@
+"""Named scripts for the scripted model: what to answer, given the request so far.
+
+A scenario is a function of a ``Turn`` (a read-only view of one ``/v1/messages`` request)
+returning a ``Reply``: content blocks, a stop reason and an optional delay before answering.
+Scenarios are stateless: everything they need (launch, after the tool result, follow-up on a
+``<task-notification>``, a subagent's own requests) is visible in the request itself, so any
+number of CLI processes can share one server.
+
+A conversation picks its scenario with a ``[scenario:NAME]`` marker in its user text; a
+subagent's prompt carries the marker too, plus ``[subagent:TAG]`` so its requests are told
+apart from the parent's. Ids are hashes of (scenario, conversation, step, index): stable
+across runs, and unrelated to each other, because CLI 2.1.332 merges the results of two tool
+uses whose ids differ only by a ``_<digits>`` suffix.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, Literal
+
+DEFAULT_SCENARIO = "text"
+
+MARKER = re.compile(r"\[scenario:([A-Za-z0-9_\-]+)\]")
+SUBAGENT_MARKER = re.compile(r"\[subagent:([A-Za-z0-9_\-]+)\]")
+NOTIFICATION_TAG = "<task-notification>"
+
+StopReason = Literal["end_turn", "tool_use", "max_tokens"]
+
+
+@dataclass(frozen=True)
+class Text:
+    text: str
+
+
+@dataclass(frozen=True)
+class Thinking:
+    thinking: str
+    signature: str
+
+
+@dataclass(frozen=True)
+class ToolUse:
+    id: str
+    name: str
+    input: dict[str, Any]
+
+
+Block = Text | Thinking | ToolUse
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One assistant message. ``delay`` holds the answer back (seconds) to keep a turn open."""
+
+    blocks: tuple[Block, ...]
+    stop_reason: StopReason
+    key: str
+    delay: float = 0.0
+
+    @property
+    def message_id(self) -> str:
+        return "msg_" + _digest("message", self.key)
+
+    @property
+    def request_id(self) -> str:
+        return "req_" + _digest("request", self.key)
+
+    @property
+    def output_tokens(self) -> int:
+        return max(1, sum(len(json.dumps(_block_json(b))) for b in self.blocks) // 4)
+
+    def message(self, model: str) -> dict[str, Any]:
+        """The whole message as a non-streaming answer would carry it."""
+        return {
+            **_message_head(self, model),
+            "content": [_block_json(b) for b in self.blocks],
+            "stop_reason": self.stop_reason,
+            "usage": {**_usage(), "output_tokens": self.output_tokens},
+        }
+
+
+@dataclass(frozen=True)
+class Turn:
+    """What a scenario may look at in one request."""
+
+    scenario: str
+    body: dict[str, Any]
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        messages = self.body.get("messages")
+        return [m for m in messages if isinstance(m, dict)] if isinstance(messages, list) else []
+
+    @property
+    def tools(self) -> dict[str, dict[str, Any]]:
+        tools = self.body.get("tools")
+        if not isinstance(tools, list):
+            return {}
+        return {
+            t["name"]: t for t in tools if isinstance(t, dict) and isinstance(t.get("name"), str)
+        }
+
+    @property
+    def step(self) -> int:
+        """How many assistant messages the conversation already has."""
+        return sum(1 for m in self.messages if m.get("role") == "assistant")
+
+    @property
+    def first_user_text(self) -> str:
+        users = [m for m in self.messages if m.get("role") == "user"]
+        return "\n".join(_texts(users[0].get("content"))) if users else ""
+
+    @property
+    def subagent_tag(self) -> str | None:
+        # A subagent's conversation starts with the prompt its parent wrote.
+        match = SUBAGENT_MARKER.search(self.first_user_text)
+        return match.group(1) if match else None
+
+    @property
+    def is_subagent(self) -> bool:
+        return self.subagent_tag is not None
+
+    @property
+    def conversation(self) -> str:
+        return f"sub-{self.subagent_tag}" if self.is_subagent else "main"
+
+    @property
+    def pending_user_blocks(self) -> list[Any]:
+        """The user content since the last assistant message.
+
+        The CLI splits one user turn over several messages (reminders, notifications) and
+        interleaves ``system`` role messages, so the whole tail is gathered.
+        """
+        blocks: list[Any] = []
+        for message in reversed(self.messages):
+            role = message.get("role")
+            if role == "assistant":
+                break
+            if role == "user":
+                content = message.get("content")
+                blocks[:0] = [content] if isinstance(content, str) else list(content or [])
+        return blocks
+
+    @property
+    def has_tool_result(self) -> bool:
+        return any(
+            isinstance(b, dict) and b.get("type") == "tool_result" for b in self.pending_user_blocks
+        )
+
+    @property
+    def is_notification(self) -> bool:
+        return any(NOTIFICATION_TAG in text for text in _texts(self.pending_user_blocks))
+
+    def key(self, *parts: object) -> str:
+        return "/".join([self.scenario, self.conversation, str(self.step), *map(str, parts)])
+
+    def tool_id(self, index: int = 0) -> str:
+        return "toolu_" + _digest("tool", self.key(index))
+
+    def agent_tool_name(self) -> str:
+        """The subagent tool as this CLI names it (``Agent`` in newer builds, ``Task`` before)."""
+        return "Agent" if "Agent" in self.tools else "Task"
+
+
+Scenario = Callable[[Turn], Reply]
+
+
+def choose_scenario(body: dict[str, Any], default: str) -> str:
+    """The scenario named by the first marker in the request's user text, else ``default``."""
+    for message in body.get("messages") or []:
+        if isinstance(message, dict) and message.get("role") == "user":
+            for text in _texts(message.get("content")):
+                match = MARKER.search(text)
+                if match:
+                    return match.group(1)
+    return default
+
+
+def reply_for(name: str, body: dict[str, Any]) -> Reply:
+    turn = Turn(name, body)
+    scenario = SCENARIOS.get(name)
+    if scenario is None:
+        return _say(turn, f"The scripted model has no scenario named {name!r}.")
+    return scenario(turn)
+
+
+def reply_sse(reply: Reply, model: str) -> str:
+    """The reply as a complete Messages API event stream."""
+    events: list[tuple[str, dict[str, Any]]] = [
+        ("message_start", {"type": "message_start", "message": {
+            **_message_head(reply, model), "content": [], "stop_reason": None,
+            "usage": {**_usage(), "output_tokens": 1}}}),
+    ]
+    for index, block in enumerate(reply.blocks):
+        events.extend(_block_events(index, block))
+    events.append(("message_delta", {
+        "type": "message_delta",
+        "delta": {"stop_reason": reply.stop_reason, "stop_sequence": None},
+        "usage": {"output_tokens": reply.output_tokens},
+    }))
+    events.append(("message_stop", {"type": "message_stop"}))
+    return "".join(f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events)
+
+
+def _block_events(index: int, block: Block) -> Iterator[tuple[str, dict[str, Any]]]:
+    start: dict[str, Any]
+    deltas: list[dict[str, Any]]
+    if isinstance(block, Text):
+        start = {"type": "text", "text": ""}
+        deltas = [{"type": "text_delta", "text": block.text}]
+    elif isinstance(block, Thinking):
+        start = {"type": "thinking", "thinking": "", "signature": ""}
+        deltas = [{"type": "thinking_delta", "thinking": block.thinking},
+                  {"type": "signature_delta", "signature": block.signature}]
+    else:
+        start = {"type": "tool_use", "id": block.id, "name": block.name, "input": {}}
+        deltas = [{"type": "input_json_delta", "partial_json": json.dumps(block.input)}]
+    yield "content_block_start", {"type": "content_block_start", "index": index,
+                                  "content_block": start}
+    for delta in deltas:
+        yield "content_block_delta", {"type": "content_block_delta", "index": index,
+                                      "delta": delta}
+    yield "content_block_stop", {"type": "content_block_stop", "index": index}
+
+
+def _block_json(block: Block) -> dict[str, Any]:
+    if isinstance(block, Text):
+        return {"type": "text", "text": block.text}
+    if isinstance(block, Thinking):
+        return {"type": "thinking", "thinking": block.thinking, "signature": block.signature}
+    return {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
+
+
+def _message_head(reply: Reply, model: str) -> dict[str, Any]:
+    return {"id": reply.message_id, "type": "message", "role": "assistant", "model": model,
+            "stop_sequence": None}
+
+
+def _usage() -> dict[str, int]:
+    # Fixed numbers: token counts end up in recorded frames, which must not churn.
+    return {"input_tokens": 12, "output_tokens": 0, "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": 0}
+
+
+def _texts(content: Any) -> list[str]:
+    """The plain text of a message's content (tool results excluded)."""
+    if isinstance(content, str):
+        return [content]
+    if not isinstance(content, list):
+        return []
+    texts: list[str] = []
+    for block in content:
+        if isinstance(block, str):
+            texts.append(block)
+        elif isinstance(block, dict) and block.get("type") == "text":
+            text = block.get("text")
+            if isinstance(text, str):
+                texts.append(text)
+    return texts
+
+
+def _digest(kind: str, key: str) -> str:
+    return hashlib.sha256(f"{kind}:{key}".encode()).hexdigest()[:24]
+
+
+# --- building blocks ----------------------------------------------------------------------
+
+
+def _say(turn: Turn, text: str, stop_reason: StopReason = "end_turn", delay: float = 0.0) -> Reply:
+    return Reply((Text(text),), stop_reason, turn.key("text"), delay)
+
+
+def _use(turn: Turn, *calls: tuple[str, dict[str, Any]], delay: float = 0.0) -> Reply:
+    blocks = tuple(ToolUse(turn.tool_id(i), name, args) for i, (name, args) in enumerate(calls))
+    return Reply(blocks, "tool_use", turn.key("tools"), delay)
+
+
+def _bash(command: str, description: str, background: bool = False) -> tuple[str, dict[str, Any]]:
+    args: dict[str, Any] = {"command": command, "description": description}
+    if background:
+        args["run_in_background"] = True
+    return "Bash", args
+
+
+STARTED = "Started the background work; I will report back when it finishes."
+ACK = "BG_DONE_ACK: saw the background task notification."
+
+
+def _tool_then_text(
+    calls: Callable[[Turn], list[tuple[str, dict[str, Any]]]],
+    after: str,
+    after_delay: float = 0.0,
+) -> Scenario:
+    """Launch tools, say ``after`` once their results are in, acknowledge notifications."""
+
+    def scenario(turn: Turn) -> Reply:
+        if turn.is_notification:
+            return _say(turn, ACK)
+        if turn.has_tool_result:
+            return _say(turn, after, delay=after_delay)
+        return _use(turn, *calls(turn))
+
+    return scenario
+
+
+Call = tuple[str, dict[str, Any]]
+
+
+def _fixed(*calls: Call) -> Callable[[Turn], list[Call]]:
+    return lambda _turn: list(calls)
+
+
+# --- the scenarios ------------------------------------------------------------------------
+
+
+def text(turn: Turn) -> Reply:
+    return _say(turn, "Hello from the scripted model.")
+
+
+def thinking(turn: Turn) -> Reply:
+    blocks: tuple[Block, ...] = (
+        Thinking("The user wants a short answer; no tools needed.", "c2NyaXB0ZWQtc2lnbmF0dXJl"),
+        Text("Here is my answer after thinking."),
+    )
+    return Reply(blocks, "end_turn", turn.key("thinking"))
+
+
+def max_tokens(turn: Turn) -> Reply:
+    return _say(turn, "This answer is cut off because it ran out of tok", "max_tokens")
+
+
+fg_bash = _tool_then_text(
+    _fixed(_bash("echo hello-fg", "say hello")), "The command printed hello-fg.")
+
+permission = _tool_then_text(
+    _fixed(_bash("touch perm-test.txt", "create a file")), "Tried to create perm-test.txt.")
+
+bg_completed = _tool_then_text(
+    _fixed(_bash("echo hello-from-bg; sleep 2; echo bg-finished", "background job", True)), STARTED)
+
+bg_failed_exit3 = _tool_then_text(
+    _fixed(_bash("echo failing-job; sleep 1; exit 3", "failing background job", True)), STARTED)
+
+# The delay keeps the turn open after launch so that the recorder can interrupt it mid-turn.
+bg_long = _tool_then_text(
+    _fixed(_bash("for i in $(seq 1 300); do echo line-$i; sleep 0.2; done", "long background job",
+                 True)),
+    STARTED, after_delay=1.0)
+
+two_shells = _tool_then_text(
+    _fixed(_bash("echo shell-one-start; sleep 1; echo shell-one-end", "first shell", True),
+           _bash("echo shell-two-start; sleep 2; echo shell-two-end", "second shell", True)),
+    STARTED)
+
+bg_invalid_utf8 = _tool_then_text(
+    _fixed(_bash(r"printf 'a\xffb\xc3(c\x1b[31mred\x1b[0m\n'; printf '\xe2\x82'; sleep 0.3; "
+                 r"printf '\xac split euro\n'", "bytes that are not UTF-8", True)),
+    STARTED)
+
+bg_burst = _tool_then_text(
+    _fixed(_bash("yes burst-0123456789abcdefghijklmnopqrstuvwxyz | head -c 10485760",
+                 "10 MB burst", True)),
+    STARTED)
+
+
+def _monitor_calls(turn: Turn) -> list[tuple[str, dict[str, Any]]]:
+    return [("Monitor", {"description": "tick watcher", "timeout_ms": 20000,
+                         "command": "for i in 1 2 3; do echo tick-$i; sleep 0.5; done"})]
+
+
+monitor = _tool_then_text(_monitor_calls, "Watching the ticks.")
+
+
+def _agent_call(turn: Turn, tag: str, description: str) -> tuple[str, dict[str, Any]]:
+    prompt = f"[scenario:{turn.scenario}] [subagent:{tag}] Do the small job and report."
+    return turn.agent_tool_name(), {
+        "description": description, "prompt": prompt, "subagent_type": "general-purpose",
+        "run_in_background": True}
+
+
+def _subagent(command: tuple[str, dict[str, Any]], done_delay: float) -> Scenario:
+    """A subagent runs one command, then reports after ``done_delay`` seconds."""
+
+    def scenario(turn: Turn) -> Reply:
+        if turn.has_tool_result:
+            return _say(turn, f"subagent {turn.subagent_tag} finished its work", delay=done_delay)
+        return _use(turn, command)
+
+    return scenario
+
+
+def _agent_scenario(
+    tags: list[tuple[str, str]], sub: Scenario, after_delay: float = 0.0
+) -> Scenario:
+    parent = _tool_then_text(
+        lambda turn: [_agent_call(turn, tag, desc) for tag, desc in tags],
+        "The subagent is working in the background; I will report back.", after_delay)
+
+    def scenario(turn: Turn) -> Reply:
+        return sub(turn) if turn.is_subagent else parent(turn)
+
+    return scenario
+
+
+agent_bg = _agent_scenario(
+    [("one", "background helper")],
+    _subagent(_bash("echo from-subagent", "subagent echo"), done_delay=2.0),
+    after_delay=1.0)
+
+agent_two = _agent_scenario(
+    [("one", "first helper"), ("two", "second helper")],
+    _subagent(_bash("echo from-subagent", "subagent echo"), done_delay=1.0))
+
+agent_permission = _agent_scenario(
+    [("one", "helper that writes a file")],
+    _subagent(_bash("touch sub-perm.txt", "create a file"), done_delay=0.5))
+
+
+SCENARIOS: dict[str, Scenario] = {
+    "text": text,
+    "thinking": thinking,
+    "fg_bash": fg_bash,
+    "permission": permission,
+    "bg_completed": bg_completed,
+    "bg_failed_exit3": bg_failed_exit3,
+    "bg_long": bg_long,
+    "two_shells": two_shells,
+    "bg_invalid_utf8": bg_invalid_utf8,
+    "bg_burst": bg_burst,
+    "monitor": monitor,
+    "agent_bg": agent_bg,
+    "agent_two": agent_two,
+    "agent_permission": agent_permission,
+    "max_tokens": max_tokens,
+}
