@@ -10,8 +10,10 @@ declares ``perTaskStopAffordance``.
 from __future__ import annotations
 
 import logging
+from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient
 from claude_agent_sdk.types import CanUseTool
@@ -55,7 +57,7 @@ def build_client(options: ClaudeAgentOptions, observer: FrameObserver | None = N
     return ClaudeSDKClient(options=options, transport=AffordanceTransport(inner, observer))
 
 
-async def _no_prompt():  # type: ignore[no-untyped-def]
+async def _no_prompt() -> AsyncIterator[dict[str, Any]]:
     # An input stream that never yields keeps the CLI's stdin open for later queries.
     return
     yield

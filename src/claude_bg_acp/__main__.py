@@ -1,0 +1,3 @@
+from claude_bg_acp.cli import main
+
+main()

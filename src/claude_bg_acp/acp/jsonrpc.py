@@ -1,0 +1,135 @@
+"""JSON-RPC 2.0 messages, without I/O.
+
+``classify`` turns one decoded line into a ``Request``, ``Notification`` or ``Response``, or
+raises ``RpcError`` with the code the spec asks for; the endpoint answers that error with the
+request's id when it could be read, else ``null``. Handlers raise ``RpcError`` to answer with
+an error; any other exception becomes -32603 without its traceback.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+REQUEST_CANCELLED = -32800
+UNSUPPORTED_PROTOCOL_VERSION = -32022
+
+RequestId = int | str
+
+
+class RpcError(Exception):
+    """An error answer: ``code``, a human ``message`` and optional ``data``."""
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data = data
+
+    def to_wire(self) -> dict[str, Any]:
+        error: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.data is not None:
+            error["data"] = self.data
+        return error
+
+
+@dataclass(frozen=True)
+class Request:
+    id: RequestId
+    method: str
+    params: Any
+
+
+@dataclass(frozen=True)
+class Notification:
+    method: str
+    params: Any
+
+
+@dataclass(frozen=True)
+class Response:
+    id: RequestId
+    result: Any = None
+    error: dict[str, Any] | None = None
+
+
+Message = Request | Notification | Response
+
+
+class MalformedMessage(RpcError):
+    """Raised by ``classify``; ``request_id`` is the id to answer with (None if unreadable)."""
+
+    def __init__(self, code: int, message: str, request_id: RequestId | None = None) -> None:
+        super().__init__(code, message)
+        self.request_id = request_id
+
+
+def decode(line: bytes) -> Any:
+    try:
+        return json.loads(line.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise MalformedMessage(PARSE_ERROR, f"Parse error: invalid UTF-8 ({exc.reason})") from None
+    except ValueError as exc:
+        raise MalformedMessage(PARSE_ERROR, f"Parse error: {exc}") from None
+
+
+def classify(payload: Any) -> Message:
+    if not isinstance(payload, dict):
+        raise MalformedMessage(INVALID_REQUEST, "Invalid Request: expected a JSON object")
+    raw_id = payload.get("id")
+    request_id = raw_id if _is_id(raw_id) else None
+    if payload.get("jsonrpc") != "2.0":
+        raise MalformedMessage(INVALID_REQUEST, 'Invalid Request: "jsonrpc" must be "2.0"', request_id)
+    if "method" in payload:
+        return _classify_call(payload, request_id)
+    if ("result" in payload or "error" in payload) and request_id is not None:
+        error = payload.get("error")
+        return Response(request_id, payload.get("result"), error if isinstance(error, dict) else None)
+    raise MalformedMessage(INVALID_REQUEST, "Invalid Request: neither a call nor a response", request_id)
+
+
+def _classify_call(payload: dict[str, Any], request_id: RequestId | None) -> Message:
+    method = payload["method"]
+    if not isinstance(method, str):
+        raise MalformedMessage(INVALID_REQUEST, 'Invalid Request: "method" must be a string', request_id)
+    params = payload.get("params")
+    if params is not None and not isinstance(params, (dict, list)):
+        raise MalformedMessage(
+            INVALID_REQUEST, 'Invalid Request: "params" must be an object or array', request_id
+        )
+    if "id" not in payload:
+        return Notification(method, params)
+    if request_id is None:
+        raise MalformedMessage(INVALID_REQUEST, 'Invalid Request: "id" must be a string or integer')
+    return Request(request_id, method, params)
+
+
+def _is_id(value: Any) -> bool:
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def encode(message: dict[str, Any]) -> bytes:
+    # ensure_ascii keeps every line 7-bit clean, whatever a model or file put into strings.
+    return json.dumps(message, separators=(",", ":"), ensure_ascii=True).encode() + b"\n"
+
+
+def request_frame(request_id: RequestId, method: str, params: Any) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+
+
+def notification_frame(method: str, params: Any) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "method": method, "params": params}
+
+
+def result_frame(request_id: RequestId, result: Any) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "result": result}
+
+
+def error_frame(request_id: RequestId | None, error: RpcError) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "error": error.to_wire()}

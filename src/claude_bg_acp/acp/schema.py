@@ -1,0 +1,180 @@
+"""The ACP shapes we accept and send, as pydantic models (v1 and v2 share most of them).
+
+Wire names are camelCase; Python names are snake_case. Every model keeps unknown fields (and
+``_meta``) intact. ``wire()`` dumps only the fields that were set, so an omitted field stays
+omitted and an explicit ``None`` is sent as ``null`` -- the difference between "unchanged" and
+"clear" in ACP's patch semantics. Discriminators (``sessionUpdate``, ``state``, ``type``) are
+always sent.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic.alias_generators import to_camel
+
+from claude_bg_acp.acp.jsonrpc import INVALID_PARAMS, RpcError
+
+TAGS = ("session_update", "state", "type", "outcome")
+
+
+class WireModel(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="allow")
+
+    meta: dict[str, Any] | None = Field(default=None, alias="_meta")
+
+    def model_post_init(self, context: Any) -> None:
+        # A tag with a default is still part of the message, not an unset patch field.
+        for name in TAGS:
+            if name in type(self).model_fields:
+                self.model_fields_set.add(name)
+
+    def wire(self) -> dict[str, Any]:
+        return self.model_dump(by_alias=True, exclude_unset=True, mode="json")
+
+
+def parse_params(model: type[WireModel], params: Any) -> Any:
+    """Validate request params, turning the first problem into -32602 naming the field."""
+    try:
+        return model.model_validate(params if params is not None else {})
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(str(part) for part in error["loc"]) or "params"
+        raise RpcError(INVALID_PARAMS, f"Invalid params: {where}: {error['msg']}") from None
+
+
+# --- requests from the client -------------------------------------------------------------
+
+
+class Implementation(WireModel):
+    name: str
+    version: str
+    title: str | None = None
+
+
+class InitializeParams(WireModel):
+    protocol_version: int
+    client_capabilities: dict[str, Any] | None = None
+    client_info: Implementation | None = None
+    info: Implementation | None = None
+    capabilities: dict[str, Any] | None = None
+
+    @field_validator("protocol_version", mode="before")
+    @classmethod
+    def _whole_number(cls, value: Any) -> Any:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError("must be a non-negative integer")
+        return value
+
+
+class ContentBlock(WireModel):
+    type: str
+
+
+class NewSessionParams(WireModel):
+    cwd: str
+    mcp_servers: list[dict[str, Any]] | None = None
+    additional_directories: list[str] | None = None
+
+
+class SessionParams(WireModel):
+    session_id: str
+
+
+class PromptParams(SessionParams):
+    prompt: list[ContentBlock] = Field(min_length=1)
+
+
+class CancelTerminalParams(SessionParams):
+    terminal_id: str
+
+
+class CancelToolCallParams(SessionParams):
+    tool_call_id: str
+
+
+class CancelRequestParams(WireModel):
+    request_id: int | str
+
+
+class PermissionOutcome(WireModel):
+    outcome: str
+    option_id: str | None = None
+
+
+class PermissionResponse(WireModel):
+    outcome: PermissionOutcome
+
+
+# --- session updates we send --------------------------------------------------------------
+
+
+class TextContent(WireModel):
+    type: Literal["text"] = "text"
+    text: str
+
+
+class ContentChunk(WireModel):
+    session_update: Literal["agent_message_chunk", "agent_thought_chunk", "user_message_chunk"]
+    content: ContentBlock | TextContent
+    message_id: str | None = None
+
+
+class UserMessage(WireModel):
+    session_update: Literal["user_message"] = "user_message"
+    message_id: str
+    content: list[ContentBlock] | None = None
+
+
+class ToolCallContent(WireModel):
+    type: Literal["content", "terminal", "diff"]
+
+
+class ToolCall(WireModel):
+    """v1's creating ``tool_call`` and both versions' ``tool_call_update`` (an upsert in v2)."""
+
+    session_update: Literal["tool_call", "tool_call_update"]
+    tool_call_id: str
+    title: str | None = None
+    kind: str | None = None
+    status: str | None = None
+    content: list[dict[str, Any]] | None = None
+    locations: list[dict[str, Any]] | None = None
+    raw_input: Any = None
+    raw_output: Any = None
+    capabilities: dict[str, Any] | None = None
+
+
+class ErrorObject(WireModel):
+    code: int
+    message: str
+    data: Any = None
+
+
+class StateUpdate(WireModel):
+    session_update: Literal["state_update"] = "state_update"
+    state: Literal["running", "idle", "requires_action", "unknown"]
+    stop_reason: str | None = None
+    error: ErrorObject | None = None
+    usage: dict[str, Any] | None = None
+    background: list[dict[str, Any]] | None = None
+
+
+class TerminalUpdate(WireModel):
+    session_update: Literal["terminal_update"] = "terminal_update"
+    terminal_id: str
+    command: str | None = None
+    cwd: str | None = None
+    output: dict[str, Any] | None = None
+    exit_status: dict[str, Any] | None = None
+    capabilities: dict[str, Any] | None = None
+
+
+class TerminalOutputChunk(WireModel):
+    session_update: Literal["terminal_output_chunk"] = "terminal_output_chunk"
+    terminal_id: str
+    data: str
+
+
+SessionUpdate = ContentChunk | UserMessage | ToolCall | StateUpdate | TerminalUpdate | TerminalOutputChunk

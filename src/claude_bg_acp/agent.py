@@ -1,0 +1,151 @@
+"""The ACP agent: method handlers for one client connection.
+
+It negotiates the protocol version at ``initialize`` (the highest we speak at or below the
+client's: 1 or 2), creates and finds sessions, validates params into models, and hands each
+request to its session. Framing and dispatch are the endpoint's business; translation is the
+core's. Importing the Claude side is deferred to the first ``session/new`` (and started in the
+background right after ``initialize``) so that ``initialize`` answers fast.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import uuid
+from typing import TYPE_CHECKING, Any, Literal
+
+import anyio
+from anyio.abc import TaskGroup
+
+from claude_bg_acp import __version__
+from claude_bg_acp.acp import jsonrpc
+from claude_bg_acp.acp.jsonrpc import RpcError
+from claude_bg_acp.acp.schema import (
+    CancelRequestParams,
+    InitializeParams,
+    NewSessionParams,
+    PromptParams,
+    SessionParams,
+    parse_params,
+)
+from claude_bg_acp.stdio import Endpoint
+
+if TYPE_CHECKING:
+    from claude_bg_acp.sessions import Session
+
+log = logging.getLogger(__name__)
+
+LATEST_VERSION = 2
+RESOURCE_NOT_FOUND = -32002
+AGENT_INFO = {"name": "claude-bg-acp", "title": "Claude (background work)", "version": __version__}
+PROMPT_CAPABILITIES = {"image": True, "audio": False, "embeddedContext": True}
+
+
+class Agent:
+    def __init__(self, endpoint: Endpoint, tg: TaskGroup, cli_path: str | None = None) -> None:
+        self._endpoint = endpoint
+        self._tg = tg
+        self._cli_path = cli_path
+        self._version: int | None = None
+        self._sessions: dict[str, Session] = {}
+
+    async def on_request(self, method: str, params: Any) -> Any:
+        if method == "initialize":
+            return self._initialize(parse_params(InitializeParams, params))
+        if self._version is None:
+            raise RpcError(jsonrpc.INVALID_REQUEST, f"Invalid Request: call initialize before {method}")
+        if method == "authenticate":
+            return {}
+        if method == "session/new":
+            return await self._new_session(parse_params(NewSessionParams, params))
+        if method == "session/prompt":
+            request = parse_params(PromptParams, params)
+            return await self._session(request.session_id).prompt(request)
+        if method == "session/close":
+            return await self._close_session(parse_params(SessionParams, params).session_id)
+        raise RpcError(jsonrpc.METHOD_NOT_FOUND, f"Method not found: {method}")
+
+    async def on_notification(self, method: str, params: Any) -> None:
+        if method == "session/cancel":
+            self._session(parse_params(SessionParams, params).session_id).cancel()
+        elif method == "$/cancel_request":
+            parse_params(CancelRequestParams, params)  # nothing of ours is cancellable that way yet
+        elif not method.startswith(("_", "$/")):
+            log.warning("ignored unknown notification %s", method)
+
+    async def close_all(self) -> None:
+        """Close every session (stopping its Claude Code) concurrently."""
+        async with anyio.create_task_group() as tg:
+            for session_id in list(self._sessions):
+                tg.start_soon(self._close_session, session_id)
+
+    # --- methods ----------------------------------------------------------------------------------
+
+    def _initialize(self, params: InitializeParams) -> dict[str, Any]:
+        version = min(params.protocol_version, LATEST_VERSION)
+        if version < 1:
+            raise RpcError(
+                jsonrpc.UNSUPPORTED_PROTOCOL_VERSION,
+                f"Unsupported protocol version {params.protocol_version}",
+                {"supported": [1, LATEST_VERSION]},
+            )
+        if version >= 2 and params.info is None:
+            raise RpcError(jsonrpc.INVALID_PARAMS, "Invalid params: info: Field required for version 2")
+        self._version = version
+        _prewarm_claude_side()
+        if version == 1:
+            return {
+                "protocolVersion": 1,
+                "agentInfo": AGENT_INFO,
+                "agentCapabilities": {
+                    "loadSession": False,
+                    "promptCapabilities": PROMPT_CAPABILITIES,
+                    "sessionCapabilities": {"close": {}},
+                },
+                "authMethods": [],
+            }
+        return {
+            "protocolVersion": version,
+            "info": AGENT_INFO,
+            "capabilities": {"session": {"prompt": PROMPT_CAPABILITIES}},
+            "authMethods": [],
+        }
+
+    async def _new_session(self, params: NewSessionParams) -> dict[str, Any]:
+        if not os.path.isabs(params.cwd) or not os.path.isdir(params.cwd):
+            raise RpcError(
+                jsonrpc.INVALID_PARAMS,
+                "Invalid params: cwd: must be an absolute path to an existing directory",
+            )
+        from claude_bg_acp.sessions import Session
+
+        session_id = str(uuid.uuid4())
+        assert self._version is not None
+        version: Literal[1, 2] = 1 if self._version == 1 else 2
+        session = Session(session_id, params.cwd, version, self._endpoint, self._cli_path)
+        self._sessions[session_id] = session
+        self._tg.start_soon(session.run)
+        session.feed(session.core.opened(anyio.current_time()))
+        return {"sessionId": session_id}
+
+    async def _close_session(self, session_id: str) -> dict[str, Any]:
+        session = self._session(session_id)
+        await session.close()
+        self._sessions.pop(session_id, None)
+        return {}
+
+    def _session(self, session_id: str) -> Session:
+        session = self._sessions.get(session_id)
+        if session is None:
+            raise RpcError(RESOURCE_NOT_FOUND, f"Unknown session {session_id}", {"sessionId": session_id})
+        return session
+
+
+def _prewarm_claude_side() -> None:
+    """Import the SDK in a thread while the client reads our answer; session/new then finds it."""
+
+    def load() -> None:
+        import claude_bg_acp.sessions  # noqa: F401
+
+    threading.Thread(target=load, name="prewarm", daemon=True).start()

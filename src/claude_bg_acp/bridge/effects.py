@@ -1,0 +1,81 @@
+"""What the core asks its edges to do. The core returns these; the session driver performs them
+in order: ACP messages through the stdio endpoint, SDK commands through the Claude runner."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from claude_bg_acp.acp.jsonrpc import RpcError
+from claude_bg_acp.acp.schema import SessionUpdate
+
+Ticket = int
+"""Names one pending client request (a prompt) or one pending permission question."""
+
+
+@dataclass(frozen=True)
+class Notify:
+    """Send ``session/update`` for ``session_id``."""
+
+    session_id: str
+    update: SessionUpdate
+
+
+@dataclass(frozen=True)
+class Reply:
+    """Answer the client request behind ``ticket``."""
+
+    ticket: Ticket
+    result: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Fail:
+    ticket: Ticket
+    error: RpcError
+
+
+@dataclass(frozen=True)
+class AskPermission:
+    """Send ``session/request_permission``; its answer comes back to the core with ``ticket``."""
+
+    ticket: Ticket
+    params: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class WithdrawPermission:
+    """The question behind ``ticket`` no longer applies: tell the client with ``$/cancel_request``."""
+
+    ticket: Ticket
+
+
+@dataclass(frozen=True)
+class Decide:
+    """Answer the SDK's ``can_use_tool`` call behind ``ticket``."""
+
+    ticket: Ticket
+    allow: bool
+    always: bool = False
+    message: str = ""
+    interrupt: bool = False
+
+
+@dataclass(frozen=True)
+class Query:
+    """Send a user message (Anthropic content blocks) to Claude Code."""
+
+    content: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Interrupt:
+    """End Claude Code's current turn (background work survives; see the stop affordance)."""
+
+
+@dataclass(frozen=True)
+class StopTask:
+    task_id: str
+
+
+Effect = Notify | Reply | Fail | AskPermission | WithdrawPermission | Decide | Query | Interrupt | StopTask

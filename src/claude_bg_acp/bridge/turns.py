@@ -1,0 +1,265 @@
+"""Foreground work: prompts, turns, and the session state a v2 client sees.
+
+Theory of operation. Two facts decide whether foreground work is going on:
+
+- ``prompt``: a user prompt we inserted whose own result has not arrived yet. A result whose
+  ``origin`` names a task notification belongs to a follow-up turn, never to a prompt.
+- ``cli_busy``: Claude Code said ``running`` (session_state_changed) and no result or ``idle``
+  has come since. This is how a follow-up turn that no prompt started becomes visible.
+
+The v2 state is ``running`` while either holds (``requires_action`` while a foreground
+permission question is open) and ``idle`` otherwise, with the stop reason of the last result.
+A result clears ``cli_busy`` at once, so ``idle`` follows the result without waiting for the
+CLI's own trailing ``idle``; a late trailing ``idle`` cannot end a newer prompt, because the
+prompt fact alone keeps the state ``running``.
+
+Prompts that arrive while foreground work is going on are held and inserted in order when it
+ends. Insertion is the moment the prompt is written to Claude Code: a v2 prompt is answered
+with its ``messageId`` then; a v1 prompt is answered with its stop reason at its result.
+``session/cancel`` answers held prompts (-32800 in v2, ``cancelled`` in v1) and interrupts
+the turn; the interrupted turn's result then reports ``cancelled``.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from claude_bg_acp.acp.jsonrpc import INTERNAL_ERROR, REQUEST_CANCELLED, RpcError
+from claude_bg_acp.acp.schema import ErrorObject, StateUpdate, UserMessage
+from claude_bg_acp.bridge.effects import Effect, Fail, Interrupt, Notify, Query, Reply, Ticket
+
+Version = Literal[1, 2]
+State = Literal["running", "idle", "requires_action"]
+
+RESULT_STOP_REASONS = {
+    "end_turn": "end_turn",
+    "stop_sequence": "end_turn",
+    "tool_use": "end_turn",
+    "pause_turn": "end_turn",
+    "max_tokens": "max_tokens",
+    "model_context_window_exceeded": "max_tokens",
+    "refusal": "refusal",
+}
+
+
+@dataclass
+class HeldPrompt:
+    ticket: Ticket
+    content: list[dict[str, Any]]
+    claude_content: list[dict[str, Any]]
+
+
+@dataclass
+class PromptTurn:
+    ticket: Ticket
+    message_id: str
+    cancelled: bool = False
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How a turn ended, from its result message."""
+
+    stop_reason: str
+    usage: dict[str, Any] | None = None
+    error: RpcError | None = None
+
+
+class Foreground:
+    def __init__(self, session_id: str, version: Version) -> None:
+        self.session_id = session_id
+        self.version = version
+        self.prompt: PromptTurn | None = None
+        self.cli_busy = False
+        self.blocked = False
+        self.held: deque[HeldPrompt] = deque()
+        self.reported: State = "idle"
+        self.last_outcome: Outcome | None = None
+        self.background: list[dict[str, Any]] | None = [] if version == 2 else None
+        self._next_message = 0
+        self.gone: RpcError | None = None
+
+    @property
+    def busy(self) -> bool:
+        return self.prompt is not None or self.cli_busy
+
+    def state(self) -> State:
+        if not self.busy:
+            return "idle"
+        return "requires_action" if self.blocked else "running"
+
+    # --- inputs ---------------------------------------------------------------------------
+
+    def submit(self, held: HeldPrompt) -> list[Effect]:
+        if self.gone is not None:
+            return [Fail(held.ticket, self.gone)]
+        self.held.append(held)
+        return [] if self.busy else self._insert_next()
+
+    def cli_state(self, state: str) -> list[Effect]:
+        if state in ("running", "requires_action"):
+            self.cli_busy = True
+        elif state == "idle":
+            self.cli_busy = False
+            if self.prompt is not None and self.prompt.cancelled:
+                # An interrupt that produced no result still ends the cancelled prompt.
+                return self._settle(Outcome("cancelled"))
+        return self._report()
+
+    def result(
+        self,
+        subtype: str,
+        stop_reason: str | None,
+        follow_up: bool,
+        usage: dict[str, Any] | None,
+        errors: list[str] | None,
+    ) -> list[Effect]:
+        self.cli_busy = False
+        if follow_up and self.prompt is not None:
+            return self._report()
+        cancelled = self.prompt is not None and self.prompt.cancelled
+        return self._settle(_outcome(subtype, stop_reason, usage, errors, cancelled))
+
+    def cancel(self) -> list[Effect]:
+        effects: list[Effect] = []
+        while self.held:
+            effects += self._refuse(self.held.popleft())
+        if self.prompt is not None and not self.prompt.cancelled:
+            self.prompt.cancelled = True
+            effects.append(Interrupt())
+        elif self.prompt is None and self.cli_busy:
+            effects.append(Interrupt())
+        return effects
+
+    def opened(self) -> list[Effect]:
+        return [self._state_update("idle", repeat=True)] if self.version == 2 else []
+
+    def close(self) -> list[Effect]:
+        """The session closes: nothing more is inserted, and the turn ends as cancelled."""
+        effects: list[Effect] = []
+        while self.held:
+            effects += self._refuse(self.held.popleft())
+        self.cli_busy = False
+        if self.prompt is not None or self.reported != "idle":
+            effects += self._settle(Outcome("cancelled"), insert_next=False)
+        return effects
+
+    def set_blocked(self, blocked: bool) -> list[Effect]:
+        self.blocked = blocked
+        return self._report()
+
+    def set_background(self, background: list[dict[str, Any]]) -> list[Effect]:
+        if self.version != 2 or background == self.background:
+            return []
+        self.background = background
+        return [self._state_update(self.state(), repeat=True)]
+
+    def fail(self, error: RpcError) -> list[Effect]:
+        """Claude Code is gone: end the turn with an error and refuse what was held and what comes."""
+        self.gone = error
+        self.cli_busy = False
+        effects: list[Effect] = []
+        while self.held:
+            held = self.held.popleft()
+            effects.append(Fail(held.ticket, error))
+        return effects + self._settle(Outcome("error", error=error), insert_next=False)
+
+    # --- transitions ------------------------------------------------------------------------
+
+    def _insert_next(self) -> list[Effect]:
+        held = self.held.popleft()
+        self._next_message += 1
+        message_id = f"user-{self._next_message}"
+        self.prompt = PromptTurn(held.ticket, message_id)
+        effects = self._report()
+        if self.version == 2:
+            effects += [
+                Notify(
+                    self.session_id,
+                    UserMessage.model_validate({"messageId": message_id, "content": held.content}),
+                ),
+                Reply(held.ticket, {"messageId": message_id}),
+            ]
+        effects.append(Query(held.claude_content))
+        return effects
+
+    def _settle(self, outcome: Outcome, insert_next: bool = True) -> list[Effect]:
+        effects: list[Effect] = []
+        prompt, self.prompt = self.prompt, None
+        self.last_outcome = outcome
+        if prompt is not None and self.version == 1:
+            effects.append(_v1_answer(prompt.ticket, outcome))
+        effects += self._report()
+        if insert_next and self.held and not self.busy:
+            effects += self._insert_next()
+        return effects
+
+    def _refuse(self, held: HeldPrompt) -> list[Effect]:
+        if self.version == 2:
+            return [Fail(held.ticket, RpcError(REQUEST_CANCELLED, "Prompt cancelled before insertion"))]
+        return [Reply(held.ticket, {"stopReason": "cancelled"})]
+
+    def _report(self) -> list[Effect]:
+        state = self.state()
+        if state == self.reported:
+            return []
+        self.reported = state
+        return [self._state_update(state, repeat=False)] if self.version == 2 else []
+
+    def _state_update(self, state: State, repeat: bool) -> Notify:
+        update = StateUpdate(state=state)
+        if self.background is not None:
+            update.background = self.background
+        outcome = self.last_outcome
+        if state == "idle" and outcome is not None and not repeat:
+            update.stop_reason = outcome.stop_reason
+            if outcome.usage is not None:
+                update.usage = outcome.usage
+            if outcome.error is not None:
+                update.error = ErrorObject(code=outcome.error.code, message=outcome.error.message)
+        return Notify(self.session_id, update)
+
+
+def _outcome(
+    subtype: str,
+    stop_reason: str | None,
+    usage: dict[str, Any] | None,
+    errors: list[str] | None,
+    cancelled: bool,
+) -> Outcome:
+    acp_usage = _usage(usage)
+    if cancelled:
+        return Outcome("cancelled", acp_usage)
+    if subtype == "success":
+        return Outcome(RESULT_STOP_REASONS.get(stop_reason or "end_turn", "end_turn"), acp_usage)
+    if subtype == "error_max_turns":
+        return Outcome("max_turn_requests", acp_usage)
+    message = "; ".join(errors or []) or f"Claude Code ended the turn: {subtype}"
+    return Outcome("error", acp_usage, RpcError(INTERNAL_ERROR, message))
+
+
+def _usage(usage: dict[str, Any] | None) -> dict[str, Any] | None:
+    if not usage:
+        return None
+    inputs = int(usage.get("input_tokens") or 0)
+    outputs = int(usage.get("output_tokens") or 0)
+    cache_read = int(usage.get("cache_read_input_tokens") or 0)
+    cache_write = int(usage.get("cache_creation_input_tokens") or 0)
+    return {
+        "totalTokens": inputs + outputs + cache_read + cache_write,
+        "inputTokens": inputs,
+        "outputTokens": outputs,
+        "cachedReadTokens": cache_read,
+        "cachedWriteTokens": cache_write,
+    }
+
+
+def _v1_answer(ticket: Ticket, outcome: Outcome) -> Effect:
+    if outcome.error is not None:
+        return Fail(ticket, outcome.error)
+    result: dict[str, Any] = {"stopReason": outcome.stop_reason}
+    if outcome.usage is not None:
+        result["usage"] = outcome.usage
+    return Reply(ticket, result)

@@ -1,0 +1,91 @@
+"""Runs one session's Claude Code through the SDK: connect, one reader, commands.
+
+It knows nothing of ACP. Every message goes to ``on_message`` in arrival order; when the
+stream ends (the CLI exited or crashed) ``on_exit`` hears why, once. Commands (``query``,
+``interrupt``, ``stop_task``) are awaited in the order they are given.
+
+The reader parses frames itself instead of using ``ClaudeSDKClient.receive_messages``: the SDK's
+parser raises on a frame that lacks a key it indexes, and that would end the SDK's own loop and
+with it the session. Here such a frame is logged and skipped.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import anyio
+from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient
+from claude_agent_sdk._errors import MessageParseError
+from claude_agent_sdk._internal.message_parser import parse_message
+from claude_agent_sdk.types import Message
+
+from claude_bg_acp.claude.options import build_client
+
+log = logging.getLogger(__name__)
+
+DISCONNECT_BOUND = 15.0
+
+
+class ClaudeRunner:
+    def __init__(
+        self,
+        options: ClaudeAgentOptions,
+        on_message: Callable[[Message], None],
+        on_exit: Callable[[str], None],
+    ) -> None:
+        self._client: ClaudeSDKClient = build_client(options)
+        self._on_message = on_message
+        self._on_exit = on_exit
+
+    async def connect(self) -> None:
+        await self._client.connect()
+
+    async def read(self) -> None:
+        """Deliver messages until the CLI's stream ends; then report the exit."""
+        reason = "Claude Code exited"
+        try:
+            async for frame in self._frames():
+                self._deliver(frame)
+        except Exception as exc:
+            log.exception("Claude Code stream failed")
+            reason = f"Claude Code failed: {exc}"
+        self._on_exit(reason)
+
+    def _frames(self) -> AsyncIterator[dict[str, Any]]:
+        query = self._client._query  # the raw frames; see the module docstring
+        if query is None:
+            raise RuntimeError("not connected")
+        frames: AsyncIterator[dict[str, Any]] = query.receive_messages()
+        return frames
+
+    def _deliver(self, frame: dict[str, Any]) -> None:
+        try:
+            message = parse_message(frame)
+        except MessageParseError as exc:
+            log.warning("skipped a frame the SDK cannot parse (%s): %.500r", exc, frame)
+            return
+        if message is not None:
+            self._on_message(message)
+
+    async def query(self, content: list[dict[str, Any]]) -> None:
+        async def one_message() -> AsyncIterator[dict[str, Any]]:
+            yield {
+                "type": "user",
+                "message": {"role": "user", "content": content},
+                "parent_tool_use_id": None,
+            }
+
+        await self._client.query(one_message())
+
+    async def interrupt(self) -> None:
+        await self._client.interrupt()
+
+    async def stop_task(self, task_id: str) -> None:
+        await self._client.stop_task(task_id)
+
+    async def disconnect(self) -> None:
+        """Stop the CLI and everything it runs; bounded, and safe to call more than once."""
+        with anyio.move_on_after(DISCONNECT_BOUND, shield=True):
+            await self._client.disconnect()

@@ -1,0 +1,88 @@
+"""The ``claude-bg-acp`` command: parse flags, set up logging, and serve ACP on stdio.
+
+stdout carries the protocol alone: before anything else runs, fd 1 is duplicated for the
+endpoint and pointed at stderr, so nothing else can write a stray line into the stream. When
+stdin closes (the editor went away) or a SIGTERM/SIGINT arrives, every session is closed,
+which stops its Claude Code and the background work it runs, before the process exits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+from collections.abc import Sequence
+
+import anyio
+
+from claude_bg_acp import __version__
+
+log = logging.getLogger("claude_bg_acp")
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="claude-bg-acp",
+        description="An ACP agent (JSON-RPC on stdin/stdout) that runs Claude Code and makes its "
+        "background work visible to the editor. Editors launch it; it is not interactive.",
+    )
+    parser.add_argument("--version", action="version", version=f"claude-bg-acp {__version__}")
+    parser.add_argument("--log-file", metavar="PATH", help="write logs here instead of stderr")
+    parser.add_argument(
+        "--log-level",
+        default="WARNING",
+        type=str.upper,
+        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+        help="how much to log (default: WARNING)",
+    )
+    parser.add_argument(
+        "--cli-path",
+        metavar="PATH",
+        help="the Claude Code executable to run (default: the one bundled with the SDK)",
+    )
+    return parser.parse_args(argv)
+
+
+def setup_logging(log_file: str | None, level: str) -> None:
+    handler: logging.Handler = (
+        logging.FileHandler(log_file) if log_file else logging.StreamHandler(sys.stderr)
+    )
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = parse_args(argv)
+    setup_logging(args.log_file, args.log_level)
+    from claude_bg_acp.stdio import protect_stdout
+
+    protocol_fd = protect_stdout()
+    anyio.run(serve, protocol_fd, args.cli_path)
+
+
+async def serve(protocol_fd: int, cli_path: str | None) -> None:
+    from claude_bg_acp.agent import Agent
+    from claude_bg_acp.stdio import Endpoint, stdio_streams
+
+    source, sink = await stdio_streams(0, protocol_fd)
+    endpoint = Endpoint(source, sink)
+    async with anyio.create_task_group() as tg:
+        agent = Agent(endpoint, tg, cli_path)
+        tg.start_soon(_stop_on_signal, tg)
+        try:
+            await endpoint.serve(tg, agent.on_request, agent.on_notification)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await agent.close_all()
+            tg.cancel_scope.cancel()
+
+
+async def _stop_on_signal(tg: anyio.abc.TaskGroup) -> None:
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async for signum in signals:
+            log.warning("received %s; closing sessions", signal.Signals(signum).name)
+            tg.cancel_scope.cancel()
+            return

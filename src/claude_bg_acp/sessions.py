@@ -1,0 +1,277 @@
+"""A live ACP session: the sans-IO core, its Claude Code runner, and the effects between them.
+
+Every input (a client request, an SDK message, a permission answer) is fed to the core on the
+event loop, one at a time, and the effects it returns go into one ordered outbox. A single task
+performs them: updates are written in the order the core produced them, and a prompt's answer
+is released only after every update before it was written. SDK commands go to a second queue
+with its own task, so a slow ``interrupt`` never holds back output.
+
+The runner is connected, read and disconnected inside this session's own task (the SDK needs
+its client to live in one task), so ``session/new`` answers at once while Claude Code starts;
+a prompt that arrives meanwhile simply waits in the command queue.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from itertools import count
+from typing import Any
+
+import anyio
+from anyio.abc import TaskGroup
+from claude_agent_sdk.types import (
+    Message,
+    PermissionResult,
+    PermissionResultAllow,
+    PermissionResultDeny,
+    PermissionUpdate,
+    ToolPermissionContext,
+)
+
+from claude_bg_acp.acp.jsonrpc import INTERNAL_ERROR, RpcError
+from claude_bg_acp.acp.schema import PermissionResponse, PromptParams
+from claude_bg_acp.bridge.effects import (
+    AskPermission,
+    Decide,
+    Effect,
+    Fail,
+    Interrupt,
+    Notify,
+    Query,
+    Reply,
+    StopTask,
+    Ticket,
+    WithdrawPermission,
+)
+from claude_bg_acp.bridge.session import SessionCore
+from claude_bg_acp.bridge.turns import Version
+from claude_bg_acp.claude.options import session_options
+from claude_bg_acp.claude.runner import ClaudeRunner
+from claude_bg_acp.stdio import Endpoint
+
+log = logging.getLogger(__name__)
+
+Command = Query | Interrupt | StopTask
+
+
+@dataclass
+class Waiter:
+    """One answer that some task is waiting for."""
+
+    done: anyio.Event = field(default_factory=anyio.Event)
+    value: Any = None
+    error: RpcError | None = None
+
+    def settle(self, value: Any = None, error: RpcError | None = None) -> None:
+        self.value, self.error = value, error
+        self.done.set()
+
+    async def wait(self) -> Any:
+        await self.done.wait()
+        if self.error is not None:
+            raise self.error
+        return self.value
+
+
+@dataclass
+class Question:
+    """A permission question on its way to the client."""
+
+    waiter: Waiter
+    suggestions: list[PermissionUpdate]
+    request_id: int | None = None
+    scope: anyio.CancelScope | None = None
+
+
+class Session:
+    def __init__(
+        self,
+        session_id: str,
+        cwd: str,
+        version: Version,
+        endpoint: Endpoint,
+        cli_path: str | None = None,
+        clock: Callable[[], float] = anyio.current_time,
+    ) -> None:
+        self.session_id = session_id
+        self.cwd = cwd
+        self.core = SessionCore(session_id, version)
+        self._endpoint = endpoint
+        self._cli_path = cli_path
+        self._clock = clock
+        self._tickets = count(1)
+        self._prompts: dict[Ticket, Waiter] = {}
+        self._questions: dict[Ticket, Question] = {}
+        self._outbox_in, self._outbox = anyio.create_memory_object_stream[Effect](math.inf)
+        self._commands_in, self._commands = anyio.create_memory_object_stream[Command](math.inf)
+        self._closing = anyio.Event()
+        self._finished = anyio.Event()
+        self._tg: TaskGroup | None = None
+
+    # --- life cycle -------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Serve the session until ``close``; Claude Code is stopped before this returns."""
+        try:
+            async with anyio.create_task_group() as tg:
+                self._tg = tg
+                tg.start_soon(self._perform_effects)
+                await self._run_claude(tg)
+                # Let the final updates (and answers) of the close go out before stopping.
+                self._outbox_in.close()
+                self._commands_in.close()
+        finally:
+            self._finished.set()
+
+    async def _run_claude(self, tg: TaskGroup) -> None:
+        options = session_options(self.cwd, self._can_use_tool, self._cli_path)
+        runner = ClaudeRunner(options, self._on_message, self._on_exit)
+        try:
+            await runner.connect()
+        except Exception as exc:
+            log.exception("Claude Code did not start")
+            self._on_exit(f"Claude Code did not start: {exc}")
+            await self._closing.wait()
+            return
+        tg.start_soon(runner.read)
+        tg.start_soon(self._perform_commands, runner)
+        await self._closing.wait()
+        await runner.disconnect()
+
+    async def close(self) -> None:
+        """Cancel what is pending, stop Claude Code, and return once it is gone."""
+        self.feed(self.core.close(self._clock()))
+        self._closing.set()
+        await self._finished.wait()
+
+    # --- inputs -------------------------------------------------------------------------------------
+
+    def feed(self, effects: list[Effect]) -> None:
+        try:
+            for effect in effects:
+                self._outbox_in.send_nowait(effect)
+        except anyio.ClosedResourceError:
+            log.debug("session %s is closed; dropped %d effects", self.session_id, len(effects))
+
+    async def prompt(self, params: PromptParams) -> Any:
+        if self._closing.is_set():
+            raise RpcError(INTERNAL_ERROR, "The session is closed")
+        ticket = next(self._tickets)
+        waiter = self._prompts[ticket] = Waiter()
+        self.feed(self.core.prompt(ticket, params.prompt, self._clock()))
+        try:
+            return await waiter.wait()
+        finally:
+            self._prompts.pop(ticket, None)
+
+    def cancel(self) -> None:
+        self.feed(self.core.cancel(self._clock()))
+
+    def _on_message(self, message: Message) -> None:
+        self.feed(self.core.sdk_message(message, self._clock()))
+
+    def _on_exit(self, reason: str) -> None:
+        if not self._closing.is_set():
+            log.warning("session %s: %s", self.session_id, reason)
+            self.feed(self.core.sdk_failed(reason, self._clock()))
+
+    async def _can_use_tool(
+        self, tool_name: str, tool_input: dict[str, Any], context: ToolPermissionContext
+    ) -> PermissionResult:
+        ticket = next(self._tickets)
+        question = self._questions[ticket] = Question(Waiter(), list(context.suggestions))
+        self.feed(
+            self.core.permission_requested(
+                ticket, tool_name, tool_input, context.tool_use_id, context.agent_id, self._clock()
+            )
+        )
+        try:
+            result: PermissionResult = await question.waiter.wait()
+            return result
+        finally:
+            self._questions.pop(ticket, None)
+
+    # --- effects ------------------------------------------------------------------------------------
+
+    async def _perform_effects(self) -> None:
+        async for effect in self._outbox:
+            await self._perform(effect)
+
+    async def _perform(self, effect: Effect) -> None:
+        if isinstance(effect, Notify):
+            update = effect.update.wire()
+            await self._endpoint.notify("session/update", {"sessionId": effect.session_id, "update": update})
+        elif isinstance(effect, Reply):
+            self._settle_prompt(effect.ticket, value=effect.result)
+        elif isinstance(effect, Fail):
+            self._settle_prompt(effect.ticket, error=effect.error)
+        elif isinstance(effect, AskPermission):
+            assert self._tg is not None
+            self._tg.start_soon(self._ask, effect)
+        elif isinstance(effect, WithdrawPermission):
+            await self._withdraw(effect.ticket)
+        elif isinstance(effect, Decide):
+            self._decide(effect)
+        else:
+            self._commands_in.send_nowait(effect)
+
+    def _settle_prompt(self, ticket: Ticket, value: Any = None, error: RpcError | None = None) -> None:
+        waiter = self._prompts.get(ticket)
+        if waiter is not None:
+            waiter.settle(value, error)
+
+    async def _perform_commands(self, runner: ClaudeRunner) -> None:
+        async for command in self._commands:
+            try:
+                if isinstance(command, Query):
+                    await runner.query(command.content)
+                elif isinstance(command, Interrupt):
+                    await runner.interrupt()
+                else:
+                    await runner.stop_task(command.task_id)
+            except Exception:
+                # The stream's end reports a dead CLI; one failed command must not stop the rest.
+                log.exception("session %s: %s failed", self.session_id, type(command).__name__)
+
+    async def _ask(self, effect: AskPermission) -> None:
+        question = self._questions.get(effect.ticket)
+        if question is None:
+            return
+        question.request_id = self._endpoint.new_request_id()
+        option_id: str | None = None
+        with anyio.CancelScope() as scope:
+            question.scope = scope
+            try:
+                result = await self._endpoint.request(
+                    "session/request_permission", effect.params, question.request_id
+                )
+                outcome = PermissionResponse.model_validate(result).outcome
+                option_id = outcome.option_id if outcome.outcome == "selected" else None
+            except Exception as exc:
+                log.warning("permission request failed, treated as rejected: %s", exc)
+        if not scope.cancelled_caught:
+            self.feed(self.core.permission_answered(effect.ticket, option_id, self._clock()))
+
+    async def _withdraw(self, ticket: Ticket) -> None:
+        question = self._questions.get(ticket)
+        if question is None or question.request_id is None:
+            return
+        if question.scope is not None:
+            question.scope.cancel()
+        await self._endpoint.notify("$/cancel_request", {"requestId": question.request_id})
+
+    def _decide(self, effect: Decide) -> None:
+        question = self._questions.get(effect.ticket)
+        if question is None:
+            return
+        result: PermissionResult
+        if effect.allow:
+            result = PermissionResultAllow(
+                updated_permissions=question.suggestions if effect.always else None
+            )
+        else:
+            result = PermissionResultDeny(message=effect.message, interrupt=effect.interrupt)
+        question.waiter.settle(result)

@@ -1,0 +1,250 @@
+"""The stdio edge: JSON-RPC 2.0, one JSON object per line, on stdin and stdout.
+
+It knows nothing of Claude or of ACP methods. Each incoming request runs in its own task, so a
+long ``session/prompt`` never blocks a ``session/cancel``; notifications are dispatched in
+arrival order. Writes go through one lock, so lines never interleave, and each ``send`` returns
+once its line is handed to the pipe. Requests we send (``session/request_permission``) wait for
+the response with the same id. A line that is not JSON, not UTF-8, or larger than
+``max_line`` gets an error answer and is otherwise dropped; the endpoint keeps reading.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import sys
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from itertools import count
+from typing import Any, Protocol
+
+import anyio
+from anyio.abc import TaskGroup
+
+from claude_bg_acp.acp import jsonrpc
+from claude_bg_acp.acp.jsonrpc import MalformedMessage, RpcError
+
+log = logging.getLogger(__name__)
+
+MAX_LINE = 64 * 1024 * 1024
+READ_SIZE = 256 * 1024
+
+
+class ByteSource(Protocol):
+    async def read(self, n: int) -> bytes: ...
+
+
+class ByteSink(Protocol):
+    def write(self, data: bytes) -> None: ...
+
+    async def drain(self) -> None: ...
+
+
+RequestHandler = Callable[[str, Any], Awaitable[Any]]
+NotificationHandler = Callable[[str, Any], Awaitable[None]]
+
+
+@dataclass
+class _Pending:
+    done: anyio.Event = field(default_factory=anyio.Event)
+    response: jsonrpc.Response | None = None
+
+
+class Endpoint:
+    """Serves one connection until the client closes its end."""
+
+    def __init__(self, source: ByteSource, sink: ByteSink, max_line: int = MAX_LINE) -> None:
+        self._source = source
+        self._sink = sink
+        self._max_line = max_line
+        self._write_lock = anyio.Lock()
+        self._ids = count(0)
+        self._pending: dict[jsonrpc.RequestId, _Pending] = {}
+        self._closed = False
+        self._broken = False
+
+    async def serve(
+        self, tg: TaskGroup, on_request: RequestHandler, on_notification: NotificationHandler
+    ) -> None:
+        """Read and dispatch until end of input; handlers run in ``tg``."""
+        async for line in self._lines():
+            await self._dispatch(tg, line, on_request, on_notification)
+        self._closed = True
+        for pending in self._pending.values():
+            pending.done.set()
+
+    async def notify(self, method: str, params: Any) -> None:
+        await self._send(jsonrpc.notification_frame(method, params))
+
+    def new_request_id(self) -> int:
+        return next(self._ids)
+
+    async def request(self, method: str, params: Any, request_id: int | None = None) -> Any:
+        """Send a request and wait for its result; an error answer raises ``RpcError``."""
+        if self._closed:
+            raise RpcError(jsonrpc.INTERNAL_ERROR, "the client has disconnected")
+        if request_id is None:
+            request_id = self.new_request_id()
+        pending = self._pending[request_id] = _Pending()
+        try:
+            await self._send(jsonrpc.request_frame(request_id, method, params))
+            await pending.done.wait()
+        finally:
+            del self._pending[request_id]
+        response = pending.response
+        if response is None:
+            raise RpcError(jsonrpc.INTERNAL_ERROR, "the client has disconnected")
+        if response.error is not None:
+            error = response.error
+            raise RpcError(int(error.get("code", jsonrpc.INTERNAL_ERROR)), str(error.get("message")))
+        return response.result
+
+    async def _send(self, frame: dict[str, Any]) -> None:
+        data = jsonrpc.encode(frame)
+        async with self._write_lock:
+            if self._broken:
+                return
+            try:
+                self._sink.write(data)
+                await self._sink.drain()
+            except (ConnectionError, OSError) as exc:
+                # The client stopped reading; what it misses it can no longer use.
+                self._broken = True
+                log.warning("stdout is gone (%s); further output is dropped", exc)
+
+    async def _lines(self) -> Any:
+        buffer = bytearray()
+        oversized = False
+        while chunk := await self._source.read(READ_SIZE):
+            start = 0
+            while (end := chunk.find(b"\n", start)) >= 0:
+                if oversized:
+                    oversized = False
+                else:
+                    buffer += chunk[start:end]
+                    yield bytes(buffer)
+                buffer.clear()
+                start = end + 1
+            if not oversized:
+                buffer += chunk[start:]
+            if len(buffer) > self._max_line:
+                buffer.clear()
+                oversized = True
+                await self._reply_error(
+                    None, RpcError(jsonrpc.INVALID_REQUEST, f"Message larger than {self._max_line} bytes")
+                )
+        if buffer.strip() and not oversized:
+            yield bytes(buffer)
+
+    async def _dispatch(
+        self,
+        tg: TaskGroup,
+        line: bytes,
+        on_request: RequestHandler,
+        on_notification: NotificationHandler,
+    ) -> None:
+        if not line.strip():
+            return
+        try:
+            message = jsonrpc.classify(jsonrpc.decode(line))
+        except MalformedMessage as exc:
+            log.warning("rejected input: %s", exc.message)
+            await self._reply_error(exc.request_id, exc)
+            return
+        if isinstance(message, jsonrpc.Response):
+            self._resolve(message)
+        elif isinstance(message, jsonrpc.Request):
+            tg.start_soon(self._answer, message, on_request)
+        else:
+            await self._run_notification(message, on_notification)
+
+    def _resolve(self, response: jsonrpc.Response) -> None:
+        pending = self._pending.get(response.id)
+        if pending is None:
+            log.warning("response to unknown request id %r ignored", response.id)
+            return
+        pending.response = response
+        pending.done.set()
+
+    async def _answer(self, request: jsonrpc.Request, on_request: RequestHandler) -> None:
+        try:
+            result = await on_request(request.method, request.params)
+        except RpcError as exc:
+            await self._reply_error(request.id, exc)
+        except Exception:
+            log.exception("internal error handling %s", request.method)
+            await self._reply_error(request.id, RpcError(jsonrpc.INTERNAL_ERROR, "Internal error"))
+        else:
+            await self._send(jsonrpc.result_frame(request.id, result))
+
+    async def _run_notification(
+        self, notification: jsonrpc.Notification, on_notification: NotificationHandler
+    ) -> None:
+        try:
+            await on_notification(notification.method, notification.params)
+        except Exception:
+            # A notification has no answer; its failure must not end the connection.
+            log.exception("error handling notification %s", notification.method)
+
+    async def _reply_error(self, request_id: jsonrpc.RequestId | None, error: RpcError) -> None:
+        await self._send(jsonrpc.error_frame(request_id, error))
+
+
+class _FdSink:
+    """A blocking writer for a stdout that is a regular file (no pipe transport possible)."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+
+    def write(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self._fd, view) :]
+
+    async def drain(self) -> None:
+        return None
+
+
+class _FdSource:
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+
+    async def read(self, n: int) -> bytes:
+        return await anyio.to_thread.run_sync(os.read, self._fd, n)
+
+
+async def stdio_streams(in_fd: int, out_fd: int) -> tuple[ByteSource, ByteSink]:
+    """Non-blocking streams over the given descriptors (pipes, sockets or ttys; files fall back)."""
+    loop = asyncio.get_running_loop()
+    source: ByteSource
+    sink: ByteSink
+    try:
+        reader = asyncio.StreamReader(limit=READ_SIZE)
+        await loop.connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(in_fd, "rb", buffering=0, closefd=False)
+        )
+        source = reader
+    except ValueError:
+        source = _FdSource(in_fd)
+    try:
+        transport, protocol = await loop.connect_write_pipe(
+            asyncio.streams.FlowControlMixin, os.fdopen(out_fd, "wb", buffering=0, closefd=False)
+        )
+        sink = asyncio.StreamWriter(transport, protocol, None, loop)
+    except ValueError:
+        sink = _FdSink(out_fd)
+    return source, sink
+
+
+def protect_stdout() -> int:
+    """Keep fd 1 for the protocol alone: return a private copy and point fd 1 at stderr.
+
+    Anything else that writes to stdout (a library's print, an inherited descriptor in a child
+    process) then lands on stderr instead of corrupting the JSON-RPC stream.
+    """
+    sys.stdout.flush()
+    protocol_fd = os.dup(1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return protocol_fd
