@@ -118,6 +118,8 @@ class Agent:
                 jsonrpc.INVALID_PARAMS,
                 "Invalid params: cwd: must be an absolute path to an existing directory",
             )
+        # The first session pays for importing the SDK; a worker thread keeps the loop serving.
+        await anyio.to_thread.run_sync(_import_claude_side)
         from claude_bg_acp.sessions import Session
 
         session_id = str(uuid.uuid4())
@@ -142,10 +144,10 @@ class Agent:
         return session
 
 
+def _import_claude_side() -> None:
+    import claude_bg_acp.sessions  # noqa: F401
+
+
 def _prewarm_claude_side() -> None:
-    """Import the SDK in a thread while the client reads our answer; session/new then finds it."""
-
-    def load() -> None:
-        import claude_bg_acp.sessions  # noqa: F401
-
-    threading.Thread(target=load, name="prewarm", daemon=True).start()
+    """Start importing the SDK while the client reads our answer to ``initialize``."""
+    threading.Thread(target=_import_claude_side, name="prewarm", daemon=True).start()

@@ -4,12 +4,13 @@ Wire names are camelCase; Python names are snake_case. Every model keeps unknown
 ``_meta``) intact. ``wire()`` dumps only the fields that were set, so an omitted field stays
 omitted and an explicit ``None`` is sent as ``null`` -- the difference between "unchanged" and
 "clear" in ACP's patch semantics. Discriminators (``sessionUpdate``, ``state``, ``type``) are
-always sent.
+always sent. The requests live here; the session updates we send live in ``updates``, which
+only sessions need, so that ``initialize`` does not pay for building them.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic.alias_generators import to_camel
@@ -20,7 +21,9 @@ TAGS = ("session_update", "state", "type", "outcome")
 
 
 class WireModel(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="allow")
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="allow", defer_build=True
+    )
 
     meta: dict[str, Any] | None = Field(default=None, alias="_meta")
 
@@ -105,76 +108,3 @@ class PermissionOutcome(WireModel):
 
 class PermissionResponse(WireModel):
     outcome: PermissionOutcome
-
-
-# --- session updates we send --------------------------------------------------------------
-
-
-class TextContent(WireModel):
-    type: Literal["text"] = "text"
-    text: str
-
-
-class ContentChunk(WireModel):
-    session_update: Literal["agent_message_chunk", "agent_thought_chunk", "user_message_chunk"]
-    content: ContentBlock | TextContent
-    message_id: str | None = None
-
-
-class UserMessage(WireModel):
-    session_update: Literal["user_message"] = "user_message"
-    message_id: str
-    content: list[ContentBlock] | None = None
-
-
-class ToolCallContent(WireModel):
-    type: Literal["content", "terminal", "diff"]
-
-
-class ToolCall(WireModel):
-    """v1's creating ``tool_call`` and both versions' ``tool_call_update`` (an upsert in v2)."""
-
-    session_update: Literal["tool_call", "tool_call_update"]
-    tool_call_id: str
-    title: str | None = None
-    kind: str | None = None
-    status: str | None = None
-    content: list[dict[str, Any]] | None = None
-    locations: list[dict[str, Any]] | None = None
-    raw_input: Any = None
-    raw_output: Any = None
-    capabilities: dict[str, Any] | None = None
-
-
-class ErrorObject(WireModel):
-    code: int
-    message: str
-    data: Any = None
-
-
-class StateUpdate(WireModel):
-    session_update: Literal["state_update"] = "state_update"
-    state: Literal["running", "idle", "requires_action", "unknown"]
-    stop_reason: str | None = None
-    error: ErrorObject | None = None
-    usage: dict[str, Any] | None = None
-    background: list[dict[str, Any]] | None = None
-
-
-class TerminalUpdate(WireModel):
-    session_update: Literal["terminal_update"] = "terminal_update"
-    terminal_id: str
-    command: str | None = None
-    cwd: str | None = None
-    output: dict[str, Any] | None = None
-    exit_status: dict[str, Any] | None = None
-    capabilities: dict[str, Any] | None = None
-
-
-class TerminalOutputChunk(WireModel):
-    session_update: Literal["terminal_output_chunk"] = "terminal_output_chunk"
-    terminal_id: str
-    data: str
-
-
-SessionUpdate = ContentChunk | UserMessage | ToolCall | StateUpdate | TerminalUpdate | TerminalOutputChunk

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from claude_bg_acp.acp.jsonrpc import RpcError
-from claude_bg_acp.acp.schema import SessionUpdate
+from claude_bg_acp.acp.updates import SessionUpdate
 
 Ticket = int
 """Names one pending client request (a prompt) or one pending permission question."""

@@ -33,7 +33,8 @@ from claude_agent_sdk import (
 from claude_agent_sdk.types import Message, StreamEvent
 
 from claude_bg_acp.acp.jsonrpc import INTERNAL_ERROR, RpcError
-from claude_bg_acp.acp.schema import ContentBlock, ContentChunk, TextContent, ToolCall
+from claude_bg_acp.acp.schema import ContentBlock
+from claude_bg_acp.acp.updates import ContentChunk, TextContent, ToolCall
 from claude_bg_acp.bridge import tools
 from claude_bg_acp.bridge.effects import (
     AskPermission,

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from claude_bg_acp.acp.jsonrpc import INTERNAL_ERROR, REQUEST_CANCELLED, RpcError
-from claude_bg_acp.acp.schema import ErrorObject, StateUpdate, UserMessage
+from claude_bg_acp.acp.updates import ErrorObject, StateUpdate, UserMessage
 from claude_bg_acp.bridge.effects import Effect, Fail, Interrupt, Notify, Query, Reply, Ticket
 
 Version = Literal[1, 2]
