@@ -50,6 +50,8 @@ class ToolUse:
 
 
 Block = Text | Thinking | ToolUse
+# A tool call to make: (tool name, input).
+Call = tuple[str, dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -190,7 +192,7 @@ def reply_for(name: str, body: dict[str, Any]) -> Reply:
 
 def reply_sse(reply: Reply, model: str) -> str:
     """The reply as a complete Messages API event stream."""
-    events: list[tuple[str, dict[str, Any]]] = [
+    events: list[Call] = [
         ("message_start", {"type": "message_start", "message": {
             **_message_head(reply, model), "content": [], "stop_reason": None,
             "usage": {**_usage(), "output_tokens": 1}}}),
@@ -206,7 +208,7 @@ def reply_sse(reply: Reply, model: str) -> str:
     return "".join(f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events)
 
 
-def _block_events(index: int, block: Block) -> Iterator[tuple[str, dict[str, Any]]]:
+def _block_events(index: int, block: Block) -> Iterator[Call]:
     start: dict[str, Any]
     deltas: list[dict[str, Any]]
     if isinstance(block, Text):
@@ -274,12 +276,12 @@ def _say(turn: Turn, text: str, stop_reason: StopReason = "end_turn", delay: flo
     return Reply((Text(text),), stop_reason, turn.key("text"), delay)
 
 
-def _use(turn: Turn, *calls: tuple[str, dict[str, Any]], delay: float = 0.0) -> Reply:
+def _use(turn: Turn, *calls: Call, delay: float = 0.0) -> Reply:
     blocks = tuple(ToolUse(turn.tool_id(i), name, args) for i, (name, args) in enumerate(calls))
     return Reply(blocks, "tool_use", turn.key("tools"), delay)
 
 
-def _bash(command: str, description: str, background: bool = False) -> tuple[str, dict[str, Any]]:
+def _bash(command: str, description: str, background: bool = False) -> Call:
     args: dict[str, Any] = {"command": command, "description": description}
     if background:
         args["run_in_background"] = True
@@ -291,7 +293,7 @@ ACK = "BG_DONE_ACK: saw the background task notification."
 
 
 def _tool_then_text(
-    calls: Callable[[Turn], list[tuple[str, dict[str, Any]]]],
+    calls: Callable[[Turn], list[Call]],
     after: str,
     after_delay: float = 0.0,
 ) -> Scenario:
@@ -305,9 +307,6 @@ def _tool_then_text(
         return _use(turn, *calls(turn))
 
     return scenario
-
-
-Call = tuple[str, dict[str, Any]]
 
 
 def _fixed(*calls: Call) -> Callable[[Turn], list[Call]]:
@@ -367,7 +366,7 @@ bg_burst = _tool_then_text(
     STARTED)
 
 
-def _monitor_calls(turn: Turn) -> list[tuple[str, dict[str, Any]]]:
+def _monitor_calls(turn: Turn) -> list[Call]:
     return [("Monitor", {"description": "tick watcher", "timeout_ms": 20000,
                          "command": "for i in 1 2 3; do echo tick-$i; sleep 0.5; done"})]
 
@@ -375,22 +374,35 @@ def _monitor_calls(turn: Turn) -> list[tuple[str, dict[str, Any]]]:
 monitor = _tool_then_text(_monitor_calls, "Watching the ticks.")
 
 
-def _agent_call(turn: Turn, tag: str, description: str) -> tuple[str, dict[str, Any]]:
+def _agent_call(turn: Turn, tag: str, description: str) -> Call:
     prompt = f"[scenario:{turn.scenario}] [subagent:{tag}] Do the small job and report."
     return turn.agent_tool_name(), {
         "description": description, "prompt": prompt, "subagent_type": "general-purpose",
         "run_in_background": True}
 
 
-def _subagent(command: tuple[str, dict[str, Any]], done_delay: float) -> Scenario:
-    """A subagent runs one command, then reports after ``done_delay`` seconds."""
+def _subagent(command: Call, done_delay: float, stagger: float = 0.0) -> Scenario:
+    """A subagent runs one command, then reports after ``done_delay`` seconds.
+
+    Each later subagent (in order of tag) starts ``stagger`` seconds later and reports as much
+    later again, so that concurrent subagents finish in a stable order.
+    """
 
     def scenario(turn: Turn) -> Reply:
+        offset = stagger * _tag_rank(turn.subagent_tag)
         if turn.has_tool_result:
-            return _say(turn, f"subagent {turn.subagent_tag} finished its work", delay=done_delay)
-        return _use(turn, command)
+            text = f"subagent {turn.subagent_tag} finished its work"
+            return _say(turn, text, delay=done_delay + offset)
+        return _use(turn, command, delay=offset)
 
     return scenario
+
+
+def _tag_rank(tag: str | None) -> int:
+    return SUBAGENT_TAGS.index(tag) if tag in SUBAGENT_TAGS else 0
+
+
+SUBAGENT_TAGS = ("one", "two", "three")
 
 
 def _agent_scenario(
@@ -413,7 +425,7 @@ agent_bg = _agent_scenario(
 
 agent_two = _agent_scenario(
     [("one", "first helper"), ("two", "second helper")],
-    _subagent(_bash("echo from-subagent", "subagent echo"), done_delay=1.0))
+    _subagent(_bash("echo from-subagent", "subagent echo"), done_delay=0.5, stagger=0.4))
 
 agent_permission = _agent_scenario(
     [("one", "helper that writes a file")],
