@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -170,6 +171,15 @@ def test_unknown_path_is_a_json_404(model: ScriptedModel) -> None:
     response = _post(model, "/v1/complete", {"prompt": "x"})
     assert response.status == 404
     assert json.loads(response.read())["type"] == "error"
+
+
+def test_malformed_requests_get_400_and_the_server_survives(model: ScriptedModel) -> None:
+    with socket.create_connection((model.host, model.port), timeout=10) as raw:
+        raw.sendall(b"GARBAGE\r\n\r\n")
+        assert raw.recv(100).startswith(b"HTTP/1.1 400")
+    response = _post(model, "/v1/messages", "not an object")
+    assert response.status == 400
+    assert _post(model, "/v1/messages", _request(_user("hi"))).status == 200
 
 
 def test_every_named_scenario_answers(model: ScriptedModel) -> None:

@@ -355,9 +355,12 @@ two_shells = _tool_then_text(
            _bash("echo shell-two-start; sleep 2; echo shell-two-end", "second shell", True)),
     STARTED)
 
+# Invalid bytes, then a euro sign and a colour escape each split across two writes in time,
+# so that a live tail sees them cut in half.
 bg_invalid_utf8 = _tool_then_text(
     _fixed(_bash(r"printf 'a\xffb\xc3(c\x1b[31mred\x1b[0m\n'; printf '\xe2\x82'; sleep 0.3; "
-                 r"printf '\xac split euro\n'", "bytes that are not UTF-8", True)),
+                 r"printf '\xac euro \x1b['; sleep 0.3; printf '32mgreen\x1b[0m\n'",
+                 "bytes that are not UTF-8", True)),
     STARTED)
 
 bg_burst = _tool_then_text(
@@ -366,6 +369,8 @@ bg_burst = _tool_then_text(
     STARTED)
 
 
+# CLI 2.1.332 lists Monitor among the deferred tools (schema behind ToolSearch) but runs a
+# direct call all the same; every line the script prints is a notification of its own.
 def _monitor_calls(turn: Turn) -> list[Call]:
     return [("Monitor", {"description": "tick watcher", "timeout_ms": 20000,
                          "command": "for i in 1 2 3; do echo tick-$i; sleep 0.5; done"})]
@@ -418,6 +423,8 @@ def _agent_scenario(
     return scenario
 
 
+# The parent's answer after the launch is held back so that the recorder can interrupt the
+# turn, and the subagent outlives that interrupt before it reports.
 agent_bg = _agent_scenario(
     [("one", "background helper")],
     _subagent(_bash("echo from-subagent", "subagent echo"), done_delay=2.0),

@@ -157,6 +157,9 @@ async def _serve_connection(model: ScriptedModel, stream: anyio.abc.SocketStream
         except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
             # The CLI aborts requests when a turn is interrupted; that is not an error here.
             log.debug("connection closed by the client")
+        except Exception:
+            # One bad connection must not take the server (and every other session) down.
+            log.exception("scripted model: connection failed")
 
 
 async def _read_request(reader: BufferedByteReceiveStream) -> HttpRequest | None:
@@ -187,7 +190,10 @@ def _parse_headers(lines: list[str]) -> dict[str, str]:
 async def _read_body(reader: BufferedByteReceiveStream, headers: dict[str, str]) -> bytes:
     if headers.get("transfer-encoding", "").lower() == "chunked":
         return await _read_chunked(reader)
-    length = int(headers.get("content-length", "0") or "0")
+    try:
+        length = int(headers.get("content-length", "0") or "0")
+    except ValueError as exc:
+        raise BadRequest("invalid Content-Length") from exc
     if length > MAX_BODY_BYTES:
         raise BadRequest("request body too large")
     return await reader.receive_exactly(length) if length else b""
