@@ -1,0 +1,425 @@
+"""Pytest helpers that drive an ACP agent with the official ACP client (``tests/client``).
+
+``run_client(script)`` runs ``node tests/client/drive.mjs`` with a script (the format is
+documented at the top of ``drive.mjs``), parses the one JSON object it prints and, unless ``check=False``,
+asserts that:
+
+- the run did not error (every step succeeded, nothing timed out);
+- every line the agent wrote is JSON and validates against the official schema of the
+  negotiated protocol version (:func:`tests.support.schema.validate_transcript`, strict mode);
+- the client dropped no notification (no ``Error handling notification`` on its stderr).
+
+Node and npm are required: if they are missing the helpers fail loudly, they never skip.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import fcntl
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .schema import CLIENT_DIR, SDK_PACKAGE_DIR, SDK_VERSION, validate_transcript
+
+DRIVER = CLIENT_DIR / "drive.mjs"
+MIN_NODE_MAJOR = 20
+ECHO_AGENT = Path(__file__).resolve().parent / "echo_agent.py"
+
+JsonObject = dict[str, Any]
+
+_client_ready = False
+
+
+class NodeClientUnavailableError(RuntimeError):
+    """Node, npm or the pinned ACP client package cannot be made available."""
+
+
+def _installed_sdk_version() -> str | None:
+    package_json = SDK_PACKAGE_DIR / "package.json"
+    if not package_json.is_file():
+        return None
+    version = json.loads(package_json.read_text(encoding="utf-8")).get("version")
+    return version if isinstance(version, str) else None
+
+
+def _check_node() -> str:
+    node = shutil.which("node")
+    if node is None:
+        raise NodeClientUnavailableError(
+            "`node` is not on PATH: Node.js >= 20 is required to run the ACP client tests"
+        )
+    version = subprocess.run(
+        [node, "--version"], capture_output=True, text=True, timeout=30, check=False
+    ).stdout.strip()
+    try:
+        major = int(version.lstrip("v").split(".")[0])
+    except ValueError as error:
+        raise NodeClientUnavailableError(f"cannot parse `node --version` output {version!r}") from error
+    if major < MIN_NODE_MAJOR:
+        raise NodeClientUnavailableError(f"Node.js {version} is too old; >= {MIN_NODE_MAJOR} is required")
+    return node
+
+
+@contextlib.contextmanager
+def _install_lock() -> Iterator[None]:
+    """Serialises `npm ci` between concurrent test processes (e.g. pytest-xdist workers)."""
+    path = Path(tempfile.gettempdir()) / f"claude-bg-acp-npm-ci-{os.getuid()}.lock"
+    with path.open("w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def ensure_node_client() -> None:
+    """Makes sure node/npm exist and the pinned client package is installed (runs ``npm ci`` in
+    ``tests/client`` when ``node_modules`` is missing or holds another version).
+
+    Raises :class:`NodeClientUnavailableError` (never skips) when that is impossible.
+    """
+    global _client_ready
+    if _client_ready:
+        return
+    _check_node()
+    if _installed_sdk_version() != SDK_VERSION:
+        npm = shutil.which("npm")
+        if npm is None:
+            raise NodeClientUnavailableError(
+                f"`npm` is not on PATH: it is needed to install {CLIENT_DIR}/node_modules"
+            )
+        with _install_lock():
+            if _installed_sdk_version() != SDK_VERSION:
+                result = subprocess.run(
+                    [npm, "ci", "--no-audit", "--no-fund"],
+                    cwd=CLIENT_DIR,
+                    capture_output=True,
+                    text=True,
+                    timeout=600,
+                    check=False,
+                )
+                if result.returncode != 0 or _installed_sdk_version() != SDK_VERSION:
+                    raise NodeClientUnavailableError(
+                        f"`npm ci` in {CLIENT_DIR} failed (exit {result.returncode}):\n"
+                        f"{result.stdout[-4000:]}\n{result.stderr[-4000:]}"
+                    )
+    _client_ready = True
+
+
+def echo_agent_argv() -> list[str]:
+    """argv of the harness's own stand-in agent (only for testing the harness itself)."""
+    return [sys.executable, str(ECHO_AGENT)]
+
+
+# -- the run ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ClientRun:
+    """The parsed result of one ``drive.mjs`` run with convenient accessors."""
+
+    raw: JsonObject
+    script: JsonObject
+    violations: list[str] = field(default_factory=list)
+    driver_stderr: str = ""
+
+    # -- plain fields ---------------------------------------------------------------------------
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.raw.get("ok"))
+
+    @property
+    def error(self) -> str | None:
+        error = self.raw.get("error")
+        return None if error is None else str(error)
+
+    @property
+    def protocol_version(self) -> int:
+        """The negotiated version (the agent's initialize answer), else the client entry's."""
+        version = self.raw.get("protocolVersion")
+        if isinstance(version, int) and version in (1, 2):
+            return version
+        return 2 if str(self.raw.get("client", "v2")).startswith("v2") else 1
+
+    @property
+    def agent_lines(self) -> list[Any]:
+        return list(self.raw.get("agentLines", []))
+
+    @property
+    def client_lines(self) -> list[Any]:
+        return list(self.raw.get("clientLines", []))
+
+    @property
+    def agent_non_json_lines(self) -> list[str]:
+        return [str(entry.get("text")) for entry in self.raw.get("agentNonJsonLines", [])]
+
+    @property
+    def client_stderr(self) -> list[str]:
+        return list(self.raw.get("clientStderr", []))
+
+    @property
+    def dropped_notifications(self) -> list[str]:
+        return list(self.raw.get("droppedNotifications", []))
+
+    @property
+    def agent_stderr(self) -> str:
+        return str(self.raw.get("agentStderr", ""))
+
+    @property
+    def exit_code(self) -> int | None:
+        code = self.raw.get("exitCode")
+        return code if isinstance(code, int) else None
+
+    @property
+    def shutdown(self) -> JsonObject:
+        return dict(self.raw.get("shutdown", {}))
+
+    @property
+    def responses(self) -> JsonObject:
+        return dict(self.raw.get("responses", {}))
+
+    def response(self, step: str | int) -> JsonObject:
+        """What the driver recorded for a step (by its ``id``, or its index in ``steps``)."""
+        key = str(step)
+        found = self.raw.get("responses", {}).get(key)
+        if not isinstance(found, dict):
+            raise KeyError(f"no response recorded for step {key!r}; have {sorted(self.responses)}")
+        return found
+
+    def session_id(self, session: str = "main") -> str:
+        return str(self.raw["sessions"][session]["sessionId"])
+
+    # -- updates ----------------------------------------------------------------------------------
+
+    def update_entries(self, kind: str | None = None, session: str | None = "main") -> list[JsonObject]:
+        """Entries ``{t, sessionId, session, update}`` the client surfaced, in arrival order.
+
+        ``session`` is a session name from the script (``"main"`` is the first one), or
+        ``None`` for every session including child sessions the driver did not create.
+        """
+        entries: list[JsonObject] = []
+        for entry in self.raw.get("updates", []):
+            if session is not None and entry.get("session") != session:
+                continue
+            if kind is not None and entry.get("update", {}).get("sessionUpdate") != kind:
+                continue
+            entries.append(entry)
+        return entries
+
+    def updates(self, kind: str | None = None, session: str | None = "main") -> list[JsonObject]:
+        """The ``update`` objects (as the client library parsed them) of :meth:`update_entries`."""
+        return [entry["update"] for entry in self.update_entries(kind, session)]
+
+    def updates_for_session_id(self, session_id: str, kind: str | None = None) -> list[JsonObject]:
+        return [
+            entry["update"]
+            for entry in self.raw.get("updates", [])
+            if entry.get("sessionId") == session_id
+            and (kind is None or entry.get("update", {}).get("sessionUpdate") == kind)
+        ]
+
+    def state_updates(self, session: str | None = "main") -> list[JsonObject]:
+        return self.updates("state_update", session)
+
+    def agent_text(self, session: str | None = "main") -> str:
+        """Concatenated text of the ``agent_message_chunk`` updates."""
+        parts: list[str] = []
+        for update in self.updates("agent_message_chunk", session):
+            content = update.get("content")
+            if isinstance(content, dict) and content.get("type") == "text":
+                parts.append(str(content.get("text", "")))
+        return "".join(parts)
+
+    # -- prompts and stop reasons -------------------------------------------------------------------
+
+    def prompt_responses(self, session: str | None = None) -> list[JsonObject]:
+        """Every settled ``session/prompt`` in settle order: ``{step, session, t, result|error}``."""
+        return [
+            entry
+            for entry in self.raw.get("promptResponses", [])
+            if session is None or entry.get("session") == session
+        ]
+
+    def stop_reasons(self, session: str = "main") -> list[str | None]:
+        """v1: ``stopReason`` of each prompt response; v2: ``stopReason`` of each idle
+        ``state_update`` (``None`` where omitted)."""
+        if self.protocol_version >= 2:
+            return [
+                update.get("stopReason")
+                for update in self.state_updates(session)
+                if update.get("state") == "idle"
+            ]
+        return [
+            (entry.get("result") or {}).get("stopReason")
+            for entry in self.prompt_responses(session)
+            if "result" in entry
+        ]
+
+    # -- terminals and background --------------------------------------------------------------------
+
+    @property
+    def terminal_ids(self) -> list[str]:
+        return list(self.raw.get("terminals", {}))
+
+    def terminal_bytes(self, terminal_id: str) -> bytes:
+        """The bytes the client assembled for a terminal (v2: ``terminal_update.output``
+        snapshots and ``terminal_output_chunk`` data; v1: the ``_meta`` terminal output)."""
+        terminals = self.raw.get("terminals", {})
+        if terminal_id not in terminals:
+            raise KeyError(f"no output for terminal {terminal_id!r}; have {sorted(terminals)}")
+        return base64.b64decode(terminals[terminal_id])
+
+    def terminal_info(self, terminal_id: str) -> JsonObject:
+        """Merged ``terminal_update`` fields (command, cwd, exitStatus, capabilities) plus
+        ``chunks`` and ``bytes`` counts."""
+        return dict(self.raw.get("terminalInfo", {}).get(terminal_id, {}))
+
+    @property
+    def background(self) -> list[JsonObject] | None:
+        """The client's latest ``background`` list for the first session (``None`` while not
+        reported, as the client library sees it)."""
+        background = self.raw.get("background")
+        return None if background is None else list(background)
+
+    def session_background(self, session: str = "main") -> list[JsonObject] | None:
+        background = self.raw.get("sessions", {}).get(session, {}).get("background")
+        return None if background is None else list(background)
+
+    def background_lists(self, session: str = "main") -> list[list[JsonObject] | None]:
+        """The ``background`` field of each ``state_update`` of the session, in order."""
+        return [update.get("background") for update in self.state_updates(session)]
+
+    # -- raw messages -------------------------------------------------------------------------------
+
+    def agent_messages(self, method: str | None = None) -> list[JsonObject]:
+        """Raw agent lines that are requests/notifications (optionally of one method)."""
+        return [
+            line
+            for line in self.agent_lines
+            if isinstance(line, dict)
+            and "method" in line
+            and (method is None or line.get("method") == method)
+        ]
+
+    def raw_updates(self, session_id: str | None = None) -> list[JsonObject]:
+        """``params.update`` of every raw ``session/update`` line the agent wrote (before the
+        client library parsed, stripped or dropped anything)."""
+        return [
+            line["params"]["update"]
+            for line in self.agent_messages("session/update")
+            if isinstance(line.get("params"), dict)
+            and (session_id is None or line["params"].get("sessionId") == session_id)
+        ]
+
+    @property
+    def permission_requests(self) -> list[JsonObject]:
+        return list(self.raw.get("permissionRequests", []))
+
+    # -- checks -----------------------------------------------------------------------------------
+
+    def problems(self) -> list[str]:
+        """Everything that makes the run unclean; empty means clean."""
+        problems: list[str] = []
+        if not self.ok:
+            problems.append(f"the run failed: {self.error}")
+        problems.extend(f"schema violation: {violation}" for violation in self.violations)
+        problems.extend(
+            f"agent wrote a non-JSON line on stdout: {line!r}" for line in self.agent_non_json_lines
+        )
+        problems.extend(f"the client dropped a notification: {line}" for line in self.dropped_notifications)
+        return problems
+
+    def assert_clean(self) -> None:
+        problems = self.problems()
+        if problems:
+            raise AssertionError(self.describe(problems))
+
+    def describe(self, problems: list[str] | None = None) -> str:
+        shown = problems if problems is not None else self.problems()
+        lines = [f"ACP client run ({self.raw.get('client')}) is not clean:"]
+        lines.extend(f"  - {problem}" for problem in shown[:60])
+        if len(shown) > 60:
+            lines.append(f"  ... and {len(shown) - 60} more")
+        failed = [step for step in self.raw.get("steps", []) if not step.get("ok")]
+        if failed:
+            lines.append(f"failed step: {json.dumps(failed[0])}")
+        if self.client_stderr:
+            lines.append("client stderr (last 20 lines):")
+            lines.extend(f"  {line}" for line in self.client_stderr[-20:])
+        if self.agent_stderr:
+            lines.append("agent stderr (tail):")
+            lines.append(self.agent_stderr[-3000:])
+        if self.driver_stderr:
+            lines.append("driver stderr (tail):")
+            lines.append(self.driver_stderr[-2000:])
+        lines.append(f"agent exit code {self.exit_code}, shutdown {json.dumps(self.shutdown)}")
+        return "\n".join(lines)
+
+
+def _with_defaults(script: Mapping[str, Any], timeout: float) -> JsonObject:
+    prepared = dict(script)
+    prepared.setdefault("timeoutMs", int(timeout * 1000))
+    return prepared
+
+
+def run_client(
+    script: Mapping[str, Any], timeout: float = 30.0, *, check: bool = True, strict: bool = True
+) -> ClientRun:
+    """Runs the official ACP client against the agent described by ``script``.
+
+    ``timeout`` (seconds) bounds the script's steps (it becomes ``timeoutMs`` unless the script
+    sets one); stopping the agent afterwards may add up to ``shutdownGraceMs`` + 4 s. With
+    ``check`` (the default) the run must be clean, see :meth:`ClientRun.assert_clean`; with
+    ``strict`` the schema validation rejects unknown non-``_`` variants and bad base64.
+    """
+    ensure_node_client()
+    prepared = _with_defaults(script, timeout)
+    grace_s = float(prepared.get("shutdownGraceMs", 5000)) / 1000
+    budget = float(prepared["timeoutMs"]) / 1000 + grace_s + 4 + 10
+    node = _check_node()
+    proc = subprocess.Popen(
+        [node, str(DRIVER), "-"],
+        cwd=CLIENT_DIR.parent.parent,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        stdout, stderr = proc.communicate(json.dumps(prepared), timeout=budget)
+    except subprocess.TimeoutExpired:
+        # The driver stops its agent and prints what it has on SIGTERM.
+        proc.send_signal(signal.SIGTERM)
+        try:
+            stdout, stderr = proc.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            stdout, stderr = proc.communicate()
+    try:
+        raw = json.loads(stdout.strip().splitlines()[-1]) if stdout.strip() else None
+    except json.JSONDecodeError:
+        raw = None
+    if not isinstance(raw, dict):
+        raise AssertionError(
+            f"drive.mjs printed no result (exit {proc.returncode}).\n"
+            f"stdout: {stdout[-3000:]!r}\nstderr: {stderr[-3000:]}"
+        )
+    version_guess = ClientRun(raw=raw, script=prepared).protocol_version
+    violations = validate_transcript(
+        raw.get("agentLines", []), raw.get("clientLines", []), version_guess, strict=strict
+    )
+    run = ClientRun(raw=raw, script=prepared, violations=violations, driver_stderr=stderr)
+    if check:
+        run.assert_clean()
+    return run
