@@ -23,6 +23,8 @@ from claude_bg_acp.acp import jsonrpc
 from claude_bg_acp.acp.jsonrpc import RpcError
 from claude_bg_acp.acp.schema import (
     CancelRequestParams,
+    CancelTerminalParams,
+    CancelToolCallParams,
     InitializeParams,
     NewSessionParams,
     PromptParams,
@@ -39,7 +41,8 @@ log = logging.getLogger(__name__)
 LATEST_VERSION = 2
 RESOURCE_NOT_FOUND = -32002
 AGENT_INFO = {"name": "claude-bg-acp", "title": "Claude (background work)", "version": __version__}
-PROMPT_CAPABILITIES = {"image": True, "audio": False, "embeddedContext": True}
+V1_PROMPT_CAPABILITIES = {"image": True, "audio": False, "embeddedContext": True}
+V2_PROMPT_CAPABILITIES: dict[str, dict[str, object]] = {"image": {}, "embeddedContext": {}}
 
 
 class Agent:
@@ -62,6 +65,14 @@ class Agent:
         if method == "session/prompt":
             request = parse_params(PromptParams, params)
             return await self._session(request.session_id).prompt(request)
+        if method == "terminal/cancel":
+            request = parse_params(CancelTerminalParams, params)
+            self._session(request.session_id).cancel_terminal(request.terminal_id)
+            return {}
+        if method == "tool_call/cancel":
+            call = parse_params(CancelToolCallParams, params)
+            self._session(call.session_id).cancel_tool_call(call.tool_call_id)
+            return {}
         if method == "session/close":
             return await self._close_session(parse_params(SessionParams, params).session_id)
         raise RpcError(jsonrpc.METHOD_NOT_FOUND, f"Method not found: {method}")
@@ -100,7 +111,7 @@ class Agent:
                 "agentInfo": AGENT_INFO,
                 "agentCapabilities": {
                     "loadSession": False,
-                    "promptCapabilities": PROMPT_CAPABILITIES,
+                    "promptCapabilities": V1_PROMPT_CAPABILITIES,
                     "sessionCapabilities": {"close": {}},
                 },
                 "authMethods": [],
@@ -108,7 +119,7 @@ class Agent:
         return {
             "protocolVersion": version,
             "info": AGENT_INFO,
-            "capabilities": {"session": {"prompt": PROMPT_CAPABILITIES}},
+            "capabilities": {"session": {"prompt": V2_PROMPT_CAPABILITIES}},
             "authMethods": [],
         }
 
@@ -128,7 +139,6 @@ class Agent:
         session = Session(session_id, params.cwd, version, self._endpoint, self._cli_path)
         self._sessions[session_id] = session
         self._tg.start_soon(session.run)
-        session.feed(session.core.opened(anyio.current_time()))
         return {"sessionId": session_id}
 
     async def _close_session(self, session_id: str) -> dict[str, Any]:

@@ -9,6 +9,12 @@ with its own task, so a slow ``interrupt`` never holds back output.
 The runner is connected, read and disconnected inside this session's own task (the SDK needs
 its client to live in one task), so ``session/new`` answers at once while Claude Code starts;
 a prompt that arrives meanwhile simply waits in the command queue.
+
+Background output comes from one ``OutputTailer`` per session. Its consumer feeds each event to
+the core and then waits at a barrier until the resulting updates are written: the tailer only
+reads more when the client's pipe has taken what came before, so a slow client makes the
+tailer fall behind in the file (and send a snapshot) instead of filling memory. A ticker calls
+the core's ``tick`` at its next deadline (orphaned tasks, stop confirmations, follow-ups).
 """
 
 from __future__ import annotations
@@ -38,23 +44,32 @@ from claude_bg_acp.bridge.effects import (
     Decide,
     Effect,
     Fail,
+    FinishTail,
     Interrupt,
+    Log,
     Notify,
     Query,
     Reply,
     StopTask,
+    Tail,
     Ticket,
     WithdrawPermission,
 )
 from claude_bg_acp.bridge.session import SessionCore
 from claude_bg_acp.bridge.turns import Version
 from claude_bg_acp.claude.options import session_options
+from claude_bg_acp.claude.paths import tasks_root
 from claude_bg_acp.claude.runner import ClaudeRunner
 from claude_bg_acp.stdio import Endpoint
+from claude_bg_acp.tail import Chunk, OutputTailer, Reset, Snapshot, TailEvent, Vanished
 
 log = logging.getLogger(__name__)
 
 Command = Query | Interrupt | StopTask
+CLOSE_BOUND = 5.0
+"""Seconds ``session/close`` waits for stopped tasks to confirm their end before it gives up."""
+TRAILER_WAIT = 0.3
+"""Seconds a finished shell's file may take to receive Claude Code's closing line."""
 
 
 @dataclass
@@ -98,17 +113,20 @@ class Session:
     ) -> None:
         self.session_id = session_id
         self.cwd = cwd
-        self.core = SessionCore(session_id, version)
+        self.core = SessionCore(session_id, version, cwd, tasks_root(cwd))
         self._endpoint = endpoint
         self._cli_path = cli_path
         self._clock = clock
         self._tickets = count(1)
         self._prompts: dict[Ticket, Waiter] = {}
         self._questions: dict[Ticket, Question] = {}
-        self._outbox_in, self._outbox = anyio.create_memory_object_stream[Effect](math.inf)
+        self._outbox_in, self._outbox = anyio.create_memory_object_stream[Effect | anyio.Event](math.inf)
         self._commands_in, self._commands = anyio.create_memory_object_stream[Command](math.inf)
         self._closing = anyio.Event()
         self._finished = anyio.Event()
+        self._deadline_moved = anyio.Event()
+        self._settled = anyio.Event()
+        self._tailer = OutputTailer()
         self._tg: TaskGroup | None = None
 
     # --- life cycle -------------------------------------------------------------------------------
@@ -119,10 +137,15 @@ class Session:
             async with anyio.create_task_group() as tg:
                 self._tg = tg
                 tg.start_soon(self._perform_effects)
+                await tg.start(self._tailer.run)
+                tg.start_soon(self._relay_output)
+                tg.start_soon(self._tick)
                 await self._run_claude(tg)
                 # Let the final updates (and answers) of the close go out before stopping.
+                self._tailer.close()
                 self._outbox_in.close()
                 self._commands_in.close()
+                tg.cancel_scope.deadline = anyio.current_time() + CLOSE_BOUND
         finally:
             self._finished.set()
 
@@ -139,10 +162,16 @@ class Session:
         tg.start_soon(runner.read)
         tg.start_soon(self._perform_commands, runner)
         await self._closing.wait()
+        # Stopped tasks confirm their end through Claude Code's own events; wait for them
+        # (bounded) so their final updates go out, then finalize what stayed silent.
+        with anyio.move_on_after(CLOSE_BOUND):
+            await self._settled.wait()
+        self.feed(self.core.abandon(self._clock()))
         await runner.disconnect()
 
     async def close(self) -> None:
         """Cancel what is pending, stop Claude Code, and return once it is gone."""
+        self._settled = anyio.Event()
         self.feed(self.core.close(self._clock()))
         self._closing.set()
         await self._finished.wait()
@@ -155,6 +184,18 @@ class Session:
                 self._outbox_in.send_nowait(effect)
         except anyio.ClosedResourceError:
             log.debug("session %s is closed; dropped %d effects", self.session_id, len(effects))
+        self._deadline_moved.set()
+        if self.core.settled:
+            self._settled.set()
+
+    async def written(self) -> None:
+        """Wait until everything fed so far has been performed."""
+        barrier = anyio.Event()
+        try:
+            self._outbox_in.send_nowait(barrier)
+        except anyio.ClosedResourceError:
+            return
+        await barrier.wait()
 
     async def prompt(self, params: PromptParams) -> Any:
         if self._closing.is_set():
@@ -169,6 +210,13 @@ class Session:
 
     def cancel(self) -> None:
         self.feed(self.core.cancel(self._clock()))
+
+    def cancel_terminal(self, terminal_id: str) -> None:
+        """Raises -32602 for an unknown, finished or non-cancellable terminal."""
+        self.feed(self.core.cancel_terminal(terminal_id, self._clock()))
+
+    def cancel_tool_call(self, tool_call_id: str) -> None:
+        self.feed(self.core.cancel_tool_call(tool_call_id, self._clock()))
 
     def _on_message(self, message: Message) -> None:
         self.feed(self.core.sdk_message(message, self._clock()))
@@ -198,7 +246,10 @@ class Session:
 
     async def _perform_effects(self) -> None:
         async for effect in self._outbox:
-            await self._perform(effect)
+            if isinstance(effect, anyio.Event):
+                effect.set()
+            else:
+                await self._perform(effect)
 
     async def _perform(self, effect: Effect) -> None:
         if isinstance(effect, Notify):
@@ -215,8 +266,58 @@ class Session:
             await self._withdraw(effect.ticket)
         elif isinstance(effect, Decide):
             self._decide(effect)
+        elif isinstance(effect, Tail):
+            self._tailer.follow(effect.task_id, effect.path)
+        elif isinstance(effect, FinishTail):
+            assert self._tg is not None
+            self._tg.start_soon(self._finish_tail, effect.task_id)
+        elif isinstance(effect, Log):
+            log.warning("session %s: %s", self.session_id, effect.message)
         else:
             self._commands_in.send_nowait(effect)
+
+    # --- background output ----------------------------------------------------------------------------
+
+    async def _relay_output(self) -> None:
+        async for event in self._tailer:
+            self.feed(self._output_effects(event))
+            await self.written()
+
+    def _output_effects(self, event: TailEvent) -> list[Effect]:
+        now = self._clock()
+        if isinstance(event, Chunk):
+            return self.core.terminal_output(event.key, event.data, now)
+        if isinstance(event, Snapshot):
+            return self.core.terminal_snapshot(event.key, event.data, now)
+        if isinstance(event, Reset):
+            return self.core.terminal_snapshot(event.key, b"", now)
+        if isinstance(event, Vanished):
+            log.warning("session %s: output file of %s vanished", self.session_id, event.key)
+        return []
+
+    async def _finish_tail(self, task_id: str) -> None:
+        now = self._clock()
+        try:
+            final = await self._tailer.finish(task_id, trailer_timeout=TRAILER_WAIT)
+        except (KeyError, OSError) as exc:
+            log.warning("session %s: could not read the end of %s: %s", self.session_id, task_id, exc)
+            self.feed(self.core.terminal_drained(task_id, b"", None, now))
+            return
+        effects = self.core.terminal_snapshot(task_id, final.remaining, now) if final.snapshot else []
+        rest = b"" if final.snapshot else final.remaining
+        self.feed(effects + self.core.terminal_drained(task_id, rest, final.exit, self._clock()))
+
+    async def _tick(self) -> None:
+        while True:
+            self._deadline_moved = anyio.Event()
+            deadline = self.core.next_deadline()
+            if deadline is None:
+                await self._deadline_moved.wait()
+                continue
+            with anyio.move_on_after(max(0.0, deadline - self._clock())):
+                await self._deadline_moved.wait()
+            if self._clock() >= deadline:
+                self.feed(self.core.tick(self._clock()))
 
     def _settle_prompt(self, ticket: Ticket, value: Any = None, error: RpcError | None = None) -> None:
         waiter = self._prompts.get(ticket)

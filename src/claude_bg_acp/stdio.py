@@ -160,7 +160,7 @@ class Endpoint:
             await self._run_notification(message, on_notification)
 
     def _resolve(self, response: jsonrpc.Response) -> None:
-        pending = self._pending.get(response.id)
+        pending = self._pending.get(response.id) if response.id is not None else None
         if pending is None:
             log.warning("response to unknown request id %r ignored", response.id)
             return

@@ -348,7 +348,8 @@ def validate_agent_message(
             if code not in _JSONRPC_PROTOCOL_ERRORS:
                 problems.append(f"an error response with id null must be -32700/-32600, got {code}")
             return problems
-        if request_id not in pending_client_requests:
+        # A malformed request (no method, say) is not pending, yet its id is answered -32600.
+        if request_id not in pending_client_requests and code not in _JSONRPC_PROTOCOL_ERRORS:
             problems.append(f"error response to id {_short(request_id)}, which no pending client request has")
         return problems
     if request_id not in pending_client_requests:

@@ -54,7 +54,7 @@ class Notification:
 
 @dataclass(frozen=True)
 class Response:
-    id: RequestId
+    id: RequestId | None
     result: Any = None
     error: dict[str, Any] | None = None
 
@@ -88,7 +88,9 @@ def classify(payload: Any) -> Message:
         raise MalformedMessage(INVALID_REQUEST, 'Invalid Request: "jsonrpc" must be "2.0"', request_id)
     if "method" in payload:
         return _classify_call(payload, request_id)
-    if ("result" in payload or "error" in payload) and request_id is not None:
+    if "result" in payload or "error" in payload:
+        # A response with a null id is the peer's complaint about an unreadable line of ours;
+        # answering it would only start a ping-pong of errors, so it is passed on and logged.
         error = payload.get("error")
         return Response(request_id, payload.get("result"), error if isinstance(error, dict) else None)
     raise MalformedMessage(INVALID_REQUEST, "Invalid Request: neither a call nor a response", request_id)

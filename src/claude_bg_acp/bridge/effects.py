@@ -78,4 +78,39 @@ class StopTask:
     task_id: str
 
 
-Effect = Notify | Reply | Fail | AskPermission | WithdrawPermission | Decide | Query | Interrupt | StopTask
+@dataclass(frozen=True)
+class Tail:
+    """Follow ``path`` and report its bytes as output of ``task_id``."""
+
+    task_id: str
+    path: str
+
+
+@dataclass(frozen=True)
+class FinishTail:
+    """Read ``task_id``'s file to its end now, report the rest and how it exited, then stop."""
+
+    task_id: str
+
+
+@dataclass(frozen=True)
+class Log:
+    """Something the log should say (the core has no logger of its own)."""
+
+    message: str
+
+
+Effect = (
+    Notify
+    | Reply
+    | Fail
+    | AskPermission
+    | WithdrawPermission
+    | Decide
+    | Query
+    | Interrupt
+    | StopTask
+    | Tail
+    | FinishTail
+    | Log
+)

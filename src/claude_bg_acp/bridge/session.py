@@ -36,6 +36,7 @@ from claude_bg_acp.acp.jsonrpc import INTERNAL_ERROR, RpcError
 from claude_bg_acp.acp.schema import ContentBlock
 from claude_bg_acp.acp.updates import ContentChunk, TextContent, ToolCall
 from claude_bg_acp.bridge import tools
+from claude_bg_acp.bridge.background import Background, ToolUse
 from claude_bg_acp.bridge.effects import (
     AskPermission,
     Decide,
@@ -46,6 +47,7 @@ from claude_bg_acp.bridge.effects import (
 )
 from claude_bg_acp.bridge.prompts import to_claude_content
 from claude_bg_acp.bridge.turns import Foreground, HeldPrompt, Version
+from claude_bg_acp.output import ExitInfo
 
 ALLOW_ONCE, ALLOW_ALWAYS, REJECT_ONCE = "allow_once", "allow_always", "reject_once"
 PERMISSION_OPTIONS = [
@@ -53,13 +55,6 @@ PERMISSION_OPTIONS = [
     {"optionId": ALLOW_ALWAYS, "name": "Always allow", "kind": "allow_always"},
     {"optionId": REJECT_ONCE, "name": "Reject", "kind": "reject_once"},
 ]
-
-
-@dataclass
-class ToolState:
-    name: str
-    announced: bool = False
-    finished: bool = False
 
 
 @dataclass
@@ -72,19 +67,24 @@ class Question:
 class SessionCore:
     session_id: str
     version: Version
+    cwd: str = "/"
+    tasks_root: str | None = None
+    """Where Claude Code keeps task output files, up to the CLI's session id (see claude.paths)."""
     foreground: Foreground = field(init=False)
-    tool_calls: dict[str, ToolState] = field(default_factory=dict)
+    background: Background = field(init=False)
+    tool_calls: dict[str, ToolUse] = field(default_factory=dict)
     questions: dict[Ticket, Question] = field(default_factory=dict)
     streamed: set[tuple[str, str]] = field(default_factory=set)
     stream_message_id: str | None = None
     stream_blocks: dict[int, str] = field(default_factory=dict)
+    turn_error: str | None = None
+    """The API error an assistant message of this turn reported (e.g. ``max_output_tokens``)."""
 
     def __post_init__(self) -> None:
         self.foreground = Foreground(self.session_id, self.version)
-
-    def opened(self, now: float) -> list[Effect]:
-        """A v2 session starts idle, and reports its (empty) background list from the start."""
-        return self.foreground.opened()
+        self.background = Background(
+            self.session_id, self.cwd, self.version, self.foreground, self.tool_calls, self.tasks_root
+        )
 
     # --- client requests ----------------------------------------------------------------------
 
@@ -99,10 +99,22 @@ class SessionCore:
         return effects
 
     def close(self, now: float) -> list[Effect]:
+        """Closing starts: withdraw questions, end the turn, and stop every background task.
+
+        The tasks' own end events finalize them (``settled`` tells when); ``abandon`` finalizes
+        whatever did not confirm in time.
+        """
         effects: list[Effect] = []
         for ticket in list(self.questions):
             effects += self._withdraw(ticket, "The session was closed")
-        return effects + self.foreground.close()
+        return effects + self.foreground.close() + self.background.stop_all(now)
+
+    @property
+    def settled(self) -> bool:
+        return self.background.settled
+
+    def abandon(self, now: float) -> list[Effect]:
+        return self.background.abandon(now)
 
     # --- Claude Code ---------------------------------------------------------------------------
 
@@ -114,12 +126,40 @@ class SessionCore:
         if isinstance(message, AssistantMessage):
             return self._assistant(message)
         if isinstance(message, UserMessage):
-            return self._tool_results(message)
+            return self._tool_results(message, now)
         if isinstance(message, ResultMessage):
             return self._result(message)
-        if isinstance(message, SystemMessage) and message.subtype == "session_state_changed":
-            return self.foreground.cli_state(str(message.data.get("state")))
+        if isinstance(message, SystemMessage):
+            if message.subtype == "session_state_changed":
+                return self.foreground.cli_state(str(message.data.get("state")))
+            return self.background.system(message.subtype, message.data, now)
         return []
+
+    # --- background work ---------------------------------------------------------------------------
+
+    def cancel_terminal(self, terminal_id: str, now: float) -> list[Effect]:
+        return self.background.cancel_terminal(terminal_id, now)
+
+    def cancel_tool_call(self, tool_call_id: str, now: float) -> list[Effect]:
+        return self.background.cancel_tool_call(tool_call_id, now)
+
+    def terminal_output(self, task_id: str, data: bytes, now: float) -> list[Effect]:
+        return self.background.output(task_id, data)
+
+    def terminal_snapshot(self, task_id: str, data: bytes, now: float) -> list[Effect]:
+        return self.background.snapshot(task_id, data)
+
+    def terminal_drained(
+        self, task_id: str, rest: bytes, exit_info: ExitInfo | None, now: float
+    ) -> list[Effect]:
+        return self.background.drained(task_id, rest, exit_info, now)
+
+    def tick(self, now: float) -> list[Effect]:
+        return self.background.tick(now) + self.foreground.tick(now)
+
+    def next_deadline(self) -> float | None:
+        deadlines = [d for d in (self.background.next_deadline(), self.foreground.next_deadline()) if d]
+        return min(deadlines) if deadlines else None
 
     def permission_requested(
         self,
@@ -191,6 +231,8 @@ class SessionCore:
         return []
 
     def _assistant(self, message: AssistantMessage) -> list[Effect]:
+        if message.error is not None:
+            self.turn_error = str(message.error)
         message_id = message.message_id or message.uuid or "assistant"
         effects: list[Effect] = []
         for block in message.content:
@@ -210,7 +252,7 @@ class SessionCore:
     def _announce_tool(self, tool_use_id: str, name: str) -> list[Effect]:
         if tool_use_id in self.tool_calls:
             return []
-        self.tool_calls[tool_use_id] = ToolState(name, announced=True)
+        self.tool_calls[tool_use_id] = ToolUse(name, {}, announced=True)
         view = tools.describe(name, {})
         call = ToolCall(
             session_update=self._creating(),
@@ -222,7 +264,8 @@ class SessionCore:
         return [Notify(self.session_id, call)]
 
     def _tool_use(self, block: ToolUseBlock) -> list[Effect]:
-        state = self.tool_calls.setdefault(block.id, ToolState(block.name))
+        state = self.tool_calls.setdefault(block.id, ToolUse(block.name, block.input))
+        state.tool_input = block.input
         if state.finished:
             return []
         fields = self._tool_call_fields(block.id, block.name, block.input)
@@ -245,21 +288,29 @@ class SessionCore:
             fields["content"] = view.content
         return fields
 
-    def _tool_results(self, message: UserMessage) -> list[Effect]:
+    def _tool_results(self, message: UserMessage, now: float) -> list[Effect]:
         if isinstance(message.content, str):
             return []
         effects: list[Effect] = []
         for block in message.content:
             if isinstance(block, ToolResultBlock):
-                effects += self._tool_result(block)
+                effects += self._tool_result(block, now)
         return effects
 
-    def _tool_result(self, block: ToolResultBlock) -> list[Effect]:
+    def _tool_result(self, block: ToolResultBlock, now: float) -> list[Effect]:
         state = self.tool_calls.get(block.tool_use_id)
         if state is None or state.finished:
             return []
-        state.finished = True
         text = tools.result_text(block.content)
+        effects, handed_off = self.background.hand_off(block.tool_use_id, text, now)
+        if handed_off is not None:
+            # Background work now owns this tool call (or its terminal does).
+            update = ToolCall.model_validate(
+                {"sessionUpdate": "tool_call_update", "toolCallId": block.tool_use_id, **handed_off}
+            )
+            state.finished = handed_off["status"] in tools.FINAL_STATUSES
+            return [*effects, Notify(self.session_id, update)]
+        state.finished = True
         update = ToolCall(
             session_update="tool_call_update",
             tool_call_id=block.tool_use_id,
@@ -268,15 +319,23 @@ class SessionCore:
         if text:
             update.content = [tools.text_content(text)]
         update.raw_output = block.content
-        return [Notify(self.session_id, update)]
+        return [*effects, Notify(self.session_id, update)]
 
     def _result(self, message: ResultMessage) -> list[Effect]:
         origin: dict[str, Any] = dict(message.origin or {})
-        follow_up = bool(origin) and origin.get("kind") not in (None, "user")
+        # Anything but a human's message is a turn Claude Code started by itself.
+        follow_up = origin.get("kind", "human") != "human"
         effects = self._close_tool_calls("cancelled" if message.subtype != "success" else None)
-        return effects + self.foreground.result(
-            message.subtype, message.stop_reason, follow_up, message.usage, message.errors
+        outcome = self.foreground.outcome_of(
+            message.subtype,
+            message.stop_reason,
+            message.usage,
+            message.is_error,
+            message.errors or ([message.result] if message.is_error and message.result else []),
+            self.turn_error,
         )
+        self.turn_error = None
+        return effects + self.foreground.result(outcome, follow_up)
 
     def _close_tool_calls(self, status: str | None) -> list[Effect]:
         """A turn that ended early leaves its unfinished tool calls with a final status."""
@@ -284,7 +343,7 @@ class SessionCore:
             return []
         effects: list[Effect] = []
         for tool_use_id, state in self.tool_calls.items():
-            if not state.finished:
+            if not state.finished and not self.background.owns(tool_use_id):
                 state.finished = True
                 update = ToolCall(session_update="tool_call_update", tool_call_id=tool_use_id, status=status)
                 effects.append(Notify(self.session_id, update))

@@ -34,6 +34,9 @@ KINDS = {
 }
 
 
+FINAL_STATUSES = ("completed", "failed", "cancelled")
+
+
 @dataclass(frozen=True)
 class ToolView:
     title: str
@@ -53,7 +56,8 @@ def _title(name: str, tool_input: dict[str, Any], path: str | None) -> str:
     if name == "Bash":
         return _text(tool_input, "command") or "Run a command"
     if name == "Monitor":
-        return "Monitor: " + (_text(tool_input, "description") or _text(tool_input, "command") or "")
+        watched = _text(tool_input, "description") or _text(tool_input, "command")
+        return f"Monitor: {watched}" if watched else "Monitor"
     if name in ("Task", "Agent"):
         return _text(tool_input, "description") or name
     if path:

@@ -33,6 +33,10 @@ from claude_bg_acp.bridge.effects import Effect, Fail, Interrupt, Notify, Query,
 Version = Literal[1, 2]
 State = Literal["running", "idle", "requires_action"]
 
+AUTH_REQUIRED = -32000
+FOLLOW_UP_WAIT = 3.0
+"""Seconds we report ``running`` for a follow-up turn Claude Code has not started yet."""
+
 RESULT_STOP_REASONS = {
     "end_turn": "end_turn",
     "stop_sequence": "end_turn",
@@ -80,10 +84,11 @@ class Foreground:
         self.background: list[dict[str, Any]] | None = [] if version == 2 else None
         self._next_message = 0
         self.gone: RpcError | None = None
+        self.follow_up_until: float | None = None
 
     @property
     def busy(self) -> bool:
-        return self.prompt is not None or self.cli_busy
+        return self.prompt is not None or self.cli_busy or self.follow_up_until is not None
 
     def state(self) -> State:
         if not self.busy:
@@ -96,11 +101,12 @@ class Foreground:
         if self.gone is not None:
             return [Fail(held.ticket, self.gone)]
         self.held.append(held)
-        return [] if self.busy else self._insert_next()
+        return self._report()
 
     def cli_state(self, state: str) -> list[Effect]:
         if state in ("running", "requires_action"):
             self.cli_busy = True
+            self.follow_up_until = None
         elif state == "idle":
             self.cli_busy = False
             if self.prompt is not None and self.prompt.cancelled:
@@ -108,19 +114,35 @@ class Foreground:
                 return self._settle(Outcome("cancelled"))
         return self._report()
 
-    def result(
+    def outcome_of(
         self,
         subtype: str,
         stop_reason: str | None,
-        follow_up: bool,
         usage: dict[str, Any] | None,
-        errors: list[str] | None,
-    ) -> list[Effect]:
+        is_error: bool,
+        errors: list[str],
+        api_error: str | None,
+    ) -> Outcome:
+        """How a result message says the turn ended."""
+        acp_usage = _usage(usage)
+        if self.prompt is not None and self.prompt.cancelled:
+            return Outcome("cancelled", acp_usage)
+        if api_error == "max_output_tokens":
+            return Outcome("max_tokens", acp_usage)
+        if subtype == "error_max_turns":
+            return Outcome("max_turn_requests", acp_usage)
+        if subtype == "success" and not is_error:
+            return Outcome(RESULT_STOP_REASONS.get(stop_reason or "end_turn", "end_turn"), acp_usage)
+        message = "; ".join(errors) or f"Claude Code ended the turn: {subtype}"
+        code = AUTH_REQUIRED if api_error == "authentication_failed" else INTERNAL_ERROR
+        return Outcome("error", acp_usage, RpcError(code, message))
+
+    def result(self, outcome: Outcome, follow_up: bool) -> list[Effect]:
         self.cli_busy = False
+        self.follow_up_until = None
         if follow_up and self.prompt is not None:
             return self._report()
-        cancelled = self.prompt is not None and self.prompt.cancelled
-        return self._settle(_outcome(subtype, stop_reason, usage, errors, cancelled))
+        return self._settle(outcome)
 
     def cancel(self) -> list[Effect]:
         effects: list[Effect] = []
@@ -133,9 +155,6 @@ class Foreground:
             effects.append(Interrupt())
         return effects
 
-    def opened(self) -> list[Effect]:
-        return [self._state_update("idle", repeat=True)] if self.version == 2 else []
-
     def close(self) -> list[Effect]:
         """The session closes: nothing more is inserted, and the turn ends as cancelled."""
         effects: list[Effect] = []
@@ -143,18 +162,40 @@ class Foreground:
             effects += self._refuse(self.held.popleft())
         self.cli_busy = False
         if self.prompt is not None or self.reported != "idle":
-            effects += self._settle(Outcome("cancelled"), insert_next=False)
+            effects += self._settle(Outcome("cancelled"))
         return effects
 
     def set_blocked(self, blocked: bool) -> list[Effect]:
         self.blocked = blocked
         return self._report()
 
+    def expect_follow_up(self, now: float) -> None:
+        """Finished background work will start a turn: report it ``running`` from now on.
+
+        Claude Code starts that turn by itself a few milliseconds later; if it does not within
+        ``FOLLOW_UP_WAIT``, ``tick`` reports ``idle`` again, with no stop reason.
+        """
+        if not self.busy:
+            self.follow_up_until = now + FOLLOW_UP_WAIT
+            self.last_outcome = None
+
+    def tick(self, now: float) -> list[Effect]:
+        if self.follow_up_until is not None and now >= self.follow_up_until:
+            self.follow_up_until = None
+        return self._report()
+
+    def next_deadline(self) -> float | None:
+        return self.follow_up_until
+
     def set_background(self, background: list[dict[str, Any]]) -> list[Effect]:
-        if self.version != 2 or background == self.background:
+        """A new list (or a state change that came with it) goes out in one snapshot."""
+        if self.version != 2:
             return []
+        changed = background != self.background
         self.background = background
-        return [self._state_update(self.state(), repeat=True)]
+        if self.state() != self.reported:
+            return self._report()
+        return [self._state_update(self.reported, repeat=True)] if changed else []
 
     def fail(self, error: RpcError) -> list[Effect]:
         """Claude Code is gone: end the turn with an error and refuse what was held and what comes."""
@@ -164,7 +205,7 @@ class Foreground:
         while self.held:
             held = self.held.popleft()
             effects.append(Fail(held.ticket, error))
-        return effects + self._settle(Outcome("error", error=error), insert_next=False)
+        return effects + self._settle(Outcome("error", error=error))
 
     # --- transitions ------------------------------------------------------------------------
 
@@ -185,16 +226,13 @@ class Foreground:
         effects.append(Query(held.claude_content))
         return effects
 
-    def _settle(self, outcome: Outcome, insert_next: bool = True) -> list[Effect]:
+    def _settle(self, outcome: Outcome) -> list[Effect]:
         effects: list[Effect] = []
         prompt, self.prompt = self.prompt, None
         self.last_outcome = outcome
         if prompt is not None and self.version == 1:
             effects.append(_v1_answer(prompt.ticket, outcome))
-        effects += self._report()
-        if insert_next and self.held and not self.busy:
-            effects += self._insert_next()
-        return effects
+        return effects + self._report()
 
     def _refuse(self, held: HeldPrompt) -> list[Effect]:
         if self.version == 2:
@@ -202,11 +240,16 @@ class Foreground:
         return [Reply(held.ticket, {"stopReason": "cancelled"})]
 
     def _report(self) -> list[Effect]:
+        """Report a changed state; once idle, insert the next held prompt (after the idle)."""
+        effects: list[Effect] = []
         state = self.state()
-        if state == self.reported:
-            return []
-        self.reported = state
-        return [self._state_update(state, repeat=False)] if self.version == 2 else []
+        if state != self.reported:
+            self.reported = state
+            if self.version == 2:
+                effects.append(self._state_update(state, repeat=False))
+        if not self.busy and self.held and self.gone is None:
+            effects += self._insert_next()
+        return effects
 
     def _state_update(self, state: State, repeat: bool) -> Notify:
         update = StateUpdate(state=state)
@@ -220,24 +263,6 @@ class Foreground:
             if outcome.error is not None:
                 update.error = ErrorObject(code=outcome.error.code, message=outcome.error.message)
         return Notify(self.session_id, update)
-
-
-def _outcome(
-    subtype: str,
-    stop_reason: str | None,
-    usage: dict[str, Any] | None,
-    errors: list[str] | None,
-    cancelled: bool,
-) -> Outcome:
-    acp_usage = _usage(usage)
-    if cancelled:
-        return Outcome("cancelled", acp_usage)
-    if subtype == "success":
-        return Outcome(RESULT_STOP_REASONS.get(stop_reason or "end_turn", "end_turn"), acp_usage)
-    if subtype == "error_max_turns":
-        return Outcome("max_turn_requests", acp_usage)
-    message = "; ".join(errors or []) or f"Claude Code ended the turn: {subtype}"
-    return Outcome("error", acp_usage, RpcError(INTERNAL_ERROR, message))
 
 
 def _usage(usage: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -1,0 +1,144 @@
+"""Replay a recorded fixture through the SDK's own parser into the sans-IO core.
+
+No subprocess: each frame the real CLI sent is parsed by ``claude_agent_sdk``'s
+``parse_message`` and fed to ``SessionCore`` at its recorded time. What the SDK sent is turned
+back into the client request that causes it: the user message is a ``session/prompt``, an
+``interrupt`` a ``session/cancel``; a ``can_use_tool`` question is answered as the recording
+answered it. The effects come out as JSON, one per line, ready to compare with a golden file
+and to wrap as JSON-RPC messages for schema validation.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from claude_agent_sdk._internal.message_parser import parse_message
+
+from claude_bg_acp.acp.schema import ContentBlock
+from claude_bg_acp.bridge.effects import AskPermission, Effect, Fail, Notify, Reply
+from claude_bg_acp.bridge.session import ALLOW_ONCE, REJECT_ONCE, SessionCore
+from claude_bg_acp.bridge.turns import Version
+
+FIXTURES = Path(__file__).parent.parent / "fixtures"
+SESSION_ID = "session-replay"
+CWD = "/tmp/claude-bg-acp/work"
+"""The session's cwd as the recorder's normalisation writes it."""
+
+
+def load_frames(scenario: str) -> list[dict[str, Any]]:
+    path = FIXTURES / "sdk_events" / f"{scenario}.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+class Replay:
+    def __init__(self, version: Version) -> None:
+        self.core = SessionCore(SESSION_ID, version, CWD)
+        self.effects: list[Effect] = []
+        self._tickets = 0
+        self._questions: dict[str, int] = {}
+
+    def run(self, frames: list[dict[str, Any]]) -> list[Effect]:
+        for frame in frames:
+            now = float(frame.get("dt", 0.0))
+            if frame["dir"] == "out":
+                self.effects += self._sent(frame["msg"], now)
+            elif frame["dir"] == "in":
+                self.effects += self._received(frame["msg"], now)
+        return self.effects
+
+    def _ticket(self) -> int:
+        self._tickets += 1
+        return self._tickets
+
+    def _sent(self, msg: dict[str, Any], now: float) -> list[Effect]:
+        if msg.get("type") == "user" and not msg.get("parent_tool_use_id"):
+            return self.core.prompt(self._ticket(), _acp_content(msg["message"]["content"]), now)
+        request = msg.get("request") or {}
+        if msg.get("type") == "control_request" and request.get("subtype") == "interrupt":
+            return self.core.cancel(now)
+        if msg.get("type") == "control_request" and request.get("subtype") == "stop_task":
+            return self._stop(str(request.get("task_id")), now)
+        if msg.get("type") == "control_response":
+            return self._answered(msg["response"], now)
+        return []
+
+    def _stop(self, task_id: str, now: float) -> list[Effect]:
+        """The recorder stopped a task: the client's per-item cancel does the same."""
+        item = self.core.background.items.get(task_id)
+        if item is None:
+            return []
+        if item.kind == "terminal":
+            return self.core.cancel_terminal(item.ref, now)
+        return self.core.cancel_tool_call(item.ref, now)
+
+    def _received(self, msg: dict[str, Any], now: float) -> list[Effect]:
+        if msg.get("type") == "control_request":
+            return self._asked(msg, now)
+        if msg.get("type") in ("control_response", "control_cancel_request"):
+            return []
+        parsed = parse_message(msg)
+        return self.core.sdk_message(parsed, now) if parsed is not None else []
+
+    def _asked(self, msg: dict[str, Any], now: float) -> list[Effect]:
+        request = msg["request"]
+        if request.get("subtype") != "can_use_tool":
+            return []
+        ticket = self._questions[msg["request_id"]] = self._ticket()
+        return self.core.permission_requested(
+            ticket,
+            request["tool_name"],
+            request.get("input") or {},
+            request.get("tool_use_id"),
+            request.get("agent_id"),
+            now,
+        )
+
+    def _answered(self, response: dict[str, Any], now: float) -> list[Effect]:
+        ticket = self._questions.pop(str(response.get("request_id")), None)
+        if ticket is None:
+            return []
+        behavior = (response.get("response") or {}).get("behavior")
+        option = ALLOW_ONCE if behavior == "allow" else REJECT_ONCE
+        return self.core.permission_answered(ticket, option, now)
+
+
+def _acp_content(content: str | list[dict[str, Any]]) -> list[ContentBlock]:
+    blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+    return [ContentBlock.model_validate(block) for block in blocks]
+
+
+def effect_json(effect: Effect) -> dict[str, Any]:
+    if isinstance(effect, Notify):
+        return {"notify": effect.update.wire()}
+    if isinstance(effect, Fail):
+        return {"fail": {"ticket": effect.ticket, "error": effect.error.to_wire()}}
+    return {type(effect).__name__: asdict(effect)}
+
+
+def as_jsonrpc(effects: list[Effect]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The agent's lines and the client requests they answer, as they would go over stdio."""
+    agent: list[dict[str, Any]] = []
+    client: list[dict[str, Any]] = []
+    for effect in effects:
+        if isinstance(effect, Notify):
+            params = {"sessionId": effect.session_id, "update": effect.update.wire()}
+            agent.append({"jsonrpc": "2.0", "method": "session/update", "params": params})
+        elif isinstance(effect, Reply):
+            client.append({"jsonrpc": "2.0", "id": effect.ticket, "method": "session/prompt"})
+            agent.append({"jsonrpc": "2.0", "id": effect.ticket, "result": effect.result})
+        elif isinstance(effect, Fail):
+            client.append({"jsonrpc": "2.0", "id": effect.ticket, "method": "session/prompt"})
+            agent.append({"jsonrpc": "2.0", "id": effect.ticket, "error": effect.error.to_wire()})
+        elif isinstance(effect, AskPermission):
+            agent.append(
+                {
+                    "jsonrpc": "2.0",
+                    "id": f"ask-{effect.ticket}",
+                    "method": "session/request_permission",
+                    "params": effect.params,
+                }
+            )
+    return agent, client

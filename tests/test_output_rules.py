@@ -1,0 +1,157 @@
+"""Property tests for the pure output-file rules: the closing-line gate and the read plan.
+
+An independent regular expression serves as the oracle for "where does the closing line start";
+the gate must agree with it for any bytes cut at any places.
+"""
+
+from __future__ import annotations
+
+import re
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from claude_bg_acp.output import (
+    KILLED_SIGNAL,
+    MAX_TRAILER,
+    ExitInfo,
+    TrailerGate,
+    parse_closing_line,
+    plan_read,
+)
+
+ORACLE = re.compile(rb"(?:\A|\n)\[(?:killed|exited with code (?:-?[0-9]{1,20}|unknown))\]\n\Z")
+
+# Pieces that make near-miss closing lines likely, mixed with arbitrary bytes.
+PIECES = [
+    b"\n",
+    b"[",
+    b"]",
+    b"killed",
+    b"[killed]",
+    b"exited with code ",
+    b"[exited with code ",
+    b"3",
+    b"42",
+    b"-",
+    b"unknown",
+    b"\xff",
+    b"\xc3",
+    b"\x1b[31m",
+    b"x",
+    b" ",
+]
+noisy_bytes = st.one_of(
+    st.binary(max_size=200),
+    st.lists(st.one_of(st.sampled_from(PIECES), st.binary(max_size=3)), max_size=40).map(b"".join),
+)
+
+
+@st.composite
+def closing_lines(draw: st.DrawFn) -> tuple[bytes, ExitInfo]:
+    if draw(st.booleans()):
+        return b"\n[killed]\n", ExitInfo(exit_code=None, signal=KILLED_SIGNAL)
+    if draw(st.booleans()):
+        return b"\n[exited with code unknown]\n", ExitInfo(exit_code=None, signal=None)
+    code = draw(st.integers(min_value=-(2**31), max_value=2**31))
+    return b"\n[exited with code %d]\n" % code, ExitInfo(exit_code=code, signal=None)
+
+
+@st.composite
+def splits(draw: st.DrawFn, data: bytes) -> list[bytes]:
+    cuts = sorted(draw(st.lists(st.integers(0, len(data)), max_size=12)))
+    bounds = [0, *cuts, len(data)]
+    return [data[a:b] for a, b in zip(bounds, bounds[1:])]
+
+
+def run_gate(pieces: list[bytes]) -> tuple[bytes, bytes, ExitInfo | None]:
+    """Feed the pieces; return what was released live, what close() gave, and the exit."""
+    gate = TrailerGate()
+    live = bytearray()
+    for piece in pieces:
+        live += gate.feed(piece)
+        assert gate.withheld <= MAX_TRAILER
+    rest, exit_info = gate.close()
+    return bytes(live), rest, exit_info
+
+
+@given(st.data(), noisy_bytes, closing_lines())
+def test_output_then_closing_line_yields_exactly_the_output(
+    data: st.DataObject, out: bytes, closing: tuple[bytes, ExitInfo]
+) -> None:
+    line, expected_exit = closing
+    pieces = data.draw(splits(out + line))
+    live, rest, exit_info = run_gate(pieces)
+    assert live + rest == out
+    assert exit_info == expected_exit
+
+
+@given(st.data(), noisy_bytes)
+def test_output_alone_yields_the_output_and_no_exit(data: st.DataObject, out: bytes) -> None:
+    match = ORACLE.search(out)
+    pieces = data.draw(splits(out))
+    live, rest, exit_info = run_gate(pieces)
+    if match is None:
+        assert live + rest == out
+        assert exit_info is None
+    else:  # output that ends like a closing line is indistinguishable from one
+        assert live + rest == out[: match.start()]
+        assert exit_info is not None
+
+
+@given(st.data(), noisy_bytes, noisy_bytes)
+def test_bytes_are_released_as_soon_as_they_are_proven_output(
+    data: st.DataObject, before: bytes, after: bytes
+) -> None:
+    """Whatever is withheld is the shortest tail that could still be a closing line."""
+    stream = before + after
+    gate = TrailerGate()
+    released = b"".join(gate.feed(piece) for piece in data.draw(splits(stream)))
+    held = stream[len(released) :]
+    assert stream.startswith(released)
+    # every withheld tail starts at a newline (or the file's start) and is a line prefix
+    if held:
+        assert held.startswith(b"\n") or not released
+        assert len(held) <= MAX_TRAILER
+    # once a byte that no closing line contains arrives, nothing before it stays held
+    gate.feed(b"\x00")
+    assert gate.withheld == 0
+
+
+def test_closing_line_examples() -> None:
+    assert parse_closing_line(b"\n[exited with code 3]\n", False) == ExitInfo(3, None)
+    assert parse_closing_line(b"\n[killed]\n", False) == ExitInfo(None, KILLED_SIGNAL)
+    assert parse_closing_line(b"[exited with code 0]\n", True) == ExitInfo(0, None)
+    assert parse_closing_line(b"[exited with code 0]\n", False) is None
+    assert parse_closing_line(b"\n[exited with code 3]", False) is None
+    assert parse_closing_line(b"\n[exited with code ]\n", False) is None
+
+
+def test_a_closing_line_followed_by_output_is_output() -> None:
+    gate = TrailerGate()
+    assert gate.feed(b"a\n[exited with code 0]\n") == b"a"
+    assert gate.feed(b"more") == b"\n[exited with code 0]\nmore"
+    assert gate.close() == (b"", None)
+
+
+@given(
+    size=st.integers(0, 10**9),
+    offset=st.integers(0, 10**9),
+    chunk=st.integers(1, 2**20),
+    limit=st.integers(1, 2**24),
+    snap=st.integers(1, 2**24),
+)
+def test_plan_read(size: int, offset: int, chunk: int, limit: int, snap: int) -> None:
+    plan = plan_read(size, offset, chunk_size=chunk, backlog_limit=limit, snapshot_size=snap)
+    if size <= offset:
+        assert plan is None
+        return
+    assert plan is not None
+    if size - offset > limit:
+        assert plan.snapshot
+        assert plan.start + plan.length == size
+        assert plan.length == min(size, snap)
+    else:
+        assert not plan.snapshot
+        assert plan.start == offset
+        assert plan.length == min(chunk, size - offset)
