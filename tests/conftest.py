@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from claude_bg_acp.scripted_model import offline_env, serve_in_thread
+from claude_bg_acp.scripted_model import ScriptedModel, offline_env, serve_in_thread
+from tests.support.stdio_agent import AGENT
 
 
 @pytest.fixture
@@ -24,11 +27,24 @@ def workdir(tmp_path: Path) -> Path:
     return path
 
 
+@dataclass
+class LiveModel:
+    """The scripted model on loopback, and how an agent process must be started to use it."""
+
+    model: ScriptedModel
+    env: dict[str, str]
+    """The full environment for the agent (and so its CLI)."""
+
+    def agent(self, *args: str) -> dict[str, Any]:
+        """The ``agent`` entry of a drive.mjs script: variables the offline env drops are unset."""
+        dropped: dict[str, str | None] = {name: None for name in os.environ if name not in self.env}
+        return {"argv": [AGENT, *args], "env": {**dropped, **self.env}}
+
+
 @pytest.fixture
-def scripted_model(tmp_path: Path) -> Iterator[tuple[object, dict[str, str]]]:
-    """The scripted model on loopback and the offline environment pointing the CLI at it."""
+def live(tmp_path: Path) -> Iterator[LiveModel]:
     with serve_in_thread(scenario="text") as model:
-        yield model, offline_env(model.base_url, tmp_path / "live")
+        yield LiveModel(model, offline_env(model.base_url, tmp_path / "live"))
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -139,9 +139,11 @@ class Session:
                 tg.start_soon(self._perform_effects)
                 await tg.start(self._tailer.run)
                 tg.start_soon(self._relay_output)
-                tg.start_soon(self._tick)
+                ticker = anyio.CancelScope()
+                tg.start_soon(self._tick, ticker)
                 await self._run_claude(tg)
                 # Let the final updates (and answers) of the close go out before stopping.
+                ticker.cancel()
                 self._tailer.close()
                 self._outbox_in.close()
                 self._commands_in.close()
@@ -307,7 +309,11 @@ class Session:
         rest = b"" if final.snapshot else final.remaining
         self.feed(effects + self.core.terminal_drained(task_id, rest, final.exit, self._clock()))
 
-    async def _tick(self) -> None:
+    async def _tick(self, scope: anyio.CancelScope) -> None:
+        with scope:
+            await self._tick_forever()
+
+    async def _tick_forever(self) -> None:
         while True:
             self._deadline_moved = anyio.Event()
             deadline = self.core.next_deadline()

@@ -24,19 +24,28 @@ How it works:
   change brings ``step_ms`` back, so the first write after a quiet spell arrives within about two
   idle steps and the ones after it within a few milliseconds.
 
-Use it inside a task group::
+Use it inside a task group, with one task taking the events::
 
     async with anyio.create_task_group() as tg:
         tailer = OutputTailer()
         await tg.start(tailer.run)
         tailer.follow("task-1", output_file)
-        async for event in tailer:  # Chunk | Snapshot | Reset | Vanished
+        async for event in tailer:  # Chunk | Snapshot | Reset | Vanished, in file order per key
+            relay(event)
             ...
-        final = await tailer.finish("task-1")  # when the task has ended
-        tailer.close()
+            final = await tailer.finish("task-1", trailer_timeout=1.0)  # once the task ended
+        ...
+        tailer.close()  # ends the iteration and run()
 
-or ``async with open_tailer() as tailer: ...``. The watcher and the supervisor run in
-``run()``; every read happens in ``receive()`` and ``finish()``, in the caller's task.
+or ``async with open_tailer() as tailer: ...``. The watcher and its supervisor run in ``run()``;
+every read happens in ``receive()`` and ``finish()``, in the caller's task. ``finish`` returns
+the bytes that ``receive`` has not handed out, so it follows every event received before it:
+call it from the task that relays the events, after relaying what that task took.
+
+Not handled: a file truncated and rewritten past the old offset between two looks is taken for
+growth (only a smaller size or a new inode tells a restart); and a symlinked output file (the
+CLI links subagent transcripts) is read through the link, but writes to its target are only
+seen when something changes in the link's own directory.
 """
 
 from __future__ import annotations
@@ -125,7 +134,19 @@ TailEvent: TypeAlias = Chunk | Snapshot | Reset | Vanished
 
 @dataclass(frozen=True, slots=True)
 class TailerOptions:
-    """Tuning; the defaults aim at a few milliseconds of latency and near-zero idle CPU."""
+    """Tuning; the defaults aim at a few milliseconds of latency and near-zero idle CPU.
+
+    - ``chunk_size``: most bytes in one :class:`Chunk` (a read never asks for more).
+    - ``backlog_limit``: how far (bytes) the consumer may fall behind the file before it gets a
+      :class:`Snapshot` instead; also the most ``finish`` reads into memory.
+    - ``snapshot_size``: bytes in a :class:`Snapshot` (the file's last ones).
+    - ``step_ms``, ``debounce_ms``: watchfiles' ``step`` and ``debounce`` while active. The
+      watcher looks for changes every step and hands over a batch once a step passes without a
+      new one, or ``debounce_ms`` after the first: that bounds how long any byte waits.
+    - ``idle_after``: seconds without a change before the watcher slows to ``idle_step_ms``
+      (``None``: never).
+    - ``retry_interval``: seconds before a watcher that failed to start is tried again.
+    """
 
     chunk_size: int = 64 * 1024
     backlog_limit: int = 4 * 1024 * 1024
@@ -222,6 +243,7 @@ class OutputTailer:
         self._closed = False
         self._quiet = False
         self._active: _WatchSpec | None = None
+        self._standing_in = False  # an ancestor is watched in place of a missing directory
         self._watcher_stop: anyio.Event | None = None
         self._retry_at = 0.0
         self._supervisor_wake: anyio.Event | None = None
@@ -281,7 +303,8 @@ class OutputTailer:
                 return event
             if self._closed:
                 raise anyio.EndOfStream
-            self._consumer_wake = anyio.Event()
+            if self._consumer_wake is None or self._consumer_wake.is_set():
+                self._consumer_wake = anyio.Event()  # shared, should two tasks wait at once
             await self._consumer_wake.wait()
 
     def __aiter__(self) -> OutputTailer:
@@ -412,12 +435,17 @@ class OutputTailer:
 
     def _final(self, followed: _Followed) -> Final:
         try:
-            state, size = self._sync(followed)
+            body, snapshot = self._read_rest(followed)
         except OSError:
             log.warning("cannot read output file %s", followed.path, exc_info=True)
-            state, size = _State.ABSENT, 0
+            body, snapshot = b"", False
+        rest, exit_info = followed.gate.close()
+        return Final(followed.key, body + rest, exit_info, snapshot)
+
+    def _read_rest(self, followed: _Followed) -> tuple[bytes, bool]:
+        """Everything not handed out yet (gated), and whether it replaces what was."""
+        state, size = self._sync(followed)
         snapshot = state is _State.RESTARTED
-        body = b""
         plan = plan_read(
             size,
             followed.offset,
@@ -425,13 +453,13 @@ class OutputTailer:
             backlog_limit=self._options.backlog_limit,
             snapshot_size=self._options.snapshot_size,
         )
-        if plan is not None and followed.fd is not None and state is not _State.ABSENT:
-            if plan.snapshot:
-                followed.gate = TrailerGate(at_start=plan.start == 0)
-                snapshot = True
-            body = followed.gate.feed(_pread_exactly(followed.fd, plan.length, plan.start))
-        rest, exit_info = followed.gate.close()
-        return Final(followed.key, body + rest, exit_info, snapshot)
+        if plan is None or followed.fd is None or state is _State.ABSENT:
+            return b"", snapshot
+        if plan.snapshot:
+            followed.gate = TrailerGate(at_start=plan.start == 0)
+            snapshot = True
+        data = _pread_exactly(followed.fd, plan.length, plan.start)
+        return followed.gate.feed(data), snapshot
 
     async def _await_closing_line(self, followed: _Followed, timeout: float) -> None:
         with anyio.move_on_after(timeout):
@@ -488,6 +516,7 @@ class OutputTailer:
             return None
         parents = {os.path.dirname(f.path) for f in self._follows.values()}
         dirs = frozenset(_nearest_dir(parent) for parent in parents)
+        self._standing_in = not dirs <= parents
         step = self._options.idle_step_ms if self._quiet else self._options.step_ms
         return dirs, step
 
@@ -562,7 +591,8 @@ class OutputTailer:
         for _change, path in changes:
             keys = self._by_path.get(path)
             if keys is None:
-                unknown = True  # maybe a missing directory appeared, or a watched one went
+                # A missing directory may have appeared, or a watched one gone: look again.
+                unknown = unknown or self._standing_in or path in self.watched_dirs
                 continue
             for key in keys:
                 self._mark_ready(key)

@@ -356,9 +356,10 @@ class SessionCore:
     # --- permission questions ------------------------------------------------------------------
 
     def _withdraw(self, ticket: Ticket, why: str) -> list[Effect]:
+        # Withdraw first: once decided, the driver forgets the question and its request id.
         return [
-            Decide(ticket, False, message=why, interrupt=True),
             WithdrawPermission(ticket),
+            Decide(ticket, False, message=why, interrupt=True),
             *self._forget_question(ticket),
         ]
 

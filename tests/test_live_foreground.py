@@ -1,0 +1,96 @@
+"""End to end: the real bundled Claude Code CLI, the scripted local model, our agent over
+stdio, and the official ACP client (v1 and v2). Every agent line is schema-checked and the
+client must report no dropped notification (``run_client`` asserts both)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import LiveModel
+from tests.support.acp_client import run_client
+
+pytestmark = pytest.mark.live
+
+
+def script(live: LiveModel, client: str, workdir: Path, steps: list[dict[str, object]]) -> dict[str, object]:
+    return {"agent": live.agent(), "client": client, "cwd": str(workdir), "steps": steps}
+
+
+def test_v2_text_turn(live: LiveModel, workdir: Path) -> None:
+    run = run_client(
+        script(
+            live,
+            "v2",
+            workdir,
+            [
+                {"op": "prompt", "id": "p", "text": "[scenario:text] Say hello."},
+                {"op": "waitIdle", "match": {"stopReason": "end_turn"}},
+            ],
+        )
+    )
+    message_id = run.response("p")["result"]["messageId"]
+    kinds = [u["sessionUpdate"] for u in run.raw_updates()]
+    assert kinds[0] == "state_update" and run.raw_updates()[0]["state"] == "running"
+    assert {"sessionUpdate": "user_message", "messageId": message_id}.items() <= next(
+        u for u in run.raw_updates() if u["sessionUpdate"] == "user_message"
+    ).items()
+    assert "Hello from the scripted model." in run.agent_text()
+    chunks = [u for u in run.raw_updates() if u["sessionUpdate"] == "agent_message_chunk"]
+    assert all(c.get("messageId") for c in chunks)
+    final = run.raw_updates()[-1]
+    assert final["sessionUpdate"] == "state_update" and final["state"] == "idle"
+    assert final["stopReason"] == "end_turn" and final["background"] == []
+
+
+def test_v1_text_turn(live: LiveModel, workdir: Path) -> None:
+    run = run_client(script(live, "v1", workdir, [{"op": "prompt", "id": "p", "text": "[scenario:text] Hi"}]))
+    assert run.response("p")["result"]["stopReason"] == "end_turn"
+    assert "Hello from the scripted model." in run.agent_text()
+    assert not [u for u in run.raw_updates() if u["sessionUpdate"] == "state_update"]
+
+
+@pytest.mark.parametrize("client", ["v1", "v2"])
+def test_foreground_bash_tool_call(live: LiveModel, workdir: Path, client: str) -> None:
+    steps: list[dict[str, object]] = [{"op": "prompt", "id": "p", "text": "[scenario:fg_bash] Run echo."}]
+    if client == "v2":
+        steps.append({"op": "waitIdle", "match": {"stopReason": "end_turn"}})
+    run = run_client(script(live, client, workdir, steps))
+    calls = [u for u in run.raw_updates() if u["sessionUpdate"] in ("tool_call", "tool_call_update")]
+    assert calls[0]["status"] == "pending"
+    started = next(u for u in calls if u.get("status") == "in_progress")
+    assert started["title"] == "echo hello-fg" and started["kind"] == "execute"
+    assert started["rawInput"]["command"] == "echo hello-fg"
+    done = calls[-1]
+    assert done["status"] == "completed"
+    assert "hello-fg" in done["content"][0]["content"]["text"]
+    assert len({c["toolCallId"] for c in calls}) == 1
+
+
+@pytest.mark.parametrize(("policy", "status"), [("allow_once", "completed"), ("reject_once", "failed")])
+def test_permission_request(live: LiveModel, workdir: Path, policy: str, status: str) -> None:
+    steps: list[dict[str, object]] = [
+        {"op": "prompt", "id": "p", "text": "[scenario:permission] Touch a file."},
+        {"op": "waitIdle"},
+    ]
+    run = run_client({**script(live, "v2", workdir, steps), "permission": policy})
+    (request,) = run.permission_requests
+    assert request["params"]["subject"]["toolCall"]["rawInput"]["command"] == "touch perm-test.txt"
+    states = [u["state"] for u in run.state_updates()]
+    assert states[:3] == ["running", "requires_action", "running"]
+    final_call = [u for u in run.raw_updates() if u["sessionUpdate"] == "tool_call_update"][-1]
+    assert final_call["status"] == status
+    assert (workdir / "perm-test.txt").exists() == (status == "completed")
+
+
+def test_cancel_ends_the_turn_as_cancelled(live: LiveModel, workdir: Path) -> None:
+    steps: list[dict[str, object]] = [
+        {"op": "prompt", "id": "p", "text": "[scenario:permission] Touch a file."},
+        {"op": "waitForPermission"},
+        {"op": "cancel"},
+        {"op": "waitIdle", "match": {"stopReason": "cancelled"}},
+    ]
+    run = run_client({**script(live, "v2", workdir, steps), "permission": "hold"})
+    assert [m for m in run.agent_messages("$/cancel_request")]
+    assert not (workdir / "perm-test.txt").exists()
