@@ -46,10 +46,13 @@ V2_PROMPT_CAPABILITIES: dict[str, dict[str, object]] = {"image": {}, "embeddedCo
 
 
 class Agent:
-    def __init__(self, endpoint: Endpoint, tg: TaskGroup, cli_path: str | None = None) -> None:
+    def __init__(
+        self, endpoint: Endpoint, tg: TaskGroup, cli_path: str | None = None, output_backlog: int = 32 << 20
+    ) -> None:
         self._endpoint = endpoint
         self._tg = tg
         self._cli_path = cli_path
+        self._output_backlog = output_backlog
         self._version: int | None = None
         self._sessions: dict[str, Session] = {}
 
@@ -132,11 +135,13 @@ class Agent:
         # The first session pays for importing the SDK; a worker thread keeps the loop serving.
         await anyio.to_thread.run_sync(_import_claude_side)
         from claude_bg_acp.sessions import Session
+        from claude_bg_acp.tail import TailerOptions
 
         session_id = str(uuid.uuid4())
         assert self._version is not None
         version: Literal[1, 2] = 1 if self._version == 1 else 2
-        session = Session(session_id, params.cwd, version, self._endpoint, self._cli_path)
+        tailing = TailerOptions(backlog_limit=self._output_backlog)
+        session = Session(session_id, params.cwd, version, self._endpoint, self._cli_path, tailing)
         self._sessions[session_id] = session
         self._tg.start_soon(session.run)
         return {"sessionId": session_id}

@@ -41,6 +41,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         metavar="PATH",
         help="the Claude Code executable to run (default: the one bundled with the SDK)",
     )
+    parser.add_argument(
+        "--output-backlog",
+        metavar="MIB",
+        type=int,
+        default=32,
+        help="how far (MiB) a terminal's output may run ahead of the editor before the agent sends "
+        "a snapshot of the latest output instead of every byte (default: 32)",
+    )
     return parser.parse_args(argv)
 
 
@@ -60,17 +68,17 @@ def main(argv: Sequence[str] | None = None) -> None:
     from claude_bg_acp.stdio import protect_stdout
 
     protocol_fd = protect_stdout()
-    anyio.run(serve, protocol_fd, args.cli_path)
+    anyio.run(serve, protocol_fd, args.cli_path, args.output_backlog << 20)
 
 
-async def serve(protocol_fd: int, cli_path: str | None) -> None:
+async def serve(protocol_fd: int, cli_path: str | None, output_backlog: int) -> None:
     from claude_bg_acp.agent import Agent
     from claude_bg_acp.stdio import Endpoint, stdio_streams
 
     source, sink = await stdio_streams(0, protocol_fd)
     endpoint = Endpoint(source, sink)
     async with anyio.create_task_group() as tg:
-        agent = Agent(endpoint, tg, cli_path)
+        agent = Agent(endpoint, tg, cli_path, output_backlog)
         tg.start_soon(_stop_on_signal, tg)
         try:
             await endpoint.serve(tg, agent.on_request, agent.on_notification)

@@ -61,7 +61,7 @@ from claude_bg_acp.claude.options import session_options
 from claude_bg_acp.claude.paths import tasks_root
 from claude_bg_acp.claude.runner import ClaudeRunner
 from claude_bg_acp.stdio import Endpoint
-from claude_bg_acp.tail import Chunk, OutputTailer, Reset, Snapshot, TailEvent, Vanished
+from claude_bg_acp.tail import Chunk, OutputTailer, Reset, Snapshot, TailerOptions, TailEvent, Vanished
 
 log = logging.getLogger(__name__)
 
@@ -109,6 +109,7 @@ class Session:
         version: Version,
         endpoint: Endpoint,
         cli_path: str | None = None,
+        tailer_options: TailerOptions | None = None,
         clock: Callable[[], float] = anyio.current_time,
     ) -> None:
         self.session_id = session_id
@@ -126,7 +127,7 @@ class Session:
         self._finished = anyio.Event()
         self._deadline_moved = anyio.Event()
         self._settled = anyio.Event()
-        self._tailer = OutputTailer()
+        self._tailer = OutputTailer(tailer_options)
         self._tg: TaskGroup | None = None
 
     # --- life cycle -------------------------------------------------------------------------------

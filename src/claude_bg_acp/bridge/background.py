@@ -156,7 +156,7 @@ class Background:
         item = self.items.get(task_id)
         if item is None or item.final:
             return []
-        return self.output(task_id, rest) + self._finalize(item, exit_info, now)
+        return self.output(task_id, rest) + self._finalize(item, exit_info, now) + self._publish()
 
     # --- client requests ---------------------------------------------------------------------------
 
@@ -183,7 +183,7 @@ class Background:
         for item in list(self.items.values()):
             if not item.final:
                 effects += self._finalize(item, None, now, unknown=True)
-        return effects
+        return effects + self._publish()
 
     @property
     def settled(self) -> bool:
@@ -200,7 +200,7 @@ class Background:
             if not item.final and item.stop_sent_at is not None and now >= item.stop_sent_at + STOP_BOUND:
                 effects.append(Log(f"task {item.task_id}: no confirmation {STOP_BOUND:.0f}s after stop_task"))
                 effects += self._finalize(item, None, now, unknown=True)
-        return effects
+        return effects + self._publish()
 
     def next_deadline(self) -> float | None:
         deadlines = [self.registry.next_deadline()]
