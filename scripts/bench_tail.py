@@ -235,7 +235,8 @@ async def bench_memory(folder: Path, quick: bool) -> list[Row]:
     ]
 
 
-async def idle_cpu(folder: Path, options: TailerOptions, seconds: float) -> float:
+async def idle_cpu(folder: Path, options: TailerOptions, settle: float, seconds: float) -> float:
+    """CPU seconds used over ``seconds`` by a tailer following 200 unchanging files."""
     async with open_tailer(options) as tailer, anyio.create_task_group() as tg:
         pending = set()
         for index in range(200):
@@ -251,6 +252,7 @@ async def idle_cpu(folder: Path, options: TailerOptions, seconds: float) -> floa
                 pass
 
         tg.start_soon(consume)
+        await anyio.sleep(settle)
         before = cpu_seconds()
         await anyio.sleep(seconds)
         used = cpu_seconds() - before
@@ -260,14 +262,17 @@ async def idle_cpu(folder: Path, options: TailerOptions, seconds: float) -> floa
 
 async def bench_idle(folder: Path, quick: bool) -> list[Row]:
     seconds = 5.0 if quick else 10.0
-    rows = []
-    for label, options in (
-        ("default (idle step after 3 s)", TailerOptions()),
-        ("idle step off (1 ms step)", TailerOptions(idle_after=None)),
+    defaults = TailerOptions()
+    idle_after = defaults.idle_after or 0.0
+    rows: list[Row] = []
+    for label, options, settle in (
+        (f"right after the last change ({idle_after:.0f} s at 1 ms step)", defaults, 0.0),
+        (f"steady (idle step {defaults.idle_step_ms} ms)", defaults, idle_after + 1.0),
+        ("idle step switched off (1 ms step)", TailerOptions(idle_after=None), 1.0),
     ):
-        sub = folder / label.split()[0]
+        sub = folder / f"idle-{len(rows)}"
         sub.mkdir()
-        used = await idle_cpu(sub, options, seconds)
+        used = await idle_cpu(sub, options, settle, seconds)
         rows.append(
             Row(
                 f"idle CPU, 200 files, {seconds:.0f} s, {label}",

@@ -9,9 +9,11 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
+import watchfiles
 
 from claude_bg_acp.output import KILLED_SIGNAL
 from claude_bg_acp.tail import (
@@ -72,9 +74,7 @@ async def next_event(tailer: OutputTailer, timeout: float = TIMEOUT) -> TailEven
 async def show_until(tailer: OutputTailer, screen: Screen, key: str, expected: bytes) -> None:
     """Apply events until ``key`` shows at least as many bytes as ``expected``; compare."""
     with anyio.fail_after(TIMEOUT):
-        while len(screen.of(key)) < len(expected) or not screen.of(key).startswith(
-            expected[: len(screen.of(key))]
-        ):
+        while len(screen.of(key)) < len(expected):
             screen.apply(await tailer.receive())
     assert screen.of(key) == expected
 
@@ -326,3 +326,45 @@ async def test_close_ends_the_event_stream(tmp_path: Path) -> None:
     with pytest.raises(anyio.EndOfStream):
         await tailer.receive()
     assert [event async for event in tailer] == []
+
+
+async def test_watched_directory_deleted_and_made_again(tailer: OutputTailer, tmp_path: Path) -> None:
+    folder = tmp_path / "tasks"
+    folder.mkdir()
+    path = folder / "t.output"
+    tailer.follow("t", path)
+    screen = Screen()
+    append(path, b"before")
+    await show_until(tailer, screen, "t", b"before")
+    path.unlink()
+    folder.rmdir()
+    await receive_until(tailer, screen, Vanished)
+    folder.mkdir()
+    append(path, b"after")
+    await receive_until(tailer, screen, Reset)
+    await show_until(tailer, screen, "t", b"after")
+    append(path, b" and more")  # arrives only if the folder is watched again
+    await show_until(tailer, screen, "t", b"after and more")
+
+
+async def test_a_failing_watcher_is_retried(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    failures: list[tuple[Any, ...]] = []
+
+    def flaky_awatch(*args: Any, **kwargs: Any) -> Any:
+        if not failures:
+            failures.append(args)
+            raise PermissionError("simulated")
+        return watchfiles.awatch(*args, **kwargs)
+
+    monkeypatch.setattr("claude_bg_acp.tail.awatch", flaky_awatch)
+    path = tmp_path / "t.output"
+    async with open_tailer(TailerOptions(retry_interval=0.05)) as tailer:
+        tailer.follow("t", path)
+        screen = Screen()
+        append(path, b"one")
+        await show_until(tailer, screen, "t", b"one")
+        append(path, b" two")  # arrives with the rescan after the retry, at the latest
+        await show_until(tailer, screen, "t", b"one two")
+        append(path, b" three")  # needs the watcher started on retry
+        await show_until(tailer, screen, "t", b"one two three")
+    assert failures
