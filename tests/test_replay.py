@@ -19,19 +19,23 @@ from tests.support.schema import validate_transcript
 SCENARIOS = sorted(path.stem for path in (FIXTURES / "sdk_events").glob("*.jsonl"))
 
 
-def replay(scenario: str, version: int) -> list[dict[str, object]]:
-    effects = Replay(1 if version == 1 else 2).run(load_frames(scenario))
+CLIENTS = {"v1": (1, False), "v1-subagents": (1, True), "v2": (2, None)}
+
+
+def replay(scenario: str, client: str) -> list[dict[str, object]]:
+    version, expose = CLIENTS[client]
+    effects = Replay(1 if version == 1 else 2, expose).run(load_frames(scenario))
     agent_lines, client_lines = as_jsonrpc(effects)
     violations = validate_transcript(agent_lines, client_lines, version)
     assert not violations, "\n".join(violations)
     return [effect_json(effect) for effect in effects]
 
 
-@pytest.mark.parametrize("version", [1, 2])
+@pytest.mark.parametrize("client", list(CLIENTS))
 @pytest.mark.parametrize("scenario", SCENARIOS)
-def test_replay_matches_golden(scenario: str, version: int) -> None:
-    produced = replay(scenario, version)
-    golden = FIXTURES / "golden" / f"{scenario}.v{version}.jsonl"
+def test_replay_matches_golden(scenario: str, client: str) -> None:
+    produced = replay(scenario, client)
+    golden = FIXTURES / "golden" / f"{scenario}.{client}.jsonl"
     text = "".join(json.dumps(line, sort_keys=True) + "\n" for line in produced)
     if os.environ.get("UPDATE_GOLDEN") or not golden.exists():
         golden.parent.mkdir(parents=True, exist_ok=True)

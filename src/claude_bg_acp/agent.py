@@ -54,6 +54,7 @@ class Agent:
         self._cli_path = cli_path
         self._output_backlog = output_backlog
         self._version: int | None = None
+        self._subagents_declared = False
         self._sessions: dict[str, Session] = {}
 
     async def on_request(self, method: str, params: Any) -> Any:
@@ -67,6 +68,8 @@ class Agent:
             return await self._new_session(parse_params(NewSessionParams, params))
         if method == "session/prompt":
             request = parse_params(PromptParams, params)
+            if self._parent_of(request.session_id) is not None:
+                raise RpcError(jsonrpc.INVALID_REQUEST, "A subagent session cannot be prompted")
             return await self._session(request.session_id).prompt(request)
         if method == "terminal/cancel":
             request = parse_params(CancelTerminalParams, params)
@@ -82,7 +85,12 @@ class Agent:
 
     async def on_notification(self, method: str, params: Any) -> None:
         if method == "session/cancel":
-            self._session(parse_params(SessionParams, params).session_id).cancel()
+            session_id = parse_params(SessionParams, params).session_id
+            parent = self._parent_of(session_id)
+            if parent is not None:
+                parent.cancel_child(session_id)
+            else:
+                self._session(session_id).cancel()
         elif method == "$/cancel_request":
             parse_params(CancelRequestParams, params)  # nothing of ours is cancellable that way yet
         elif not method.startswith(("_", "$/")):
@@ -107,6 +115,7 @@ class Agent:
         if version >= 2 and params.info is None:
             raise RpcError(jsonrpc.INVALID_PARAMS, "Invalid params: info: Field required for version 2")
         self._version = version
+        self._subagents_declared = (params.client_capabilities or {}).get("subagents") is not None
         _prewarm_claude_side()
         if version == 1:
             return {
@@ -141,7 +150,10 @@ class Agent:
         assert self._version is not None
         version: Literal[1, 2] = 1 if self._version == 1 else 2
         tailing = TailerOptions(backlog_limit=self._output_backlog)
-        session = Session(session_id, params.cwd, version, self._endpoint, self._cli_path, tailing)
+        expose = True if version == 2 else self._subagents_declared
+        session = Session(
+            session_id, params.cwd, version, self._endpoint, self._cli_path, tailing, expose_subagents=expose
+        )
         self._sessions[session_id] = session
         self._tg.start_soon(session.run)
         return {"sessionId": session_id}
@@ -151,6 +163,10 @@ class Agent:
         await session.close()
         self._sessions.pop(session_id, None)
         return {}
+
+    def _parent_of(self, session_id: str) -> Session | None:
+        """The session that owns subagent ``session_id``, if it is one."""
+        return next((s for s in self._sessions.values() if s.has_child(session_id)), None)
 
     def _session(self, session_id: str) -> Session:
         session = self._sessions.get(session_id)

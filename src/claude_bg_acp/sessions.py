@@ -110,11 +110,12 @@ class Session:
         endpoint: Endpoint,
         cli_path: str | None = None,
         tailer_options: TailerOptions | None = None,
+        expose_subagents: bool | None = None,
         clock: Callable[[], float] = anyio.current_time,
     ) -> None:
         self.session_id = session_id
         self.cwd = cwd
-        self.core = SessionCore(session_id, version, cwd, tasks_root(cwd))
+        self.core = SessionCore(session_id, version, cwd, tasks_root(cwd), expose_subagents)
         self._endpoint = endpoint
         self._cli_path = cli_path
         self._clock = clock
@@ -213,6 +214,12 @@ class Session:
 
     def cancel(self) -> None:
         self.feed(self.core.cancel(self._clock()))
+
+    def cancel_child(self, child_id: str) -> None:
+        self.feed(self.core.cancel_child(child_id, self._clock()))
+
+    def has_child(self, session_id: str) -> bool:
+        return session_id in self.core.subagents.children
 
     def cancel_terminal(self, terminal_id: str) -> None:
         """Raises -32602 for an unknown, finished or non-cancellable terminal."""

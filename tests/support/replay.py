@@ -34,8 +34,8 @@ def load_frames(scenario: str) -> list[dict[str, Any]]:
 
 
 class Replay:
-    def __init__(self, version: Version) -> None:
-        self.core = SessionCore(SESSION_ID, version, CWD)
+    def __init__(self, version: Version, expose_subagents: bool | None = None) -> None:
+        self.core = SessionCore(SESSION_ID, version, CWD, expose_subagents=expose_subagents)
         self.effects: list[Effect] = []
         self._tickets = 0
         self._questions: dict[str, int] = {}
@@ -68,8 +68,8 @@ class Replay:
     def _stop(self, task_id: str, now: float) -> list[Effect]:
         """The recorder stopped a task: the client's per-item cancel does the same."""
         item = self.core.background.items.get(task_id)
-        if item is None:
-            return []
+        if item is None or item.kind not in ("terminal", "tool_call"):
+            return []  # v1 has no per-item cancel
         if item.kind == "terminal":
             return self.core.cancel_terminal(item.ref, now)
         return self.core.cancel_tool_call(item.ref, now)
@@ -112,7 +112,8 @@ def _acp_content(content: str | list[dict[str, Any]]) -> list[ContentBlock]:
 
 def effect_json(effect: Effect) -> dict[str, Any]:
     if isinstance(effect, Notify):
-        return {"notify": effect.update.wire()}
+        session = "root" if effect.session_id == SESSION_ID else effect.session_id
+        return {"notify": effect.update.wire(), "session": session}
     if isinstance(effect, Fail):
         return {"fail": {"ticket": effect.ticket, "error": effect.error.to_wire()}}
     return {type(effect).__name__: asdict(effect)}

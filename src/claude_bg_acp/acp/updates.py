@@ -74,4 +74,30 @@ class TerminalOutputChunk(WireModel):
     data: str
 
 
-SessionUpdate = ContentChunk | UserMessage | ToolCall | StateUpdate | TerminalUpdate | TerminalOutputChunk
+class SubagentUpdate(WireModel):
+    session_update: Literal["subagent_update"] = "subagent_update"
+    session_id: str
+    title: str | None = None
+    description: str | None = None
+    capabilities: dict[str, Any] | None = None
+    state: dict[str, Any] | None = None
+
+
+class SessionMessage(WireModel):
+    session_update: Literal["session_message"] = "session_message"
+    message_id: str
+    sender_session_id: str | None = None
+    recipient_session_id: str | None = None
+    content: list[dict[str, Any]] | None = None
+
+
+SessionUpdate = (
+    ContentChunk
+    | UserMessage
+    | ToolCall
+    | StateUpdate
+    | TerminalUpdate
+    | TerminalOutputChunk
+    | SubagentUpdate
+    | SessionMessage
+)

@@ -36,7 +36,9 @@ from claude_bg_acp.acp.jsonrpc import INVALID_PARAMS, RpcError
 from claude_bg_acp.acp.updates import TerminalOutputChunk, TerminalUpdate, ToolCall
 from claude_bg_acp.bridge import tools
 from claude_bg_acp.bridge.effects import Effect, FinishTail, Log, Notify, StopTask, Tail
+from claude_bg_acp.bridge.subagents import Subagents, is_subagent
 from claude_bg_acp.bridge.tasks import Task, TaskChange, TaskRegistry
+from claude_bg_acp.bridge.tools import ToolUse
 from claude_bg_acp.bridge.turns import Foreground, Version
 from claude_bg_acp.output import KILLED_SIGNAL, ExitInfo
 
@@ -51,17 +53,8 @@ HANDOFF = re.compile(
 )
 EXIT_CODE = re.compile(r"exit code (-?\d+)")
 
-ItemKind = Literal["terminal", "tool_call"]
-
-
-@dataclass
-class ToolUse:
-    """What the session knows of a tool use, shared with the session core."""
-
-    name: str
-    tool_input: dict[str, Any]
-    announced: bool = False
-    finished: bool = False
+ItemKind = Literal["terminal", "tool_call", "subagent", "hidden"]
+"""``hidden``: a task we keep track of but do not show (v1 shells, children we may not expose)."""
 
 
 @dataclass
@@ -84,6 +77,7 @@ class Background:
         version: Version,
         foreground: Foreground,
         tool_uses: dict[str, ToolUse],
+        subagents: Subagents,
         tasks_root: str | None = None,
     ) -> None:
         self.session_id = session_id
@@ -93,6 +87,7 @@ class Background:
         self.items: dict[str, Item] = {}
         self._foreground = foreground
         self._tool_uses = tool_uses
+        self._subagents = subagents
         self._tasks_root = tasks_root
         self._cli_session: str | None = None
         self._own_calls = 0
@@ -128,7 +123,7 @@ class Background:
         if match:
             effects = self._apply(self.registry.learned(match[1], tool_use_id, match[2], now), now)
         item = self._item_for_tool_use(tool_use_id)
-        if item is None or self.version != 2:
+        if item is None or item.kind in ("subagent", "hidden") or self.version != 2:
             return effects, None
         if item.kind == "terminal":
             content = [{"type": "terminal", "terminalId": item.ref}, tools.text_content(text)]
@@ -196,6 +191,8 @@ class Background:
         for task in self.registry.live():
             if task.task_id not in self.items and now >= task.first_seen_at + CLASSIFY_GRACE:
                 effects += self._consider(task, now, force=True)
+                # Still nothing to show (e.g. a child whose parent is unknown): stop asking.
+                self.items.setdefault(task.task_id, Item(task.task_id, "hidden", task.task_id))
         for item in list(self.items.values()):
             if not item.final and item.stop_sent_at is not None and now >= item.stop_sent_at + STOP_BOUND:
                 effects.append(Log(f"task {item.task_id}: no confirmation {STOP_BOUND:.0f}s after stop_task"))
@@ -226,7 +223,12 @@ class Background:
             task = change.task
             if change.kind in ("ended", "corrected"):
                 effects += self._ended(task, now)
-            elif task.task_id in self.items:
+                if is_subagent(task):
+                    effects += self._foreground.subagent_ended(task.task_id, task.end_status, now)
+                continue
+            if is_subagent(task):
+                self._foreground.subagent_started(task.task_id)
+            if task.task_id in self.items:
                 effects += self._changed(task)
             else:
                 effects += self._consider(task, now)
@@ -234,14 +236,27 @@ class Background:
 
     def _consider(self, task: Task, now: float, force: bool = False) -> list[Effect]:
         """Make a live task an item once we know enough to say what it is."""
-        if self.version != 2 or task.ended or task.backgrounded is False:
+        if task.ended or not (force or task.started or task.tool_use_id):
             return []
-        if not (force or task.started or task.tool_use_id):
+        if is_subagent(task) and self._subagents.exposed:
+            return self._open_subagent(task)
+        if self.version != 2:
+            self.items[task.task_id] = Item(task.task_id, "hidden", task.task_id)
+            return []
+        if task.backgrounded is False:
             return []
         tool = self._tool_uses.get(task.tool_use_id or "")
         if task.task_type == "local_bash" and (tool is None or tool.name in SHELL_TOOLS):
             return self._open_terminal(task, tool)
         return self._open_tool_call(task, tool)
+
+    def _open_subagent(self, task: Task) -> list[Effect]:
+        effects = self._subagents.announce(task)
+        if effects is None:
+            return []
+        item = self.items[task.task_id] = Item(task.task_id, "subagent", task.task_id)
+        item.listed = self.version == 2 and bool(task.backgrounded)
+        return effects
 
     def _open_terminal(self, task: Task, tool: ToolUse | None) -> list[Effect]:
         item = self.items[task.task_id] = Item(task.task_id, "terminal", task.task_id)
@@ -282,6 +297,8 @@ class Background:
 
     def _changed(self, task: Task) -> list[Effect]:
         item = self.items[task.task_id]
+        if item.kind == "subagent" and not item.final:
+            item.listed = self.version == 2 and bool(task.backgrounded)
         if item.kind != "tool_call" or item.final:
             return []
         update = ToolCall(session_update="tool_call_update", tool_call_id=item.ref, status=_live_status(task))
@@ -305,25 +322,19 @@ class Background:
     ) -> list[Effect]:
         task = self.registry.tasks.get(item.task_id)
         item.final, item.listed = True, False
+        effects: list[Effect] = []
         if item.kind == "terminal":
             status = {} if unknown else _exit_status(task, exit_info)
-            update: TerminalUpdate | ToolCall = TerminalUpdate(
-                terminal_id=item.ref, exit_status=status, capabilities=None
+            effects.append(
+                self._notify(TerminalUpdate(terminal_id=item.ref, exit_status=status, capabilities=None))
             )
-        else:
-            end = (
-                "cancelled"
-                if unknown or task is None
-                else TOOL_STATUS.get(task.end_status or "", "completed")
-            )
-            update = ToolCall(
-                session_update="tool_call_update", tool_call_id=item.ref, status=end, capabilities=None
-            )
-            if task is not None and task.summary:
-                update.content = [tools.text_content(task.summary)]
+        elif item.kind == "tool_call":
+            effects.append(self._notify(_final_tool_call(item, task, unknown)))
+        elif item.kind == "subagent" and task is not None:
+            effects += self._subagents.ended(task)
         if task is not None and task.end_status in FOLLOW_UP_STATUSES and item.stop_sent_at is None:
             self._foreground.expect_follow_up(now)
-        return [self._notify(update)]
+        return effects
 
     def _corrected(self, item: Item, task: Task) -> list[Effect]:
         """An end event after the orphan timeout: tell the client how it really ended."""
@@ -373,7 +384,17 @@ class Background:
 def _list_entry(item: Item) -> dict[str, Any]:
     if item.kind == "terminal":
         return {"type": "terminal", "terminalId": item.ref}
+    if item.kind == "subagent":
+        return {"type": "subagent", "sessionId": item.ref}
     return {"type": "tool_call", "toolCallId": item.ref}
+
+
+def _final_tool_call(item: Item, task: Task | None, unknown: bool) -> ToolCall:
+    end = "cancelled" if unknown or task is None else TOOL_STATUS.get(task.end_status or "", "completed")
+    update = ToolCall(session_update="tool_call_update", tool_call_id=item.ref, status=end, capabilities=None)
+    if task is not None and task.summary:
+        update.content = [tools.text_content(task.summary)]
+    return update
 
 
 def _live_status(task: Task) -> str:

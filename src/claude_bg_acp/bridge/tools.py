@@ -37,6 +37,18 @@ KINDS = {
 FINAL_STATUSES = ("completed", "failed", "cancelled")
 
 
+@dataclass
+class ToolUse:
+    """What the session knows of one tool use, in the index all transcripts share."""
+
+    name: str
+    tool_input: dict[str, Any]
+    session_id: str
+    """The transcript (root or subagent session) the tool use belongs to."""
+    announced: bool = False
+    finished: bool = False
+
+
 @dataclass(frozen=True)
 class ToolView:
     title: str

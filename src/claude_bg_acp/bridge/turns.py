@@ -13,17 +13,27 @@ A result clears ``cli_busy`` at once, so ``idle`` follows the result without wai
 CLI's own trailing ``idle``; a late trailing ``idle`` cannot end a newer prompt, because the
 prompt fact alone keeps the state ``running``.
 
-Prompts that arrive while foreground work is going on are held and inserted in order when it
+Prompts that arrive while foreground work is going on wait and are inserted in order when it
 ends. Insertion is the moment the prompt is written to Claude Code: a v2 prompt is answered
 with its ``messageId`` then; a v1 prompt is answered with its stop reason at its result.
-``session/cancel`` answers held prompts (-32800 in v2, ``cancelled`` in v1) and interrupts
+``session/cancel`` answers waiting prompts (-32800 in v2, ``cancelled`` in v1) and interrupts
 the turn; the interrupted turn's result then reports ``cancelled``.
+
+Held v1 turns. A v1 client stops listening at the prompt's answer, so a turn whose result
+arrives while subagents it spawned (during the turn or while held) are still live keeps its
+answer back, with the outcome stored: the subagents' output and permission requests then
+arrive inside the turn. It is released with the stored outcome at the result of a follow-up
+turn once none of its subagents is live, or ``FOLLOW_UP_WAIT`` after the last one ended when
+no follow-up comes (at once when it was stopped), or when Claude Code reports idle with none
+left; at once, as ``cancelled``, on ``session/cancel``; and with its stored outcome when the
+next prompt arrives. Background shells never hold a turn, and a turn that spawned nothing is
+answered at its result.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from claude_bg_acp.acp.jsonrpc import INTERNAL_ERROR, REQUEST_CANCELLED, RpcError
@@ -49,7 +59,7 @@ RESULT_STOP_REASONS = {
 
 
 @dataclass
-class HeldPrompt:
+class PendingPrompt:
     ticket: Ticket
     content: list[dict[str, Any]]
     claude_content: list[dict[str, Any]]
@@ -60,6 +70,10 @@ class PromptTurn:
     ticket: Ticket
     message_id: str
     cancelled: bool = False
+    spawned: set[str] = field(default_factory=set)
+    """Subagent tasks started during this turn (or while it was held)."""
+    outcome: Outcome | None = None
+    """Set when the result came but the answer is held back."""
 
 
 @dataclass(frozen=True)
@@ -78,13 +92,16 @@ class Foreground:
         self.prompt: PromptTurn | None = None
         self.cli_busy = False
         self.blocked = False
-        self.held: deque[HeldPrompt] = deque()
+        self.waiting: deque[PendingPrompt] = deque()
         self.reported: State = "idle"
         self.last_outcome: Outcome | None = None
         self.background: list[dict[str, Any]] | None = [] if version == 2 else None
         self._next_message = 0
         self.gone: RpcError | None = None
         self.follow_up_until: float | None = None
+        self.live_subagents: set[str] = set()
+        self.holding: PromptTurn | None = None
+        self.release_at: float | None = None
 
     @property
     def busy(self) -> bool:
@@ -97,21 +114,33 @@ class Foreground:
 
     # --- inputs ---------------------------------------------------------------------------
 
-    def submit(self, held: HeldPrompt) -> list[Effect]:
+    def submit(self, held: PendingPrompt) -> list[Effect]:
         if self.gone is not None:
             return [Fail(held.ticket, self.gone)]
-        self.held.append(held)
-        return self._report()
+        # The next prompt hands a held turn off with the outcome it recorded.
+        effects = self._release()
+        self.waiting.append(held)
+        return effects + self._report()
 
     def cli_state(self, state: str) -> list[Effect]:
         if state in ("running", "requires_action"):
             self.cli_busy = True
             self.follow_up_until = None
+            self.release_at = None
         elif state == "idle":
             self.cli_busy = False
             if self.prompt is not None and self.prompt.cancelled:
                 # An interrupt that produced no result still ends the cancelled prompt.
                 return self._settle(Outcome("cancelled"))
+            if not self._hold_needed():
+                return self._release() + self._report()
+        return self._report()
+
+    def work_seen(self) -> list[Effect]:
+        """Output of the main conversation arrived: Claude Code is working, whatever it said."""
+        if self.busy:
+            return []
+        self.cli_busy = True
         return self._report()
 
     def outcome_of(
@@ -142,12 +171,35 @@ class Foreground:
         self.follow_up_until = None
         if follow_up and self.prompt is not None:
             return self._report()
+        if follow_up and not self._hold_needed():
+            # The promised summary of the held turn's subagents has been streamed by now.
+            return self._release() + self._settle(outcome)
         return self._settle(outcome)
 
+    # --- subagents and held turns --------------------------------------------------------------
+
+    def subagent_started(self, task_id: str) -> None:
+        if task_id in self.live_subagents:
+            return
+        self.live_subagents.add(task_id)
+        for turn in (self.prompt, self.holding):
+            if turn is not None:
+                turn.spawned.add(task_id)
+
+    def subagent_ended(self, task_id: str, status: str | None, now: float) -> list[Effect]:
+        self.live_subagents.discard(task_id)
+        if self.holding is None or self._hold_needed():
+            return []
+        if status in ("completed", "failed"):
+            # Claude Code follows a finished subagent up with a turn; its result releases.
+            self.release_at = now + FOLLOW_UP_WAIT
+            return []
+        return self._release() + self._report()
+
     def cancel(self) -> list[Effect]:
-        effects: list[Effect] = []
-        while self.held:
-            effects += self._refuse(self.held.popleft())
+        effects = self._release(Outcome("cancelled"))
+        while self.waiting:
+            effects += self._refuse(self.waiting.popleft())
         if self.prompt is not None and not self.prompt.cancelled:
             self.prompt.cancelled = True
             effects.append(Interrupt())
@@ -157,9 +209,9 @@ class Foreground:
 
     def close(self) -> list[Effect]:
         """The session closes: nothing more is inserted, and the turn ends as cancelled."""
-        effects: list[Effect] = []
-        while self.held:
-            effects += self._refuse(self.held.popleft())
+        effects = self._release()
+        while self.waiting:
+            effects += self._refuse(self.waiting.popleft())
         self.cli_busy = False
         if self.prompt is not None or self.reported != "idle":
             effects += self._settle(Outcome("cancelled"))
@@ -180,12 +232,16 @@ class Foreground:
             self.last_outcome = None
 
     def tick(self, now: float) -> list[Effect]:
+        effects: list[Effect] = []
         if self.follow_up_until is not None and now >= self.follow_up_until:
             self.follow_up_until = None
-        return self._report()
+        if self.release_at is not None and now >= self.release_at:
+            effects += self._release()
+        return effects + self._report()
 
     def next_deadline(self) -> float | None:
-        return self.follow_up_until
+        deadlines = [d for d in (self.follow_up_until, self.release_at) if d is not None]
+        return min(deadlines) if deadlines else None
 
     def set_background(self, background: list[dict[str, Any]]) -> list[Effect]:
         """A new list (or a state change that came with it) goes out in one snapshot."""
@@ -201,16 +257,16 @@ class Foreground:
         """Claude Code is gone: end the turn with an error and refuse what was held and what comes."""
         self.gone = error
         self.cli_busy = False
-        effects: list[Effect] = []
-        while self.held:
-            held = self.held.popleft()
+        effects = self._release()
+        while self.waiting:
+            held = self.waiting.popleft()
             effects.append(Fail(held.ticket, error))
         return effects + self._settle(Outcome("error", error=error))
 
     # --- transitions ------------------------------------------------------------------------
 
     def _insert_next(self) -> list[Effect]:
-        held = self.held.popleft()
+        held = self.waiting.popleft()
         self._next_message += 1
         message_id = f"user-{self._next_message}"
         self.prompt = PromptTurn(held.ticket, message_id)
@@ -231,10 +287,24 @@ class Foreground:
         prompt, self.prompt = self.prompt, None
         self.last_outcome = outcome
         if prompt is not None and self.version == 1:
-            effects.append(_v1_answer(prompt.ticket, outcome))
+            if prompt.spawned & self.live_subagents and outcome.stop_reason != "cancelled":
+                prompt.outcome, self.holding = outcome, prompt
+            else:
+                effects.append(_v1_answer(prompt.ticket, outcome))
         return effects + self._report()
 
-    def _refuse(self, held: HeldPrompt) -> list[Effect]:
+    def _hold_needed(self) -> bool:
+        return self.holding is not None and bool(self.holding.spawned & self.live_subagents)
+
+    def _release(self, outcome: Outcome | None = None) -> list[Effect]:
+        """Answer the held turn: with ``outcome`` if given, else with the one it recorded."""
+        held, self.holding = self.holding, None
+        self.release_at = None
+        if held is None or held.outcome is None:
+            return []
+        return [_v1_answer(held.ticket, outcome or held.outcome)]
+
+    def _refuse(self, held: PendingPrompt) -> list[Effect]:
         if self.version == 2:
             return [Fail(held.ticket, RpcError(REQUEST_CANCELLED, "Prompt cancelled before insertion"))]
         return [Reply(held.ticket, {"stopReason": "cancelled"})]
@@ -247,7 +317,7 @@ class Foreground:
             self.reported = state
             if self.version == 2:
                 effects.append(self._state_update(state, repeat=False))
-        if not self.busy and self.held and self.gone is None:
+        if not self.busy and self.waiting and self.gone is None:
             effects += self._insert_next()
         return effects
 

@@ -57,16 +57,18 @@ def offline_env(base_url: str, root: Path) -> dict[str, str]:
     tmp.chmod(0o700)
     env = {k: v for k, v in os.environ.items() if k not in DROPPED}
     env.update(SWITCHES)
-    env.update({
-        "ANTHROPIC_BASE_URL": base_url,
-        "ANTHROPIC_API_KEY": "sk-ant-offline-dummy",
-        "HOME": str(home),
-        "CLAUDE_CONFIG_DIR": str(config),
-        "CLAUDE_CODE_TMPDIR": str(tmp),
-        "HTTP_PROXY": DEAD_PROXY,
-        "HTTPS_PROXY": DEAD_PROXY,
-        "NO_PROXY": "127.0.0.1,localhost",
-    })
+    env.update(
+        {
+            "ANTHROPIC_BASE_URL": base_url,
+            "ANTHROPIC_API_KEY": "sk-ant-offline-dummy",
+            "HOME": str(home),
+            "CLAUDE_CONFIG_DIR": str(config),
+            "CLAUDE_CODE_TMPDIR": str(tmp),
+            "HTTP_PROXY": DEAD_PROXY,
+            "HTTPS_PROXY": DEAD_PROXY,
+            "NO_PROXY": "127.0.0.1,localhost",
+        }
+    )
     return env
 
 

@@ -102,9 +102,7 @@ class Turn:
         tools = self.body.get("tools")
         if not isinstance(tools, list):
             return {}
-        return {
-            t["name"]: t for t in tools if isinstance(t, dict) and isinstance(t.get("name"), str)
-        }
+        return {t["name"]: t for t in tools if isinstance(t, dict) and isinstance(t.get("name"), str)}
 
     @property
     def step(self) -> int:
@@ -149,9 +147,7 @@ class Turn:
 
     @property
     def has_tool_result(self) -> bool:
-        return any(
-            isinstance(b, dict) and b.get("type") == "tool_result" for b in self.pending_user_blocks
-        )
+        return any(isinstance(b, dict) and b.get("type") == "tool_result" for b in self.pending_user_blocks)
 
     @property
     def is_notification(self) -> bool:
@@ -193,17 +189,31 @@ def reply_for(name: str, body: dict[str, Any]) -> Reply:
 def reply_sse(reply: Reply, model: str) -> str:
     """The reply as a complete Messages API event stream."""
     events: list[Call] = [
-        ("message_start", {"type": "message_start", "message": {
-            **_message_head(reply, model), "content": [], "stop_reason": None,
-            "usage": {**_usage(), "output_tokens": 1}}}),
+        (
+            "message_start",
+            {
+                "type": "message_start",
+                "message": {
+                    **_message_head(reply, model),
+                    "content": [],
+                    "stop_reason": None,
+                    "usage": {**_usage(), "output_tokens": 1},
+                },
+            },
+        ),
     ]
     for index, block in enumerate(reply.blocks):
         events.extend(_block_events(index, block))
-    events.append(("message_delta", {
-        "type": "message_delta",
-        "delta": {"stop_reason": reply.stop_reason, "stop_sequence": None},
-        "usage": {"output_tokens": reply.output_tokens},
-    }))
+    events.append(
+        (
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": reply.stop_reason, "stop_sequence": None},
+                "usage": {"output_tokens": reply.output_tokens},
+            },
+        )
+    )
     events.append(("message_stop", {"type": "message_stop"}))
     return "".join(f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events)
 
@@ -216,16 +226,16 @@ def _block_events(index: int, block: Block) -> Iterator[Call]:
         deltas = [{"type": "text_delta", "text": block.text}]
     elif isinstance(block, Thinking):
         start = {"type": "thinking", "thinking": "", "signature": ""}
-        deltas = [{"type": "thinking_delta", "thinking": block.thinking},
-                  {"type": "signature_delta", "signature": block.signature}]
+        deltas = [
+            {"type": "thinking_delta", "thinking": block.thinking},
+            {"type": "signature_delta", "signature": block.signature},
+        ]
     else:
         start = {"type": "tool_use", "id": block.id, "name": block.name, "input": {}}
         deltas = [{"type": "input_json_delta", "partial_json": json.dumps(block.input)}]
-    yield "content_block_start", {"type": "content_block_start", "index": index,
-                                  "content_block": start}
+    yield "content_block_start", {"type": "content_block_start", "index": index, "content_block": start}
     for delta in deltas:
-        yield "content_block_delta", {"type": "content_block_delta", "index": index,
-                                      "delta": delta}
+        yield "content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta}
     yield "content_block_stop", {"type": "content_block_stop", "index": index}
 
 
@@ -238,14 +248,23 @@ def _block_json(block: Block) -> dict[str, Any]:
 
 
 def _message_head(reply: Reply, model: str) -> dict[str, Any]:
-    return {"id": reply.message_id, "type": "message", "role": "assistant", "model": model,
-            "stop_sequence": None}
+    return {
+        "id": reply.message_id,
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "stop_sequence": None,
+    }
 
 
 def _usage() -> dict[str, int]:
     # Fixed numbers: token counts end up in recorded frames, which must not churn.
-    return {"input_tokens": 12, "output_tokens": 0, "cache_creation_input_tokens": 0,
-            "cache_read_input_tokens": 0}
+    return {
+        "input_tokens": 12,
+        "output_tokens": 0,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 0,
+    }
 
 
 def _texts(content: Any) -> list[str]:
@@ -332,48 +351,68 @@ def max_tokens(turn: Turn) -> Reply:
     return _say(turn, "This answer is cut off because it ran out of tok", "max_tokens")
 
 
-fg_bash = _tool_then_text(
-    _fixed(_bash("echo hello-fg", "say hello")), "The command printed hello-fg.")
+fg_bash = _tool_then_text(_fixed(_bash("echo hello-fg", "say hello")), "The command printed hello-fg.")
 
 permission = _tool_then_text(
-    _fixed(_bash("touch perm-test.txt", "create a file")), "Tried to create perm-test.txt.")
+    _fixed(_bash("touch perm-test.txt", "create a file")), "Tried to create perm-test.txt."
+)
 
 bg_completed = _tool_then_text(
-    _fixed(_bash("echo hello-from-bg; sleep 2; echo bg-finished", "background job", True)), STARTED)
+    _fixed(_bash("echo hello-from-bg; sleep 2; echo bg-finished", "background job", True)), STARTED
+)
 
 bg_failed_exit3 = _tool_then_text(
-    _fixed(_bash("echo failing-job; sleep 1; exit 3", "failing background job", True)), STARTED)
+    _fixed(_bash("echo failing-job; sleep 1; exit 3", "failing background job", True)), STARTED
+)
 
 # The delay keeps the turn open after launch so that the recorder can interrupt it mid-turn.
 bg_long = _tool_then_text(
-    _fixed(_bash("for i in $(seq 1 300); do echo line-$i; sleep 0.2; done", "long background job",
-                 True)),
-    STARTED, after_delay=1.0)
+    _fixed(_bash("for i in $(seq 1 300); do echo line-$i; sleep 0.2; done", "long background job", True)),
+    STARTED,
+    after_delay=1.0,
+)
 
 two_shells = _tool_then_text(
-    _fixed(_bash("echo shell-one-start; sleep 1; echo shell-one-end", "first shell", True),
-           _bash("echo shell-two-start; sleep 2; echo shell-two-end", "second shell", True)),
-    STARTED)
+    _fixed(
+        _bash("echo shell-one-start; sleep 1; echo shell-one-end", "first shell", True),
+        _bash("echo shell-two-start; sleep 2; echo shell-two-end", "second shell", True),
+    ),
+    STARTED,
+)
 
 # Invalid bytes, then a euro sign and a colour escape each split across two writes in time,
 # so that a live tail sees them cut in half.
 bg_invalid_utf8 = _tool_then_text(
-    _fixed(_bash(r"printf 'a\xffb\xc3(c\x1b[31mred\x1b[0m\n'; printf '\xe2\x82'; sleep 0.3; "
-                 r"printf '\xac euro \x1b['; sleep 0.3; printf '32mgreen\x1b[0m\n'",
-                 "bytes that are not UTF-8", True)),
-    STARTED)
+    _fixed(
+        _bash(
+            r"printf 'a\xffb\xc3(c\x1b[31mred\x1b[0m\n'; printf '\xe2\x82'; sleep 0.3; "
+            r"printf '\xac euro \x1b['; sleep 0.3; printf '32mgreen\x1b[0m\n'",
+            "bytes that are not UTF-8",
+            True,
+        )
+    ),
+    STARTED,
+)
 
 bg_burst = _tool_then_text(
-    _fixed(_bash("yes burst-0123456789abcdefghijklmnopqrstuvwxyz | head -c 10485760",
-                 "10 MB burst", True)),
-    STARTED)
+    _fixed(_bash("yes burst-0123456789abcdefghijklmnopqrstuvwxyz | head -c 10485760", "10 MB burst", True)),
+    STARTED,
+)
 
 
 # CLI 2.1.332 lists Monitor among the deferred tools (schema behind ToolSearch) but runs a
 # direct call all the same; every line the script prints is a notification of its own.
 def _monitor_calls(turn: Turn) -> list[Call]:
-    return [("Monitor", {"description": "tick watcher", "timeout_ms": 20000,
-                         "command": "for i in 1 2 3; do echo tick-$i; sleep 0.5; done"})]
+    return [
+        (
+            "Monitor",
+            {
+                "description": "tick watcher",
+                "timeout_ms": 20000,
+                "command": "for i in 1 2 3; do echo tick-$i; sleep 0.5; done",
+            },
+        )
+    ]
 
 
 monitor = _tool_then_text(_monitor_calls, "Watching the ticks.")
@@ -382,8 +421,11 @@ monitor = _tool_then_text(_monitor_calls, "Watching the ticks.")
 def _agent_call(turn: Turn, tag: str, description: str) -> Call:
     prompt = f"[scenario:{turn.scenario}] [subagent:{tag}] Do the small job and report."
     return turn.agent_tool_name(), {
-        "description": description, "prompt": prompt, "subagent_type": "general-purpose",
-        "run_in_background": True}
+        "description": description,
+        "prompt": prompt,
+        "subagent_type": "general-purpose",
+        "run_in_background": True,
+    }
 
 
 def _subagent(command: Call, done_delay: float, stagger: float = 0.0) -> Scenario:
@@ -410,12 +452,12 @@ def _tag_rank(tag: str | None) -> int:
 SUBAGENT_TAGS = ("one", "two", "three")
 
 
-def _agent_scenario(
-    tags: list[tuple[str, str]], sub: Scenario, after_delay: float = 0.0
-) -> Scenario:
+def _agent_scenario(tags: list[tuple[str, str]], sub: Scenario, after_delay: float = 0.0) -> Scenario:
     parent = _tool_then_text(
         lambda turn: [_agent_call(turn, tag, desc) for tag, desc in tags],
-        "The subagent is working in the background; I will report back.", after_delay)
+        "The subagent is working in the background; I will report back.",
+        after_delay,
+    )
 
     def scenario(turn: Turn) -> Reply:
         return sub(turn) if turn.is_subagent else parent(turn)
@@ -428,15 +470,39 @@ def _agent_scenario(
 agent_bg = _agent_scenario(
     [("one", "background helper")],
     _subagent(_bash("echo from-subagent", "subagent echo"), done_delay=2.0),
-    after_delay=1.0)
+    after_delay=1.0,
+)
 
 agent_two = _agent_scenario(
     [("one", "first helper"), ("two", "second helper")],
-    _subagent(_bash("echo from-subagent", "subagent echo"), done_delay=0.5, stagger=0.4))
+    _subagent(_bash("echo from-subagent", "subagent echo"), done_delay=0.5, stagger=0.4),
+)
 
 agent_permission = _agent_scenario(
     [("one", "helper that writes a file")],
-    _subagent(_bash("touch sub-perm.txt", "create a file"), done_delay=0.5))
+    _subagent(_bash("touch sub-perm.txt", "create a file"), done_delay=0.5),
+)
+
+
+# The benchmarks and the demo choose their own commands: every ``<command>...</command>`` in the
+# user's latest prompt becomes one background Bash call, all in one assistant message (so one
+# prompt can start hundreds of shells). A prompt without one gets a plain answer.
+COMMAND_TAG = re.compile(r"<command>(.*?)</command>", re.DOTALL)
+
+
+def _prompt_commands(turn: Turn) -> list[str]:
+    return [c.strip() for text in _texts(turn.pending_user_blocks) for c in COMMAND_TAG.findall(text)]
+
+
+def bg_from_prompt(turn: Turn) -> Reply:
+    if turn.is_notification:
+        return _say(turn, ACK)
+    if turn.has_tool_result:
+        return _say(turn, STARTED)
+    commands = _prompt_commands(turn)
+    if not commands:
+        return _say(turn, "No <command> in the prompt; nothing to start.")
+    return _use(turn, *(_bash(c, f"prompt command {i + 1}", True) for i, c in enumerate(commands)))
 
 
 SCENARIOS: dict[str, Scenario] = {
@@ -455,4 +521,5 @@ SCENARIOS: dict[str, Scenario] = {
     "agent_two": agent_two,
     "agent_permission": agent_permission,
     "max_tokens": max_tokens,
+    "bg_from_prompt": bg_from_prompt,
 }

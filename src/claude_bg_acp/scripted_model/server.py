@@ -247,8 +247,7 @@ def _messages_response(body: dict[str, Any], reply: Reply) -> HttpResponse:
     model_name = str(body.get("model", "claude-scripted"))
     headers = (("request-id", reply.request_id),)
     if body.get("stream") is False:
-        return HttpResponse(200, "application/json", _dumps(reply.message(model_name)),
-                            reply.delay, headers)
+        return HttpResponse(200, "application/json", _dumps(reply.message(model_name)), reply.delay, headers)
     sse = reply_sse(reply, model_name)
     return HttpResponse(200, "text/event-stream", sse.encode("utf-8"), reply.delay, headers)
 
