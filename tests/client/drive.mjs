@@ -40,8 +40,8 @@
 // Every step may have `id` (its key in `responses`; default: its index in `steps`, as a string)
 // and `session` (a session name; default: the most recently created session). Request steps
 // accept `expectError: true | <code>` (the step then fails unless the agent answered an error)
-// and `timeoutMs`. Values "$lastTerminal" / "$lastToolCall" (the last terminal / tool call id
-// the client saw), "$sessionId" and "$session:<name>" are substituted in ids, params, patterns.
+// and `timeoutMs`. Values "$lastTerminal" / "$lastToolCall" / "$lastSubagent" (the last
+// terminal / tool call / subagent session id the client saw), "$sessionId" and "$session:<name>" are substituted in ids, params, patterns.
 //
 //   {op: "initialize", params?}                 (only needed with autoInitialize: false)
 //   {op: "newSession", name?, cwd?, request?}   a further session; becomes the default session
@@ -365,6 +365,7 @@ const sessionNameById = new Map();
 let currentSessionName;
 let lastTerminalId;
 let lastToolCallId;
+let lastSubagentId;
 const terminalBytes = new Map();
 
 function sessionState(name) {
@@ -413,6 +414,9 @@ function patchTerminalInfo(terminalId, update, fields) {
 function applyUpdate(update) {
   if (!update || typeof update !== "object") return;
   const kind = update.sessionUpdate;
+  if (kind === "subagent_update" && typeof update.sessionId === "string") {
+    lastSubagentId = update.sessionId;
+  }
   if (kind === "terminal_update" && typeof update.terminalId === "string") {
     lastTerminalId = update.terminalId;
     if (update.output === null) {
@@ -468,6 +472,7 @@ function substitute(value, session) {
   if (typeof value === "string") {
     if (value === "$lastTerminal") return lastTerminalId;
     if (value === "$lastToolCall") return lastToolCallId;
+    if (value === "$lastSubagent") return lastSubagentId;
     if (value === "$sessionId") return session?.id;
     if (value.startsWith("$session:")) return sessionState(value.slice("$session:".length)).id;
     return value;

@@ -47,6 +47,8 @@ class ToolUse:
     """The transcript (root or subagent session) the tool use belongs to."""
     announced: bool = False
     finished: bool = False
+    subagent_tool_use: str | None = None
+    """For a subagent's own tool use, the Agent tool use that launched the subagent."""
 
 
 @dataclass(frozen=True)

@@ -87,7 +87,7 @@ class Transcript:
             elif isinstance(block, ThinkingBlock) and (message_id, "thinking") not in self._streamed:
                 effects.append(self._chunk("agent_thought_chunk", message_id, block.thinking))
             elif isinstance(block, ToolUseBlock):
-                effects += self._tool_use(block)
+                effects += self._tool_use(block, message.parent_tool_use_id)
         return effects
 
     def tool_results(self, message: UserMessage, now: float) -> list[Effect]:
@@ -105,7 +105,8 @@ class Transcript:
             status = "failed"  # v1 has no cancelled tool call status
         effects: list[Effect] = []
         for tool_use_id, state in self._tool_uses.items():
-            if state.session_id != self.session_id or state.finished:
+            # A subagent's tool calls are its own work; an interrupt of the turn does not end them.
+            if state.session_id != self.session_id or state.finished or state.subagent_tool_use:
                 continue
             if self._background.owns(tool_use_id):
                 continue
@@ -144,8 +145,10 @@ class Transcript:
         )
         return [Notify(self.session_id, call)]
 
-    def _tool_use(self, block: ToolUseBlock) -> list[Effect]:
-        state = self._tool_uses.setdefault(block.id, ToolUse(block.name, block.input, self.session_id))
+    def _tool_use(self, block: ToolUseBlock, subagent_tool_use: str | None) -> list[Effect]:
+        state = self._tool_uses.setdefault(
+            block.id, ToolUse(block.name, block.input, self.session_id, subagent_tool_use=subagent_tool_use)
+        )
         state.tool_input = block.input
         if state.finished:
             return []

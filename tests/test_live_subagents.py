@@ -1,0 +1,154 @@
+"""End to end for turns around subagents, with the real CLI and the official client:
+held v1 prompts, Zed's cancel-before-prompt, and subagent sessions (v1 unstable and v2)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import LiveModel
+from tests.support.acp_client import ClientRun, run_client
+
+pytestmark = pytest.mark.live
+
+SUBAGENT_DONE = "subagent one finished its work"
+FOLLOW_UP = "BG_DONE_ACK"
+
+
+def run(live: LiveModel, workdir: Path, client: str, steps: list[dict[str, Any]], **extra: Any) -> ClientRun:
+    script = {"agent": live.agent(), "client": client, "cwd": str(workdir), "steps": steps, **extra}
+    return run_client(script, timeout=60)
+
+
+def line_index(run: ClientRun, predicate: Any) -> int:
+    return next(i for i, line in enumerate(run.agent_lines) if predicate(line))
+
+
+def text_in(line: dict[str, Any], text: str) -> bool:
+    update = line.get("params", {}).get("update", {})
+    return text in str(update.get("content", ""))
+
+
+def response_to(run: ClientRun, method: str, nth: int = 0) -> int:
+    ids = [line["id"] for line in run.client_lines if line.get("method") == method]
+    return line_index(run, lambda line: line.get("id") == ids[nth] and "method" not in line)
+
+
+def test_v1_prompt_is_held_while_its_subagent_runs(live: LiveModel, workdir: Path) -> None:
+    result = run(live, workdir, "v1", [{"op": "prompt", "id": "p", "text": "[scenario:agent_bg] Delegate."}])
+    assert result.response("p")["result"]["stopReason"] == "end_turn"
+    answered = response_to(result, "session/prompt")
+    # The subagent's own output and the promised follow-up both arrive inside the turn.
+    assert line_index(result, lambda line: text_in(line, SUBAGENT_DONE)) < answered
+    assert line_index(result, lambda line: text_in(line, FOLLOW_UP)) < answered
+
+
+def test_v1_prompt_without_subagents_is_not_held(live: LiveModel, workdir: Path) -> None:
+    result = run(live, workdir, "v1", [{"op": "prompt", "id": "p", "text": "[scenario:bg_completed] Shell."}])
+    answered = response_to(result, "session/prompt")
+    # A background shell never holds the prompt: its follow-up comes after the answer.
+    follow_up = [i for i, line in enumerate(result.agent_lines) if text_in(line, FOLLOW_UP)]
+    assert not follow_up or follow_up[0] > answered
+
+
+def test_subagent_permission_arrives_inside_the_held_turn(live: LiveModel, workdir: Path) -> None:
+    result = run(live, workdir, "v1", [{"op": "prompt", "id": "p", "text": "[scenario:agent_permission] Go."}])
+    assert len(result.permission_requests) == 1
+    asked = line_index(result, lambda line: line.get("method") == "session/request_permission")
+    assert asked < response_to(result, "session/prompt")
+    assert (workdir / "sub-perm.txt").exists()
+
+
+def test_zed_cancel_before_next_prompt_keeps_the_subagent(live: LiveModel, workdir: Path) -> None:
+    """Zed sends session/cancel right before each new prompt while a turn looks running."""
+    result = run(
+        live,
+        workdir,
+        "v1",
+        [
+            {"op": "prompt", "id": "first", "text": "[scenario:agent_bg] Delegate.", "await": False},
+            {"op": "waitFor", "update": "agent_message_chunk", "match": {"content": {"text": "$present"}}},
+            {"op": "cancel"},
+            {"op": "awaitResponse", "step": "first"},
+            {"op": "prompt", "id": "second", "text": "[scenario:text] Anything new?"},
+            {"op": "waitFor", "update": "agent_message_chunk", "match": {"content": {"text": SUBAGENT_DONE}}},
+        ],
+    )
+    assert result.response("first")["result"]["stopReason"] == "cancelled"
+    assert result.response("second")["result"]["stopReason"] == "end_turn"
+    cancel_at = next(i for i, line in enumerate(result.client_lines) if line.get("method") == "session/cancel")
+    assert cancel_at >= 0
+    # The subagent survived the cancel: it finished its work and reported it afterwards.
+    assert SUBAGENT_DONE in result.agent_text()
+
+
+def test_v1_subagent_sessions(live: LiveModel, workdir: Path) -> None:
+    result = run(
+        live,
+        workdir,
+        "v1-unstable",
+        [{"op": "prompt", "id": "p", "text": "[scenario:agent_bg] Delegate."}],
+        capabilities={"subagents": {}},
+    )
+    root = result.session_id()
+    announcements = [u for u in result.raw_updates(root) if u["sessionUpdate"] == "subagent_update"]
+    child = announcements[0]["sessionId"]
+    assert announcements[0]["state"] == {"state": "running"}
+    assert announcements[0]["capabilities"] == {"cancel": {}}
+    assert announcements[0]["description"] == "background helper"
+    first_child_line = line_index(result, lambda line: line.get("params", {}).get("sessionId") == child)
+    announced_at = line_index(result, lambda line: line.get("params", {}).get("update") == announcements[0])
+    assert announced_at < first_child_line, "announce before any traffic of the child"
+    child_updates = result.raw_updates(child)
+    delegation = child_updates[0]
+    assert delegation["sessionUpdate"] == "session_message" and delegation["senderSessionId"] == root
+    assert any(u["sessionUpdate"] == "tool_call" for u in child_updates), "the child's tool calls are its own"
+    assert any(SUBAGENT_DONE in str(u.get("content")) for u in child_updates)
+    assert announcements[-1]["state"] == {"state": "idle", "stopReason": "end_turn"}
+    # The Agent tool call stays on the root session.
+    agent_call = next(u for u in result.raw_updates(root) if u.get("title") == "Agent")
+    assert agent_call["sessionUpdate"] == "tool_call"
+
+
+def test_v2_subagent_is_listed_and_cancelled_alone(live: LiveModel, workdir: Path) -> None:
+    result = run(
+        live,
+        workdir,
+        "v2-unstable",
+        [
+            {"op": "prompt", "text": "[scenario:agent_bg] Delegate."},
+            {"op": "waitBackground", "contains": {"type": "subagent"}},
+            {"op": "waitFor", "session": "*", "update": "tool_call_update", "match": {"status": "completed"}},
+            {"op": "request", "id": "ids", "method": "_noop/none", "params": {}, "expectError": -32601},
+        ],
+    )
+    root = result.session_id()
+    listed = next(b for b in result.background_lists() if b)
+    child = listed[0]["sessionId"]
+    assert listed == [{"type": "subagent", "sessionId": child}]
+    own_states = [u for u in result.raw_updates(child) if u["sessionUpdate"] == "state_update"]
+    assert own_states[0]["state"] == "running"
+    assert root != child
+
+
+def test_v2_session_cancel_with_a_child_id_stops_only_that_child(live: LiveModel, workdir: Path) -> None:
+    result = run(
+        live,
+        workdir,
+        "v2-unstable",
+        [
+            {"op": "prompt", "text": "[scenario:agent_bg] Delegate."},
+            {"op": "waitBackground", "contains": {"type": "subagent"}},
+            {"op": "waitIdle", "match": {"stopReason": "end_turn"}},
+            {"op": "notify", "method": "session/cancel", "params": {"sessionId": "$lastSubagent"}},
+            {"op": "waitBackground", "empty": True},
+        ],
+    )
+    root = result.session_id()
+    child = next(u for u in result.raw_updates(root) if u["sessionUpdate"] == "subagent_update")["sessionId"]
+    final = [u for u in result.raw_updates(root) if u["sessionUpdate"] == "subagent_update"][-1]
+    assert final["sessionId"] == child
+    assert final["state"] == {"state": "idle", "stopReason": "cancelled"}
+    assert SUBAGENT_DONE not in result.agent_text(None)
