@@ -69,7 +69,9 @@ def test_background_shell_streams_and_exits(live: LiveModel, workdir: Path) -> N
     last = [u for u in run.raw_updates() if u["sessionUpdate"] == "terminal_update"][-1]
     assert last["exitStatus"] == {"exitCode": 0, "signal": None} and last["capabilities"] is None
     handoff = next(
-        u for u in run.raw_updates() if u["sessionUpdate"] == "tool_call_update" and u.get("status") == "completed"
+        u
+        for u in run.raw_updates()
+        if u["sessionUpdate"] == "tool_call_update" and u.get("status") == "completed"
     )
     assert {"type": "terminal", "terminalId": terminal_id} in handoff["content"]
     # The follow-up turn is reported running in the snapshot that removes the terminal.
@@ -133,7 +135,9 @@ def test_session_close_stops_background_work(live: LiveModel, workdir: Path) -> 
     )
     rfd_order_holds(run)
     close_id = next(line["id"] for line in run.client_lines if line.get("method") == "session/close")
-    close_at = next(i for i, line in enumerate(run.agent_lines) if line.get("id") == close_id and "method" not in line)
+    close_at = next(
+        i for i, line in enumerate(run.agent_lines) if line.get("id") == close_id and "method" not in line
+    )
     exit_at = next(
         i
         for i, line in enumerate(run.agent_lines)
@@ -164,7 +168,12 @@ def test_ten_megabyte_burst_arrives_intact(live: LiveModel, workdir: Path) -> No
         workdir,
         [
             {"op": "prompt", "text": "[scenario:bg_burst] Write a lot."},
-            {"op": "waitFor", "update": "terminal_update", "match": {"exitStatus": "$present"}, "timeoutMs": 60000},
+            {
+                "op": "waitFor",
+                "update": "terminal_update",
+                "match": {"exitStatus": "$present"},
+                "timeoutMs": 60000,
+            },
         ],
     )
     (terminal_id,) = run.terminal_ids

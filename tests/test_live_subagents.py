@@ -54,7 +54,9 @@ def test_v1_prompt_without_subagents_is_not_held(live: LiveModel, workdir: Path)
 
 
 def test_subagent_permission_arrives_inside_the_held_turn(live: LiveModel, workdir: Path) -> None:
-    result = run(live, workdir, "v1", [{"op": "prompt", "id": "p", "text": "[scenario:agent_permission] Go."}])
+    result = run(
+        live, workdir, "v1", [{"op": "prompt", "id": "p", "text": "[scenario:agent_permission] Go."}]
+    )
     assert len(result.permission_requests) == 1
     asked = line_index(result, lambda line: line.get("method") == "session/request_permission")
     assert asked < response_to(result, "session/prompt")
@@ -78,7 +80,9 @@ def test_zed_cancel_before_next_prompt_keeps_the_subagent(live: LiveModel, workd
     )
     assert result.response("first")["result"]["stopReason"] == "cancelled"
     assert result.response("second")["result"]["stopReason"] == "end_turn"
-    cancel_at = next(i for i, line in enumerate(result.client_lines) if line.get("method") == "session/cancel")
+    cancel_at = next(
+        i for i, line in enumerate(result.client_lines) if line.get("method") == "session/cancel"
+    )
     assert cancel_at >= 0
     # The subagent survived the cancel: it finished its work and reported it afterwards.
     assert SUBAGENT_DONE in result.agent_text()
