@@ -103,6 +103,27 @@ async def _interrupt_mid_turn(session: Session) -> None:
     await session.client.interrupt()
 
 
+async def _held_turn(session: Session) -> None:
+    """Wait for the first turn's result while the subagent it launched is still live."""
+    await session.first_task()
+    await session.wait_until(lambda: session.results >= 1)
+    if not session.live:
+        raise RuntimeError("the subagent ended before the first turn's result: no hold to record")
+
+
+async def _new_prompt_while_held(session: Session) -> None:
+    # A v1 client's next prompt hands the held turn off with the outcome it recorded.
+    await _held_turn(session)
+    await session.client.query("[scenario:text] Say hello while the helper works.")
+
+
+async def _interrupt_while_held(session: Session) -> None:
+    # Our agent sends nothing to Claude Code on session/cancel of a held turn (it is idle by
+    # then); this records what the CLI does if such a cancel does reach it: the subagent lives on.
+    await _held_turn(session)
+    await session.client.interrupt()
+
+
 def _plain(scenario: str, prompt: str) -> tuple[str, Plan]:
     return scenario, Plan(scenario, prompt)
 
@@ -125,6 +146,8 @@ RECORDINGS: dict[str, Plan] = dict([
     _plain("agent_two", "Start two background helpers."),
     _plain("agent_permission", "Start a helper that writes a file."),
     ("agent_interrupt", Plan("agent_bg", "Start a background helper.", driver=_interrupt_mid_turn)),
+    ("agent_hold_new_prompt", Plan("agent_bg", "Start a background helper.", driver=_new_prompt_while_held)),
+    ("agent_hold_cancel", Plan("agent_bg", "Start a background helper.", driver=_interrupt_while_held)),
     _plain("max_tokens", "Write a long answer."),
 ])
 
