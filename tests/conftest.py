@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from claude_bg_acp.scripted_model import ScriptedModel, offline_env, serve_in_thread
+from tests.support.processes import survivors
 from tests.support.stdio_agent import AGENT
 
 
@@ -43,8 +44,12 @@ class LiveModel:
 
 @pytest.fixture
 def live(tmp_path: Path) -> Iterator[LiveModel]:
+    """The scripted model, and after the test the proof that no process it started survived."""
     with serve_in_thread(scenario="text") as model:
-        yield LiveModel(model, offline_env(model.base_url, tmp_path / "live"))
+        env = offline_env(model.base_url, tmp_path / "live")
+        yield LiveModel(model, env)
+    left = survivors("CLAUDE_CODE_TMPDIR=" + env["CLAUDE_CODE_TMPDIR"])
+    assert not left, f"processes outlived the agent: {left}"
 
 
 def pytest_configure(config: pytest.Config) -> None:

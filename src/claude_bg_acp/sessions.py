@@ -66,6 +66,9 @@ from claude_bg_acp.tail import Chunk, OutputTailer, Reset, Snapshot, TailerOptio
 log = logging.getLogger(__name__)
 
 Command = Query | Interrupt | StopTask
+MAX_RESTARTS = 3
+"""Claude Code failures in a row (without a single message in between) before giving up."""
+RESTART_DELAY = 0.5
 CLOSE_BOUND = 5.0
 """Seconds ``session/close`` waits for stopped tasks to confirm their end before it gives up."""
 TRAILER_WAIT = 0.3
@@ -93,12 +96,18 @@ class Waiter:
 
 @dataclass
 class Question:
-    """A permission question on its way to the client."""
+    """A permission question of Claude Code's, waiting for the core's decision."""
 
     waiter: Waiter
     suggestions: list[PermissionUpdate]
-    request_id: int | None = None
-    scope: anyio.CancelScope | None = None
+
+
+@dataclass
+class Ask:
+    """The client request that puts a question to the user; it may outlive the question."""
+
+    request_id: int
+    scope: anyio.CancelScope
 
 
 class Session:
@@ -122,6 +131,8 @@ class Session:
         self._tickets = count(1)
         self._prompts: dict[Ticket, Waiter] = {}
         self._questions: dict[Ticket, Question] = {}
+        self._asks: dict[Ticket, Ask] = {}
+        self._vanished: set[str] = set()
         self._outbox_in, self._outbox = anyio.create_memory_object_stream[Effect | anyio.Event](math.inf)
         self._commands_in, self._commands = anyio.create_memory_object_stream[Command](math.inf)
         self._closing = anyio.Event()
@@ -129,6 +140,8 @@ class Session:
         self._deadline_moved = anyio.Event()
         self._settled = anyio.Event()
         self._tailer = OutputTailer(tailer_options)
+        self._runner: ClaudeRunner | None = None
+        self._runner_ready = anyio.Event()
         self._tg: TaskGroup | None = None
 
     # --- life cycle -------------------------------------------------------------------------------
@@ -143,6 +156,7 @@ class Session:
                 tg.start_soon(self._relay_output)
                 ticker = anyio.CancelScope()
                 tg.start_soon(self._tick, ticker)
+                tg.start_soon(self._perform_commands)
                 await self._run_claude(tg)
                 # Let the final updates (and answers) of the close go out before stopping.
                 ticker.cancel()
@@ -154,18 +168,63 @@ class Session:
             self._finished.set()
 
     async def _run_claude(self, tg: TaskGroup) -> None:
-        options = session_options(self.cwd, self._can_use_tool, self._cli_path)
-        runner = ClaudeRunner(options, self._on_message, self._on_exit)
+        """Run Claude Code until the session closes, starting it again if it dies.
+
+        A restart resumes the same Claude Code conversation, so a crash costs the turn that was
+        running (it ends with an error) but not the session. After ``MAX_RESTARTS`` failures in
+        a row the session gives up and refuses further prompts with the reason.
+        """
+        resume: str | None = None
+        failures = 0
+        while not self._closing.is_set():
+            options = session_options(self.cwd, self._can_use_tool, self._cli_path, resume)
+            runner = ClaudeRunner(options, self._on_message)
+            reason = await self._serve_runner(tg, runner)
+            if reason is None:
+                return
+            failures = 0 if runner.delivered else failures + 1
+            # A conversation that Claude Code never saved cannot be resumed: start afresh.
+            resume = runner.cli_session_id if runner.delivered else None
+            fatal = failures >= MAX_RESTARTS
+            log.warning("session %s: %s%s", self.session_id, reason, "" if fatal else "; restarting")
+            self.feed(self.core.sdk_failed(reason, self._clock(), fatal=fatal))
+            if fatal:
+                await self._closing.wait()
+                return
+            with anyio.move_on_after(RESTART_DELAY * failures):
+                await self._closing.wait()
+
+    async def _serve_runner(self, tg: TaskGroup, runner: ClaudeRunner) -> str | None:
+        """Serve one Claude Code process; the reason it died, or None once the session closed."""
         try:
             await runner.connect()
         except Exception as exc:
-            log.exception("Claude Code did not start")
-            self._on_exit(f"Claude Code did not start: {exc}")
-            await self._closing.wait()
-            return
-        tg.start_soon(runner.read)
-        tg.start_soon(self._perform_commands, runner)
-        await self._closing.wait()
+            log.debug("Claude Code did not start", exc_info=True)
+            await runner.disconnect()
+            return f"Claude Code did not start: {exc}"
+        exited = anyio.Event()
+        reason = "Claude Code exited"
+
+        async def read() -> None:
+            nonlocal reason
+            reason = await runner.read()
+            exited.set()
+
+        tg.start_soon(read)
+        self._runner = runner
+        self._runner_ready.set()
+        async with anyio.create_task_group() as race:
+            race.start_soon(_set_on, self._closing, exited)
+            await exited.wait()
+            race.cancel_scope.cancel()
+        self._runner_ready = anyio.Event()
+        if self._closing.is_set():
+            await self._stop_runner(runner)
+            return None
+        await runner.disconnect()
+        return reason
+
+    async def _stop_runner(self, runner: ClaudeRunner) -> None:
         # Stopped tasks confirm their end through Claude Code's own events; wait for them
         # (bounded) so their final updates go out, then finalize what stayed silent.
         with anyio.move_on_after(CLOSE_BOUND):
@@ -231,11 +290,6 @@ class Session:
     def _on_message(self, message: Message) -> None:
         self.feed(self.core.sdk_message(message, self._clock()))
 
-    def _on_exit(self, reason: str) -> None:
-        if not self._closing.is_set():
-            log.warning("session %s: %s", self.session_id, reason)
-            self.feed(self.core.sdk_failed(reason, self._clock()))
-
     async def _can_use_tool(
         self, tool_name: str, tool_input: dict[str, Any], context: ToolPermissionContext
     ) -> PermissionResult:
@@ -300,9 +354,15 @@ class Session:
         if isinstance(event, Snapshot):
             return self.core.terminal_snapshot(event.key, event.data, now)
         if isinstance(event, Reset):
+            if event.key in self._vanished:
+                # Written anew after it vanished (Claude Code appends its closing line by path):
+                # what the client shows stays, and the new bytes follow it.
+                self._vanished.discard(event.key)
+                return []
             return self.core.terminal_snapshot(event.key, b"", now)
         if isinstance(event, Vanished):
             log.warning("session %s: output file of %s vanished", self.session_id, event.key)
+            self._vanished.add(event.key)
         return []
 
     async def _finish_tail(self, task_id: str) -> None:
@@ -338,8 +398,11 @@ class Session:
         if waiter is not None:
             waiter.settle(value, error)
 
-    async def _perform_commands(self, runner: ClaudeRunner) -> None:
+    async def _perform_commands(self) -> None:
         async for command in self._commands:
+            await self._runner_ready.wait()
+            runner = self._runner
+            assert runner is not None
             try:
                 if isinstance(command, Query):
                     await runner.query(command.content)
@@ -352,31 +415,27 @@ class Session:
                 log.exception("session %s: %s failed", self.session_id, type(command).__name__)
 
     async def _ask(self, effect: AskPermission) -> None:
-        question = self._questions.get(effect.ticket)
-        if question is None:
-            return
-        question.request_id = self._endpoint.new_request_id()
+        ask = self._asks[effect.ticket] = Ask(self._endpoint.new_request_id(), anyio.CancelScope())
         option_id: str | None = None
-        with anyio.CancelScope() as scope:
-            question.scope = scope
+        with ask.scope:
             try:
                 result = await self._endpoint.request(
-                    "session/request_permission", effect.params, question.request_id
+                    "session/request_permission", effect.params, ask.request_id
                 )
                 outcome = PermissionResponse.model_validate(result).outcome
                 option_id = outcome.option_id if outcome.outcome == "selected" else None
             except Exception as exc:
                 log.warning("permission request failed, treated as rejected: %s", exc)
-        if not scope.cancelled_caught:
+        self._asks.pop(effect.ticket, None)
+        if not ask.scope.cancelled_caught:
             self.feed(self.core.permission_answered(effect.ticket, option_id, self._clock()))
 
     async def _withdraw(self, ticket: Ticket) -> None:
-        question = self._questions.get(ticket)
-        if question is None or question.request_id is None:
+        ask = self._asks.pop(ticket, None)
+        if ask is None:
             return
-        if question.scope is not None:
-            question.scope.cancel()
-        await self._endpoint.notify("$/cancel_request", {"requestId": question.request_id})
+        ask.scope.cancel()
+        await self._endpoint.notify("$/cancel_request", {"requestId": ask.request_id})
 
     def _decide(self, effect: Decide) -> None:
         question = self._questions.get(effect.ticket)
@@ -390,3 +449,8 @@ class Session:
         else:
             result = PermissionResultDeny(message=effect.message, interrupt=effect.interrupt)
         question.waiter.settle(result)
+
+
+async def _set_on(source: anyio.Event, target: anyio.Event) -> None:
+    await source.wait()
+    target.set()

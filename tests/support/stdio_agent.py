@@ -23,7 +23,11 @@ AGENT = shutil.which("claude-bg-acp", path=str(Path(sys.executable).parent)) or 
 
 
 class StdioAgent:
-    def __init__(self, env: dict[str, str] | None = None, args: list[str] | None = None) -> None:
+    def __init__(
+        self, env: dict[str, str] | None = None, args: list[str] | None = None, allow: bool = False
+    ) -> None:
+        """``allow``: answer every permission request with allow_once, as a trusting user would."""
+        self._allow = allow
         self.proc = subprocess.Popen(
             [AGENT, *(args or [])],
             stdin=subprocess.PIPE,
@@ -52,6 +56,9 @@ class StdioAgent:
         for raw in self.proc.stdout:
             message = json.loads(raw)  # a line that is not JSON fails the test here
             self.lines.append(message)
+            if self._allow and message.get("method") == "session/request_permission":
+                outcome = {"outcome": {"outcome": "selected", "optionId": "allow_once"}}
+                self.send({"jsonrpc": "2.0", "id": message["id"], "result": outcome})
             self._inbox.put(message)
         self._inbox.put(None)
 

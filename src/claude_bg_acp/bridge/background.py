@@ -180,6 +180,13 @@ class Background:
                 effects += self._finalize(item, None, now, unknown=True)
         return effects + self._publish()
 
+    def reset(self, now: float) -> list[Effect]:
+        """Claude Code is gone: finalize what it ran and forget its tasks."""
+        effects = self.abandon(now)
+        self.items.clear()
+        self.registry = TaskRegistry()
+        return effects
+
     @property
     def settled(self) -> bool:
         return all(item.final for item in self.items.values())

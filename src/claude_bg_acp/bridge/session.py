@@ -247,11 +247,17 @@ class SessionCore:
         decision = Decide(ticket, allow, always=option_id == ALLOW_ALWAYS, message=message)
         return [decision, *self._forget_question(ticket)]
 
-    def sdk_failed(self, reason: str, now: float) -> list[Effect]:
+    def sdk_failed(self, reason: str, now: float, fatal: bool = True) -> list[Effect]:
+        """Claude Code died. Its turn ends with an error and what it ran is gone with it.
+
+        Unless ``fatal``, the session goes on with a new Claude Code: waiting prompts stay.
+        """
         effects: list[Effect] = []
         for ticket in list(self.questions):
             effects += self._withdraw(ticket, "Claude Code stopped")
-        return effects + self.subagents.lost() + self.foreground.fail(RpcError(INTERNAL_ERROR, reason))
+        effects += self.subagents.lost() + self.background.reset(now)
+        error = RpcError(INTERNAL_ERROR, reason)
+        return effects + (self.foreground.fail(error) if fatal else self.foreground.crashed(error))
 
     def _withdraw(self, ticket: Ticket, why: str) -> list[Effect]:
         # Withdraw first: once decided, the driver forgets the question and its request id.

@@ -263,6 +263,16 @@ class Foreground:
             effects.append(Fail(held.ticket, error))
         return effects + self._settle(Outcome("error", error=error))
 
+    def crashed(self, error: RpcError) -> list[Effect]:
+        """Claude Code died and another one takes over: the running turn ends with ``error``."""
+        self.cli_busy = False
+        self.follow_up_until = None
+        self.live_subagents.clear()
+        effects = self._release()
+        if self.prompt is None and self.reported == "idle":
+            return effects + self._report()
+        return effects + self._settle(Outcome("error", error=error))
+
     # --- transitions ------------------------------------------------------------------------
 
     def _insert_next(self) -> list[Effect]:

@@ -9,7 +9,14 @@ declares ``perTaskStopAffordance``.
 
 from __future__ import annotations
 
+import atexit
+import functools
 import logging
+import os
+import shlex
+import shutil
+import sys
+import tempfile
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
@@ -29,9 +36,11 @@ def session_options(
     cwd: str,
     can_use_tool: CanUseTool | None,
     cli_path: str | Path | None = None,
+    resume: str | None = None,
 ) -> ClaudeAgentOptions:
     return ClaudeAgentOptions(
         cwd=cwd,
+        resume=resume,
         cli_path=cli_path,
         env=dict(SESSION_ENV),
         can_use_tool=can_use_tool,
@@ -54,7 +63,34 @@ def build_client(options: ClaudeAgentOptions, observer: FrameObserver | None = N
     if options.can_use_tool is not None:
         cli_options = replace(options, permission_prompt_tool_name="stdio")
     inner = SubprocessCLITransport(prompt=_no_prompt(), options=cli_options)
+    cli = str(options.cli_path) if options.cli_path is not None else inner._find_cli()
+    inner._cli_path = tied_to_us(cli)
     return ClaudeSDKClient(options=options, transport=AffordanceTransport(inner, observer))
+
+
+def tied_to_us(cli: str) -> str:
+    """The CLI to run such that it is told to stop (SIGTERM) if this process dies.
+
+    Closing sessions stops Claude Code, but a SIGKILL of the agent runs no cleanup, and Claude
+    Code outlives a closed stdin while a background task runs. On Linux ``setpriv`` sets the
+    parent-death signal before it execs the CLI; on SIGTERM Claude Code stops its own tasks.
+    Elsewhere the CLI runs as it is.
+    """
+    setpriv = shutil.which("setpriv")
+    if setpriv is None or sys.platform != "linux":
+        return cli
+    return _wrapper(setpriv, cli)
+
+
+@functools.cache
+def _wrapper(setpriv: str, cli: str) -> str:
+    folder = tempfile.mkdtemp(prefix="claude-bg-acp-")
+    atexit.register(shutil.rmtree, folder, True)
+    path = os.path.join(folder, "claude")
+    with open(path, "w") as script:
+        script.write(f'#!/bin/sh\nexec {shlex.quote(setpriv)} --pdeathsig TERM -- {shlex.quote(cli)} "$@"\n')
+    os.chmod(path, 0o700)
+    return path
 
 
 async def _no_prompt() -> AsyncIterator[dict[str, Any]]:

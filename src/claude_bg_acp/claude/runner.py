@@ -1,7 +1,7 @@
 """Runs one session's Claude Code through the SDK: connect, one reader, commands.
 
-It knows nothing of ACP. Every message goes to ``on_message`` in arrival order; when the
-stream ends (the CLI exited or crashed) ``on_exit`` hears why, once. Commands (``query``,
+It knows nothing of ACP. Every message goes to ``on_message`` in arrival order; ``read``
+returns when the stream ends (the CLI exited or crashed), with the reason. Commands (``query``,
 ``interrupt``, ``stop_task``) are awaited in the order they are given.
 
 The reader parses frames itself instead of using ``ClaudeSDKClient.receive_messages``: the SDK's
@@ -33,25 +33,24 @@ class ClaudeRunner:
         self,
         options: ClaudeAgentOptions,
         on_message: Callable[[Message], None],
-        on_exit: Callable[[str], None],
     ) -> None:
         self._client: ClaudeSDKClient = build_client(options)
         self._on_message = on_message
-        self._on_exit = on_exit
+        self.cli_session_id: str | None = None
+        self.delivered = False
 
     async def connect(self) -> None:
         await self._client.connect()
 
-    async def read(self) -> None:
-        """Deliver messages until the CLI's stream ends; then report the exit."""
-        reason = "Claude Code exited"
+    async def read(self) -> str:
+        """Deliver messages until the CLI's stream ends; return why it ended."""
         try:
             async for frame in self._frames():
                 self._deliver(frame)
         except Exception as exc:
-            log.exception("Claude Code stream failed")
-            reason = f"Claude Code failed: {exc}"
-        self._on_exit(reason)
+            log.debug("Claude Code stream failed", exc_info=True)
+            return f"Claude Code failed: {exc}"
+        return "Claude Code exited"
 
     def _frames(self) -> AsyncIterator[dict[str, Any]]:
         query = self._client._query  # the raw frames; see the module docstring
@@ -67,6 +66,8 @@ class ClaudeRunner:
             log.warning("skipped a frame the SDK cannot parse (%s): %.500r", exc, frame)
             return
         if message is not None:
+            self.delivered = True
+            self.cli_session_id = self.cli_session_id or frame.get("session_id")
             self._on_message(message)
 
     async def query(self, content: list[dict[str, Any]]) -> None:
