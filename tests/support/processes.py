@@ -7,6 +7,7 @@ whatever process group or session they moved to.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import time
@@ -36,8 +37,6 @@ def survivors(marker: str, grace: float = 5.0) -> dict[int, str]:
         time.sleep(0.1)
         found = processes_with(marker)
     for pid in found:
-        try:
+        with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
-        except OSError:
-            pass
     return found
