@@ -187,9 +187,7 @@ class Player:
         """Keep a frame the recording expects later; answer or drop anything else."""
         key = frame_key(frame)
         # Answers to our own control requests are always kept: a request waits on them.
-        if key[0] == "control_response" or any(
-            frame_key(line["msg"]) == key for line in self.upcoming_out()
-        ):
+        if key[0] == "control_response" or any(frame_key(line["msg"]) == key for line in self.upcoming_out()):
             self.pending.append(frame)
         elif key[0] == "control_request":
             warn(f"unrecorded control request {key[1]}; answering success")
@@ -198,8 +196,11 @@ class Player:
             warn(f"unrecorded frame from the SDK ignored: {json.dumps(frame)[:200]}")
 
     def upcoming_out(self) -> list[dict[str, Any]]:
-        return [line for index, line in enumerate(self.frames[self.cursor:], self.cursor)
-                if line["dir"] == "out" and index not in self.consumed]
+        return [
+            line
+            for index, line in enumerate(self.frames[self.cursor :], self.cursor)
+            if line["dir"] == "out" and index not in self.consumed
+        ]
 
     def bind(self, recorded: dict[str, Any], live: dict[str, Any]) -> None:
         if recorded.get("type") == "control_request":
@@ -241,9 +242,7 @@ class Player:
     def consume_next_out(self, kind: str) -> None:
         for index in range(self.cursor + 1, len(self.frames)):
             line = self.frames[index]
-            if line["dir"] == "out" and index not in self.consumed and line["msg"].get(
-                "type"
-            ) == kind:
+            if line["dir"] == "out" and index not in self.consumed and line["msg"].get("type") == kind:
                 self.consumed.add(index)
                 return
 
@@ -254,8 +253,12 @@ class Player:
                 output.write()
 
     def answer(self, request_id: str) -> None:
-        write({"type": "control_response",
-               "response": {"subtype": "success", "request_id": request_id, "response": {}}})
+        write(
+            {
+                "type": "control_response",
+                "response": {"subtype": "success", "request_id": request_id, "response": {}},
+            }
+        )
 
 
 def write(msg: dict[str, Any]) -> None:
