@@ -201,3 +201,26 @@ def test_monitor_is_a_cancellable_tool_call(live: LiveModel, workdir: Path) -> N
     rfd_order_holds(run)
     assert run.response("stop")["result"] == {}
     assert not run.terminal_ids, "a monitor is listed as its tool call, not as a terminal"
+
+
+def test_v1_client_reading_terminal_meta_gets_live_output(live: LiveModel, workdir: Path) -> None:
+    """Zed-style v1 clients take shell output from ``_meta`` (terminal_info / _output_delta / _exit)."""
+    run = run_client(
+        {
+            "agent": live.agent(),
+            "client": "v1",
+            "cwd": str(workdir),
+            "capabilities": {"_meta": {"terminal_output": True, "terminal_output_delta": True}},
+            "steps": [
+                {"op": "prompt", "id": "p", "text": "[scenario:bg_invalid_utf8] Print odd bytes."},
+                {"op": "waitFor", "update": "tool_call_update", "match": {"_meta": {"terminal_exit": "$present"}}},
+            ],
+        },
+        timeout=60,
+    )
+    assert run.response("p")["result"]["stopReason"] == "end_turn"
+    (terminal_id,) = run.terminal_ids
+    assert run.terminal_info(terminal_id)["exitStatus"] == {"exitCode": 0, "signal": None}
+    written = b"a\xffb\xc3(c\x1b[31mred\x1b[0m\n" + b"\xe2\x82" + b"\xac euro \x1b[" + b"32mgreen\x1b[0m\n"
+    # Plain text can only carry valid UTF-8: the split euro sign arrives whole, bad bytes as U+FFFD.
+    assert run.terminal_bytes(terminal_id) == written.decode("utf-8", "replace").encode()

@@ -13,18 +13,24 @@ import os
 
 import pytest
 
+from claude_bg_acp.bridge.meta_terminals import Mode
 from tests.support.replay import FIXTURES, Replay, as_jsonrpc, effect_json, load_frames
 from tests.support.schema import validate_transcript
 
 SCENARIOS = sorted(path.stem for path in (FIXTURES / "sdk_events").glob("*.jsonl"))
 
 
-CLIENTS = {"v1": (1, False), "v1-subagents": (1, True), "v2": (2, None)}
+CLIENTS: dict[str, tuple[int, bool | None, Mode | None]] = {
+    "v1": (1, False, None),
+    "v1-subagents": (1, True, None),
+    "v1-terminal-meta": (1, False, "delta"),
+    "v2": (2, None, None),
+}
 
 
 def replay(scenario: str, client: str) -> list[dict[str, object]]:
-    version, expose = CLIENTS[client]
-    effects = Replay(1 if version == 1 else 2, expose).run(load_frames(scenario))
+    version, expose, meta = CLIENTS[client]
+    effects = Replay(1 if version == 1 else 2, expose, meta).run(load_frames(scenario))
     agent_lines, client_lines = as_jsonrpc(effects)
     violations = validate_transcript(agent_lines, client_lines, version)
     assert not violations, "\n".join(violations)

@@ -55,6 +55,7 @@ class Agent:
         self._output_backlog = output_backlog
         self._version: int | None = None
         self._subagents_declared = False
+        self._terminal_meta: Literal["delta", "replace"] | None = None
         self._sessions: dict[str, Session] = {}
 
     async def on_request(self, method: str, params: Any) -> Any:
@@ -115,7 +116,9 @@ class Agent:
         if version >= 2 and params.info is None:
             raise RpcError(jsonrpc.INVALID_PARAMS, "Invalid params: info: Field required for version 2")
         self._version = version
-        self._subagents_declared = (params.client_capabilities or {}).get("subagents") is not None
+        declared = params.client_capabilities or {}
+        self._subagents_declared = declared.get("subagents") is not None
+        self._terminal_meta = _terminal_meta(declared)
         _prewarm_claude_side()
         if version == 1:
             return {
@@ -152,7 +155,14 @@ class Agent:
         tailing = TailerOptions(backlog_limit=self._output_backlog)
         expose = True if version == 2 else self._subagents_declared
         session = Session(
-            session_id, params.cwd, version, self._endpoint, self._cli_path, tailing, expose_subagents=expose
+            session_id,
+            params.cwd,
+            version,
+            self._endpoint,
+            self._cli_path,
+            tailing,
+            expose_subagents=expose,
+            terminal_meta=self._terminal_meta if version == 1 else None,
         )
         self._sessions[session_id] = session
         self._tg.start_soon(session.run)
@@ -173,6 +183,14 @@ class Agent:
         if session is None:
             raise RpcError(RESOURCE_NOT_FOUND, f"Unknown session {session_id}", {"sessionId": session_id})
         return session
+
+
+def _terminal_meta(capabilities: dict[str, Any]) -> Literal["delta", "replace"] | None:
+    """Whether a v1 client reads shell output from ``_meta`` (the extension Zed speaks)."""
+    meta = capabilities.get("_meta")
+    if not isinstance(meta, dict) or meta.get("terminal_output") is not True:
+        return None
+    return "delta" if meta.get("terminal_output_delta") is True else "replace"
 
 
 def _import_claude_side() -> None:

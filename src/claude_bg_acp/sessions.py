@@ -55,6 +55,7 @@ from claude_bg_acp.bridge.effects import (
     Ticket,
     WithdrawPermission,
 )
+from claude_bg_acp.bridge.meta_terminals import Mode
 from claude_bg_acp.bridge.session import SessionCore
 from claude_bg_acp.bridge.turns import Version
 from claude_bg_acp.claude.options import session_options
@@ -120,11 +121,12 @@ class Session:
         cli_path: str | None = None,
         tailer_options: TailerOptions | None = None,
         expose_subagents: bool | None = None,
+        terminal_meta: Mode | None = None,
         clock: Callable[[], float] = anyio.current_time,
     ) -> None:
         self.session_id = session_id
         self.cwd = cwd
-        self.core = SessionCore(session_id, version, cwd, tasks_root(cwd), expose_subagents)
+        self.core = SessionCore(session_id, version, cwd, tasks_root(cwd), expose_subagents, terminal_meta)
         self._endpoint = endpoint
         self._cli_path = cli_path
         self._clock = clock

@@ -19,6 +19,7 @@ from claude_agent_sdk._internal.message_parser import parse_message
 
 from claude_bg_acp.acp.schema import ContentBlock
 from claude_bg_acp.bridge.effects import AskPermission, Effect, Fail, Notify, Reply
+from claude_bg_acp.bridge.meta_terminals import Mode
 from claude_bg_acp.bridge.session import ALLOW_ONCE, REJECT_ONCE, SessionCore
 from claude_bg_acp.bridge.turns import Version
 
@@ -34,8 +35,12 @@ def load_frames(scenario: str) -> list[dict[str, Any]]:
 
 
 class Replay:
-    def __init__(self, version: Version, expose_subagents: bool | None = None) -> None:
-        self.core = SessionCore(SESSION_ID, version, CWD, expose_subagents=expose_subagents)
+    def __init__(
+        self, version: Version, expose_subagents: bool | None = None, terminal_meta: Mode | None = None
+    ) -> None:
+        self.core = SessionCore(
+            SESSION_ID, version, CWD, expose_subagents=expose_subagents, terminal_meta=terminal_meta
+        )
         self.effects: list[Effect] = []
         self._tickets = 0
         self._questions: dict[str, int] = {}

@@ -36,6 +36,7 @@ from claude_bg_acp.acp.jsonrpc import INVALID_PARAMS, RpcError
 from claude_bg_acp.acp.updates import TerminalOutputChunk, TerminalUpdate, ToolCall
 from claude_bg_acp.bridge import tools
 from claude_bg_acp.bridge.effects import Effect, FinishTail, Log, Notify, StopTask, Tail
+from claude_bg_acp.bridge.meta_terminals import MetaTerminals
 from claude_bg_acp.bridge.subagents import Subagents, is_subagent
 from claude_bg_acp.bridge.tasks import Task, TaskChange, TaskRegistry
 from claude_bg_acp.bridge.tools import ToolUse
@@ -79,6 +80,7 @@ class Background:
         tool_uses: dict[str, ToolUse],
         subagents: Subagents,
         tasks_root: str | None = None,
+        meta_terminals: MetaTerminals | None = None,
     ) -> None:
         self.session_id = session_id
         self.cwd = cwd
@@ -89,6 +91,7 @@ class Background:
         self._tool_uses = tool_uses
         self._subagents = subagents
         self._tasks_root = tasks_root
+        self._meta = meta_terminals
         self._cli_session: str | None = None
         self._own_calls = 0
 
@@ -123,7 +126,15 @@ class Background:
         if match:
             effects = self._apply(self.registry.learned(match[1], tool_use_id, match[2], now), now)
         item = self._item_for_tool_use(tool_use_id)
-        if item is None or item.kind in ("subagent", "hidden") or self.version != 2:
+        if item is None or item.kind in ("subagent", "hidden"):
+            return effects, None
+        if self._meta is not None and item.kind == "terminal":
+            return effects, {
+                "status": "completed",
+                "content": [tools.text_content(text)],
+                "_meta": self._meta.info(item.ref),
+            }
+        if self.version != 2:
             return effects, None
         if item.kind == "terminal":
             content = [{"type": "terminal", "terminalId": item.ref}, tools.text_content(text)]
@@ -137,6 +148,8 @@ class Background:
         item = self.items.get(task_id)
         if item is None or item.final or not data:
             return []
+        if self._meta is not None:
+            return [*self._meta.output(self._tool_call_of(item), item.ref, data)]
         return [self._notify(TerminalOutputChunk(terminal_id=item.ref, data=_b64(data)))]
 
     def snapshot(self, task_id: str, data: bytes) -> list[Effect]:
@@ -144,7 +157,13 @@ class Background:
         item = self.items.get(task_id)
         if item is None or item.final:
             return []
+        if self._meta is not None:
+            return [*self._meta.replace(self._tool_call_of(item), item.ref, data)]
         return [self._notify(TerminalUpdate(terminal_id=item.ref, output={"data": _b64(data)}))]
+
+    def _tool_call_of(self, item: Item) -> str:
+        task = self.registry.tasks.get(item.task_id)
+        return (task.tool_use_id if task else None) or f"task-{item.task_id}"
 
     def drained(self, task_id: str, rest: bytes, exit_info: ExitInfo | None, now: float) -> list[Effect]:
         """The tail read the file to its end after the task ended."""
@@ -247,13 +266,17 @@ class Background:
             return []
         if is_subagent(task) and self._subagents.exposed:
             return self._open_subagent(task)
-        if self.version != 2:
-            self.items[task.task_id] = Item(task.task_id, "hidden", task.task_id)
-            return []
         if task.backgrounded is False:
             return []
         tool = self._tool_uses.get(task.tool_use_id or "")
-        if task.task_type == "local_bash" and (tool is None or tool.name in SHELL_TOOLS):
+        shell = task.task_type == "local_bash" and (tool is None or tool.name in SHELL_TOOLS)
+        if self.version != 2:
+            # v1: only shells of a client that reads terminal output from ``_meta`` are shown.
+            if shell and self._meta is not None and task.tool_use_id:
+                return self._open_terminal(task, tool)
+            self.items[task.task_id] = Item(task.task_id, "hidden", task.task_id)
+            return []
+        if shell:
             return self._open_terminal(task, tool)
         return self._open_tool_call(task, tool)
 
@@ -271,12 +294,14 @@ class Background:
         update = TerminalUpdate(
             terminal_id=item.ref, command=command or task.description, cwd=self.cwd, capabilities=CANCEL
         )
-        effects: list[Effect] = [self._notify(update)]
+        effects: list[Effect] = [self._notify(update)] if self.version == 2 else []
+        if self._meta is not None:
+            self._meta.open(item.ref)
         path = task.output_file or self._output_path(task.task_id)
         if path is not None:
             item.tailing = True
             effects.append(Tail(task.task_id, path))
-        item.listed = True
+        item.listed = self.version == 2
         return effects
 
     def _open_tool_call(self, task: Task, tool: ToolUse | None) -> list[Effect]:
@@ -332,9 +357,11 @@ class Background:
         effects: list[Effect] = []
         if item.kind == "terminal":
             status = {} if unknown else _exit_status(task, exit_info)
-            effects.append(
-                self._notify(TerminalUpdate(terminal_id=item.ref, exit_status=status, capabilities=None))
-            )
+            if self._meta is not None:
+                effects += self._meta.exited(self._tool_call_of(item), item.ref, status)
+            else:
+                update = TerminalUpdate(terminal_id=item.ref, exit_status=status, capabilities=None)
+                effects.append(self._notify(update))
         elif item.kind == "tool_call":
             effects.append(self._notify(_final_tool_call(item, task, unknown)))
         elif item.kind == "subagent" and task is not None:

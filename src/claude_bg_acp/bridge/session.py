@@ -27,6 +27,7 @@ from claude_bg_acp.acp.schema import ContentBlock
 from claude_bg_acp.bridge import tools
 from claude_bg_acp.bridge.background import Background
 from claude_bg_acp.bridge.effects import AskPermission, Decide, Effect, Ticket, WithdrawPermission
+from claude_bg_acp.bridge.meta_terminals import MetaTerminals, Mode
 from claude_bg_acp.bridge.prompts import to_claude_content
 from claude_bg_acp.bridge.subagents import Subagents
 from claude_bg_acp.bridge.tools import ToolUse
@@ -59,6 +60,8 @@ class SessionCore:
     """Where Claude Code keeps task output files, up to the CLI's session id (see claude.paths)."""
     expose_subagents: bool | None = None
     """Subagents as child sessions: always in v2; in v1 when the client declared them."""
+    terminal_meta: Mode | None = None
+    """v1 only: the client reads shell output from ``_meta`` (see ``meta_terminals``)."""
     foreground: Foreground = field(init=False)
     background: Background = field(init=False)
     subagents: Subagents = field(init=False)
@@ -81,6 +84,7 @@ class SessionCore:
             self.tool_uses,
             self.subagents,
             self.tasks_root,
+            MetaTerminals(self.session_id, self.terminal_meta) if self.terminal_meta else None,
         )
         self.root = self._transcript(self.session_id)
 
