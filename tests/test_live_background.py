@@ -213,7 +213,11 @@ def test_v1_client_reading_terminal_meta_gets_live_output(live: LiveModel, workd
             "capabilities": {"_meta": {"terminal_output": True, "terminal_output_delta": True}},
             "steps": [
                 {"op": "prompt", "id": "p", "text": "[scenario:bg_invalid_utf8] Print odd bytes."},
-                {"op": "waitFor", "update": "tool_call_update", "match": {"_meta": {"terminal_exit": "$present"}}},
+                {
+                    "op": "waitFor",
+                    "update": "tool_call_update",
+                    "match": {"_meta": {"terminal_exit": "$present"}},
+                },
             ],
         },
         timeout=60,
