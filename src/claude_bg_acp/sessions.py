@@ -407,7 +407,7 @@ class Session:
             assert runner is not None
             try:
                 if isinstance(command, Query):
-                    await runner.query(command.content)
+                    await runner.query(command.content, command.uuid)
                 elif isinstance(command, Interrupt):
                     await runner.interrupt()
                 else:

@@ -66,6 +66,8 @@ class Query:
     """Send a user message (Anthropic content blocks) to Claude Code."""
 
     content: list[dict[str, Any]] = field(default_factory=list)
+    uuid: str | None = None
+    """Claude Code names the prompts a result covers by this id (``user_message_uuids``)."""
 
 
 @dataclass(frozen=True)

@@ -177,8 +177,10 @@ class SessionCore:
 
     def _result(self, message: ResultMessage) -> list[Effect]:
         origin: dict[str, Any] = dict(message.origin or {})
-        # Anything but a human's message is a turn Claude Code started by itself.
-        follow_up = origin.get("kind", "human") != "human"
+        uuids = set(message.user_message_uuids or [])
+        if message.user_message_uuid:
+            uuids.add(message.user_message_uuid)
+        follow_up = not self.foreground.answers_prompt(uuids, str(origin.get("kind", "human")))
         effects = [] if message.subtype == "success" else self.root.close_tool_calls("cancelled")
         errors = message.errors or ([message.result] if message.is_error and message.result else [])
         outcome = self.foreground.outcome_of(

@@ -32,6 +32,7 @@ answered at its result.
 
 from __future__ import annotations
 
+import uuid
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -69,6 +70,7 @@ class PendingPrompt:
 class PromptTurn:
     ticket: Ticket
     message_id: str
+    uuid: str
     cancelled: bool = False
     spawned: set[str] = field(default_factory=set)
     """Subagent tasks started during this turn (or while it was held)."""
@@ -165,6 +167,18 @@ class Foreground:
         message = "; ".join(errors) or f"Claude Code ended the turn: {subtype}"
         code = AUTH_REQUIRED if api_error == "authentication_failed" else INTERNAL_ERROR
         return Outcome("error", acp_usage, RpcError(code, message))
+
+    def answers_prompt(self, uuids: set[str], origin_kind: str) -> bool:
+        """Whether a result is the end of the inserted prompt's turn (else Claude Code's own).
+
+        Claude Code lists the prompts a result covers; a prompt it took into a turn it started
+        itself is covered by that turn's result. Without the list, the origin decides.
+        """
+        if self.prompt is None:
+            return origin_kind == "human"
+        if uuids:
+            return self.prompt.uuid in uuids
+        return origin_kind == "human"
 
     def result(self, outcome: Outcome, follow_up: bool) -> list[Effect]:
         self.cli_busy = False
@@ -279,7 +293,9 @@ class Foreground:
         held = self.waiting.popleft()
         self._next_message += 1
         message_id = f"user-{self._next_message}"
-        self.prompt = PromptTurn(held.ticket, message_id)
+        # A name-based UUID keeps replays deterministic and is unique per session and message.
+        prompt_uuid = str(uuid.uuid5(uuid.NAMESPACE_URL, f"acp:{self.session_id}/{message_id}"))
+        self.prompt = PromptTurn(held.ticket, message_id, prompt_uuid)
         effects = self._report()
         if self.version == 2:
             effects += [
@@ -289,7 +305,7 @@ class Foreground:
                 ),
                 Reply(held.ticket, {"messageId": message_id}),
             ]
-        effects.append(Query(held.claude_content))
+        effects.append(Query(held.claude_content, prompt_uuid))
         return effects
 
     def _settle(self, outcome: Outcome) -> list[Effect]:

@@ -70,13 +70,17 @@ class ClaudeRunner:
             self.cli_session_id = self.cli_session_id or frame.get("session_id")
             self._on_message(message)
 
-    async def query(self, content: list[dict[str, Any]]) -> None:
+    async def query(self, content: list[dict[str, Any]], uuid: str | None = None) -> None:
+        message: dict[str, Any] = {
+            "type": "user",
+            "message": {"role": "user", "content": content},
+            "parent_tool_use_id": None,
+        }
+        if uuid is not None:
+            message["uuid"] = uuid
+
         async def one_message() -> AsyncIterator[dict[str, Any]]:
-            yield {
-                "type": "user",
-                "message": {"role": "user", "content": content},
-                "parent_tool_use_id": None,
-            }
+            yield message
 
         await self._client.query(one_message())
 
