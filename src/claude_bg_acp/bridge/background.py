@@ -37,6 +37,7 @@ from claude_bg_acp.acp.updates import TerminalOutputChunk, TerminalUpdate, ToolC
 from claude_bg_acp.bridge import tools
 from claude_bg_acp.bridge.effects import Effect, FinishTail, Log, Notify, StopTask, Tail
 from claude_bg_acp.bridge.meta_terminals import MetaTerminals
+from claude_bg_acp.bridge.schedules import Schedules
 from claude_bg_acp.bridge.subagents import Subagents, is_subagent
 from claude_bg_acp.bridge.tasks import Task, TaskChange, TaskRegistry
 from claude_bg_acp.bridge.tools import ToolUse
@@ -92,6 +93,7 @@ class Background:
         self._subagents = subagents
         self._tasks_root = tasks_root
         self._meta = meta_terminals
+        self.schedules = Schedules()
         self._cli_session: str | None = None
         self._own_calls = 0
 
@@ -141,6 +143,24 @@ class Background:
             return effects, {"status": "completed", "content": content}
         status = "paused" if self.registry.tasks[item.task_id].status == "paused" else "in_progress"
         return effects, {"status": status, "content": [tools.text_content(text)], "capabilities": CANCEL}
+
+    def scheduling(
+        self, tool_use_id: str, text: str, is_error: bool
+    ) -> tuple[dict[str, Any] | None, list[Effect], list[Effect]]:
+        """A scheduling tool's result (see ``schedules``): its update fields, effects before it
+        (calls it ended) and after it (the list that now names it)."""
+        tool = self._tool_uses.get(tool_use_id)
+        if self.version != 2 or is_error or tool is None:
+            return None, [], []
+        fields, ended = self.schedules.tool_result(tool_use_id, tool, text)
+        before: list[Effect] = [self._notify(update) for update in ended]
+        if fields is None:
+            return None, before + (self._publish() if ended else []), []
+        return fields, before, self._publish()
+
+    def schedule_fired(self) -> list[Effect]:
+        ended = self.schedules.fired()
+        return [self._notify(update) for update in ended] + (self._publish() if ended else [])
 
     # --- output of tailed files --------------------------------------------------------------------
 
@@ -193,7 +213,7 @@ class Background:
 
     def abandon(self, now: float) -> list[Effect]:
         """Finalize whatever did not confirm its end in time, so nothing stays listed."""
-        effects: list[Effect] = []
+        effects: list[Effect] = [self._notify(update) for update in self.schedules.cancel_all()]
         for item in list(self.items.values()):
             if not item.final:
                 effects += self._finalize(item, None, now, unknown=True)
@@ -239,7 +259,7 @@ class Background:
         return min(present) if present else None
 
     def listed(self) -> list[dict[str, Any]]:
-        return [_list_entry(item) for item in self.items.values() if item.listed]
+        return [_list_entry(item) for item in self.items.values() if item.listed] + self.schedules.listed()
 
     # --- rules ------------------------------------------------------------------------------------------
 

@@ -181,7 +181,10 @@ class SessionCore:
         if message.user_message_uuid:
             uuids.add(message.user_message_uuid)
         follow_up = not self.foreground.answers_prompt(uuids, str(origin.get("kind", "human")))
-        effects = [] if message.subtype == "success" else self.root.close_tool_calls("cancelled")
+        # A wakeup that fired started this turn: its pending tool call is done.
+        effects = self.background.schedule_fired() if origin.get("subkind") == "scheduled-trigger" else []
+        if message.subtype != "success":
+            effects += self.root.close_tool_calls("cancelled")
         errors = message.errors or ([message.result] if message.is_error and message.result else [])
         outcome = self.foreground.outcome_of(
             message.subtype, message.stop_reason, message.usage, message.is_error, errors, self.turn_error

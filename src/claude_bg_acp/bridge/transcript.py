@@ -164,13 +164,20 @@ class Transcript:
             return []
         text = tools.result_text(block.content)
         effects, handed_off = self._background.hand_off(block.tool_use_id, text, now)
+        after: list[Effect] = []
+        if handed_off is None:
+            handed_off, before, after = self._background.scheduling(
+                block.tool_use_id, text, bool(block.is_error)
+            )
+            effects += before
         if handed_off is not None:
             # Background work now owns this tool call (or its terminal does).
+            fields = {"content": [tools.text_content(text)], **handed_off}
             update = ToolCall.model_validate(
-                {"sessionUpdate": "tool_call_update", "toolCallId": block.tool_use_id, **handed_off}
+                {"sessionUpdate": "tool_call_update", "toolCallId": block.tool_use_id, **fields}
             )
             state.finished = handed_off["status"] in tools.FINAL_STATUSES
-            return [*effects, Notify(self.session_id, update)]
+            return [*effects, Notify(self.session_id, update), *after]
         state.finished = True
         update = ToolCall(
             session_update="tool_call_update",

@@ -1,0 +1,160 @@
+"""Scheduled work (ScheduleWakeup, CronCreate) as pending, listed tool calls.
+
+Hand-built frames stand in for the real CLI here: a wakeup fires at least 60 s after it is
+scheduled and Claude Code 2.1.332 offers CronCreate only as a deferred tool, so neither can be
+recorded in a test's time. The frames have the shapes of the recorded fixtures."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from claude_agent_sdk._internal.message_parser import parse_message
+
+from claude_bg_acp.bridge.effects import Effect, Notify
+from claude_bg_acp.bridge.session import SessionCore
+from tests.support.replay import as_jsonrpc
+from tests.support.schema import validate_transcript
+
+SESSION = "00000000-0000-4000-8000-5e5510000000"
+
+
+def assistant_tool_use(tool_use_id: str, name: str, tool_input: dict[str, Any]) -> dict[str, Any]:
+    message = {
+        "id": f"msg-{tool_use_id}",
+        "type": "message",
+        "role": "assistant",
+        "model": "scripted",
+        "content": [{"type": "tool_use", "id": tool_use_id, "name": name, "input": tool_input}],
+        "stop_reason": None,
+        "usage": {"input_tokens": 1, "output_tokens": 1},
+    }
+    return {"type": "assistant", "message": message, "parent_tool_use_id": None, "session_id": SESSION}
+
+
+def tool_result(tool_use_id: str, text: str) -> dict[str, Any]:
+    content = [{"tool_use_id": tool_use_id, "type": "tool_result", "content": text, "is_error": False}]
+    return {
+        "type": "user",
+        "message": {"role": "user", "content": content},
+        "parent_tool_use_id": None,
+        "session_id": SESSION,
+    }
+
+
+def result(origin: dict[str, Any] | None = None) -> dict[str, Any]:
+    frame: dict[str, Any] = {
+        "type": "result",
+        "subtype": "success",
+        "duration_ms": 1,
+        "duration_api_ms": 1,
+        "is_error": False,
+        "num_turns": 1,
+        "session_id": SESSION,
+        "stop_reason": "end_turn",
+        "usage": {"input_tokens": 1, "output_tokens": 1},
+    }
+    if origin is not None:
+        frame["origin"] = origin
+    return frame
+
+
+def feed(core: SessionCore, *frames: dict[str, Any]) -> list[Effect]:
+    effects: list[Effect] = []
+    for frame in frames:
+        message = parse_message(frame)
+        assert message is not None
+        effects += core.sdk_message(message, 0.0)
+    return effects
+
+
+def updates(effects: list[Effect]) -> list[dict[str, Any]]:
+    return [effect.update.wire() for effect in effects if isinstance(effect, Notify)]
+
+
+def schema_ok(effects: list[Effect]) -> None:
+    agent_lines, client_lines = as_jsonrpc(effects)
+    assert not validate_transcript(agent_lines, client_lines, 2)
+
+
+def test_a_wakeup_is_pending_and_listed_until_it_fires() -> None:
+    core = SessionCore("s", 2)
+    scheduled = feed(
+        core,
+        assistant_tool_use("toolu_wake", "ScheduleWakeup", {"delaySeconds": 600, "reason": "check CI"}),
+        tool_result("toolu_wake", "Scheduled a wakeup in 600 seconds."),
+        result(),
+    )
+    schema_ok(scheduled)
+    seen = updates(scheduled)
+    pending_at = next(i for i, u in enumerate(seen) if u.get("status") == "pending")
+    listed_at = next(i for i, u in enumerate(seen) if u.get("background"))
+    assert pending_at < listed_at
+    assert seen[listed_at]["background"] == [{"type": "tool_call", "toolCallId": "toolu_wake"}]
+    assert seen[-1]["state"] == "idle" and seen[-1]["background"] == [
+        {"type": "tool_call", "toolCallId": "toolu_wake"}
+    ]
+    fired = feed(core, result({"kind": "task-notification", "subkind": "scheduled-trigger"}))
+    schema_ok(fired)
+    after = updates(fired)
+    assert after[0] == {
+        "sessionUpdate": "tool_call_update",
+        "toolCallId": "toolu_wake",
+        "status": "completed",
+    }
+    assert all(u["background"] == [] for u in after if u["sessionUpdate"] == "state_update")
+
+
+def test_stopping_the_loop_cancels_pending_wakeups() -> None:
+    core = SessionCore("s", 2)
+    feed(
+        core,
+        assistant_tool_use("toolu_wake", "ScheduleWakeup", {"delaySeconds": 600, "reason": "loop"}),
+        tool_result("toolu_wake", "Scheduled."),
+    )
+    stopped = updates(
+        feed(
+            core,
+            assistant_tool_use("toolu_stop", "ScheduleWakeup", {"stop": True}),
+            tool_result("toolu_stop", "ok"),
+        )
+    )
+    cancel = next(u for u in stopped if u.get("toolCallId") == "toolu_wake")
+    assert cancel["status"] == "cancelled"
+    assert next(u for u in stopped if u["sessionUpdate"] == "state_update")["background"] == []
+
+
+def test_a_cron_job_is_pending_until_deleted_and_a_durable_one_is_not_listed() -> None:
+    core = SessionCore("s", 2)
+    created = updates(
+        feed(
+            core,
+            assistant_tool_use("toolu_cron", "CronCreate", {"cron": "*/5 * * * *", "prompt": "check"}),
+            tool_result("toolu_cron", "Created cron job job-42."),
+            assistant_tool_use(
+                "toolu_durable", "CronCreate", {"cron": "0 9 * * *", "prompt": "x", "durable": True}
+            ),
+            tool_result("toolu_durable", "Created cron job job-43."),
+        )
+    )
+    lists = [u["background"] for u in created if u["sessionUpdate"] == "state_update"]
+    assert lists[-1] == [{"type": "tool_call", "toolCallId": "toolu_cron"}]
+    deleted = updates(
+        feed(
+            core,
+            assistant_tool_use("toolu_del", "CronDelete", {"id": "job-42"}),
+            tool_result("toolu_del", "Deleted."),
+        )
+    )
+    assert {"sessionUpdate": "tool_call_update", "toolCallId": "toolu_cron", "status": "cancelled"} in deleted
+
+
+def test_closing_the_session_cancels_scheduled_work() -> None:
+    core = SessionCore("s", 2)
+    feed(
+        core,
+        assistant_tool_use("toolu_wake", "ScheduleWakeup", {"delaySeconds": 600, "reason": "later"}),
+        tool_result("toolu_wake", "Scheduled."),
+    )
+    core.close(0.0)
+    closed = updates(core.abandon(1.0))
+    assert {"sessionUpdate": "tool_call_update", "toolCallId": "toolu_wake", "status": "cancelled"} in closed
