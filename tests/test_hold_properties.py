@@ -18,7 +18,7 @@ finishes its queue, every subagent ends and time passes: every prompt has been a
 wedge), though shells still run.
 
 Sequences that reach a known product bug (``KNOWN_BUGS``) are discarded by the properties; the
-xfail examples at the end reproduce each one.
+examples at the end pin the fixes of those it found.
 """
 
 from __future__ import annotations
@@ -58,8 +58,8 @@ EndStatus = Literal["completed", "failed", "killed"]
 Via = Literal["updated", "notification", "both", "lost"]
 Ending = Literal["end_turn", "max_tokens", "error"]
 
-KNOWN_BUGS = frozenset({"insert-while-held", "tick-releases-mid-follow-up"})
-"""Product bugs the properties find (see the xfail examples at the end): generated sequences
+KNOWN_BUGS: frozenset[str] = frozenset()
+"""Product bugs the properties find (see the examples at the end): generated sequences
 that reach one are discarded. Remove a name once its bug is fixed."""
 
 
@@ -431,7 +431,7 @@ class World:
 
     def known_bug(self, name: str) -> None:
         """A property is violated in a way ``KNOWN_BUGS`` names: discard the example in a property
-        test (the xfail examples show the bug), fail anywhere else."""
+        test (an example shows the bug), fail anywhere else."""
         if self.in_property and name in KNOWN_BUGS:
             self.note(f"discarded: known bug {name}")
             reject()
@@ -672,15 +672,9 @@ def test_cancel_of_a_held_turn_sends_nothing_to_an_idle_claude_code() -> None:
     assert effects == [Reply(1, {"stopReason": "cancelled"})]
 
 
-# Product bugs the properties found (KNOWN_BUGS): each fails until fixed.
+# Product bugs the properties found, fixed since; each example pins its fix.
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="product bug insert-while-held: a prompt sent during a turn is "
-    "inserted when that turn is held, without handing it off; the held prompt is answered "
-    "after the next one, or never when the next turn is held too",
-)
 def test_a_prompt_sent_during_a_turn_that_is_then_held_hands_it_off() -> None:
     world = play(
         [
@@ -697,12 +691,6 @@ def test_a_prompt_sent_during_a_turn_that_is_then_held_hands_it_off() -> None:
     world.finish()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="product bug tick-releases-mid-follow-up: the follow-up turn "
-    "starts with output but no session_state_changed 'running' (as recorded in agent_bg), "
-    "so the FOLLOW_UP_WAIT timer answers the held prompt before the follow-up's summary",
-)
 def test_a_held_turn_waits_for_a_follow_up_that_starts_without_a_running_state() -> None:
     world = play(HOLD)
     world.task_ends("agent01", "completed", "both")
@@ -711,12 +699,6 @@ def test_a_held_turn_waits_for_a_follow_up_that_starts_without_a_running_state()
     world.apply(Tick(FOLLOW_UP_WAIT + 0.5))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="product bug tick-releases-mid-follow-up: the last subagent ends "
-    "while the first one's follow-up turn runs; FOLLOW_UP_WAIT later the timer answers the "
-    "held prompt mid-turn",
-)
 def test_a_held_turn_waits_for_the_running_follow_up_when_its_last_subagent_ends() -> None:
     world = play([Prompt(), Start(True), Spawn("agent"), Spawn("agent"), End("end_turn", False)])
     world.task_ends("agent01", "completed", "both")

@@ -579,12 +579,9 @@ def test_a_prompt_during_a_follow_up_turn_waits_for_its_idle() -> None:
 
 
 @pytest.mark.parametrize("version", [1, 2])
-def test_a_prompt_taken_into_a_follow_up_turn_settles_at_that_turns_result(
-    version: Version, cli_echoes_uuids: bool
-) -> None:
-    if not cli_echoes_uuids:
-        pytest.skip("only a Claude Code that echoes uuids says which prompts a follow-up turn covered")
-    d = Driver(version)
+def test_a_prompt_taken_into_a_follow_up_turn_settles_at_that_turns_result(version: Version) -> None:
+    # Only a Claude Code that echoes uuids says which prompts a follow-up turn covered.
+    d = Driver(version, echo_uuids=True)
     # Claude Code starts a follow-up turn but says nothing yet: the prompt is inserted at once...
     ticket, inserted = d.prompt("while the follow-up starts")
     [uuid] = [e.uuid for e in inserted if isinstance(e, Query)]
@@ -641,12 +638,6 @@ def test_the_snapshot_that_removes_finished_work_already_says_running() -> None:
     assert states(follow) == [("idle", "end_turn")]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="product bug: a follow-up turn that Claude Code starts without session_state_changed "
-    "'running' (as recorded in agent_bg) is reported idle FOLLOW_UP_WAIT after the task ended, "
-    "mid-turn, and its own idle then carries no stop reason",
-)
 def test_a_long_follow_up_turn_without_a_running_state_stays_running() -> None:
     d = Driver(2)
     _finished_subagent_while_idle(d)

@@ -305,6 +305,10 @@ class Session:
         try:
             result: PermissionResult = await question.waiter.wait()
             return result
+        except anyio.get_cancelled_exc_class():
+            # Claude Code withdrew the question (or went away): so does the client's prompt.
+            self.feed(self.core.question_abandoned(ticket, self._clock()))
+            raise
         finally:
             self._questions.pop(ticket, None)
 

@@ -256,6 +256,10 @@ class SessionCore:
         decision = Decide(ticket, allow, always=option_id == ALLOW_ALWAYS, message=message)
         return [decision, *self._forget_question(ticket)]
 
+    def question_abandoned(self, ticket: Ticket, now: float) -> list[Effect]:
+        """Claude Code no longer waits for this answer."""
+        return self._withdraw(ticket, "Claude Code withdrew the question") if ticket in self.questions else []
+
     def sdk_failed(self, reason: str, now: float, fatal: bool = True) -> list[Effect]:
         """Claude Code died. Its turn ends with an error and what it ran is gone with it.
 

@@ -139,10 +139,16 @@ class Foreground:
         return self._report()
 
     def work_seen(self) -> list[Effect]:
-        """Output of the main conversation arrived: Claude Code is working, whatever it said."""
-        if self.busy:
+        """Output of the main conversation arrived: Claude Code is working, whatever it said.
+
+        A follow-up turn may start with output and no ``running``; from here on it is the
+        turn's own result, not a timer, that ends the wait for it.
+        """
+        if self.prompt is not None or self.cli_busy:
             return []
         self.cli_busy = True
+        self.follow_up_until = None
+        self.release_at = None
         return self._report()
 
     def outcome_of(
@@ -204,6 +210,8 @@ class Foreground:
         self.live_subagents.discard(task_id)
         if self.holding is None or self._hold_needed():
             return []
+        if self.cli_busy:
+            return []  # the turn that runs now releases the hold at its result
         if status in ("completed", "failed"):
             # Claude Code follows a finished subagent up with a turn; its result releases.
             self.release_at = now + FOLLOW_UP_WAIT
@@ -290,13 +298,15 @@ class Foreground:
     # --- transitions ------------------------------------------------------------------------
 
     def _insert_next(self) -> list[Effect]:
+        # The next prompt hands a held turn off, also when it waited while that turn ran.
+        effects = self._release()
         held = self.waiting.popleft()
         self._next_message += 1
         message_id = f"user-{self._next_message}"
         # A name-based UUID keeps replays deterministic and is unique per session and message.
         prompt_uuid = str(uuid.uuid5(uuid.NAMESPACE_URL, f"acp:{self.session_id}/{message_id}"))
         self.prompt = PromptTurn(held.ticket, message_id, prompt_uuid)
-        effects = self._report()
+        effects += self._report()
         if self.version == 2:
             effects += [
                 Notify(
