@@ -168,10 +168,13 @@ Scenario = Callable[[Turn], Reply]
 
 
 def choose_scenario(body: dict[str, Any], default: str) -> str:
-    """The scenario named by the first marker in the request's user text, else ``default``."""
-    for message in body.get("messages") or []:
+    """The scenario named by the latest marker in the request's user text, else ``default``.
+
+    The latest, so that a later prompt of a conversation can switch to another scenario.
+    """
+    for message in reversed(body.get("messages") or []):
         if isinstance(message, dict) and message.get("role") == "user":
-            for text in _texts(message.get("content")):
+            for text in reversed(_texts(message.get("content"))):
                 match = MARKER.search(text)
                 if match:
                     return match.group(1)
