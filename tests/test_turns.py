@@ -611,15 +611,8 @@ def test_a_follow_up_result_naming_no_prompt_leaves_the_inserted_prompt_running(
 
 def _finished_subagent_while_idle(d: Driver) -> list[Effect]:
     """A v2 turn launches a subagent and ends; the subagent then completes while idle."""
-    d.prompt("Start a background helper.")
-    d.feed_all(
-        state_changed("running"),
-        agent_launch("toolu_agent"),
-        tasks_changed([level_entry("agent01", "run01", "local_agent", "background helper")]),
-        task_started("agent01", "run01", "local_agent", "toolu_agent", "background helper"),
-        agent_launched("toolu_agent", "agent01"),
-        text("The subagent is working in the background."),
-    )
+    _with_running_subagent(d)
+    d.feed(text("The subagent is working in the background."))
     assert states(d.feed(result()))[-1] == ("idle", "end_turn")
     return d.feed_all(
         task_updated("agent01", "run01", "completed"),
