@@ -219,10 +219,11 @@ class Session:
             race.start_soon(_set_on, self._closing, exited)
             await exited.wait()
             race.cancel_scope.cancel()
-        self._runner_ready = anyio.Event()
         if self._closing.is_set():
+            # The runner stays ready: the close's stop_task commands still go through it.
             await self._stop_runner(runner)
             return None
+        self._runner_ready = anyio.Event()
         await runner.disconnect()
         return reason
 
