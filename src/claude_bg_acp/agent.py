@@ -41,6 +41,8 @@ log = logging.getLogger(__name__)
 LATEST_VERSION = 2
 RESOURCE_NOT_FOUND = -32002
 AGENT_INFO = {"name": "claude-bg-acp", "title": "Claude (background work)", "version": __version__}
+CHUNK_SIZE = 256 * 1024
+"""Bytes per terminal_output_chunk at most: big enough that per-message costs stay small."""
 V1_PROMPT_CAPABILITIES = {"image": True, "audio": False, "embeddedContext": True}
 V2_PROMPT_CAPABILITIES: dict[str, dict[str, object]] = {"image": {}, "embeddedContext": {}}
 
@@ -152,7 +154,7 @@ class Agent:
         session_id = str(uuid.uuid4())
         assert self._version is not None
         version: Literal[1, 2] = 1 if self._version == 1 else 2
-        tailing = TailerOptions(backlog_limit=self._output_backlog)
+        tailing = TailerOptions(chunk_size=CHUNK_SIZE, backlog_limit=self._output_backlog)
         expose = True if version == 2 else self._subagents_declared
         session = Session(
             session_id,

@@ -39,6 +39,7 @@ from claude_agent_sdk.types import (
 
 from claude_bg_acp.acp.jsonrpc import INTERNAL_ERROR, RpcError
 from claude_bg_acp.acp.schema import PermissionResponse, PromptParams
+from claude_bg_acp.acp.updates import session_update_line
 from claude_bg_acp.bridge.effects import (
     AskPermission,
     Decide,
@@ -62,7 +63,7 @@ from claude_bg_acp.claude.options import session_options
 from claude_bg_acp.claude.paths import tasks_root
 from claude_bg_acp.claude.runner import ClaudeRunner
 from claude_bg_acp.stdio import Endpoint
-from claude_bg_acp.tail import Chunk, OutputTailer, Reset, Snapshot, TailerOptions, TailEvent, Vanished
+from claude_bg_acp.tail import Chunk, Final, OutputTailer, Reset, Snapshot, TailerOptions, TailEvent, Vanished
 
 log = logging.getLogger(__name__)
 
@@ -324,8 +325,7 @@ class Session:
 
     async def _perform(self, effect: Effect) -> None:
         if isinstance(effect, Notify):
-            update = effect.update.wire()
-            await self._endpoint.notify("session/update", {"sessionId": effect.session_id, "update": update})
+            await self._endpoint.send_line(session_update_line(effect.session_id, effect.update))
         elif isinstance(effect, Reply):
             self._settle_prompt(effect.ticket, value=effect.result)
         elif isinstance(effect, Fail):
@@ -373,16 +373,17 @@ class Session:
         return []
 
     async def _finish_tail(self, task_id: str) -> None:
-        now = self._clock()
+        """Relay the rest of a finished task's file (with backpressure), then how it exited."""
         try:
-            final = await self._tailer.finish(task_id, trailer_timeout=TRAILER_WAIT)
+            async for event in self._tailer.drain(task_id, trailer_timeout=TRAILER_WAIT):
+                if isinstance(event, Final):
+                    self.feed(self.core.terminal_drained(task_id, event.remaining, event.exit, self._clock()))
+                    return
+                self.feed(self._output_effects(event))
+                await self.written()
         except (KeyError, OSError) as exc:
             log.warning("session %s: could not read the end of %s: %s", self.session_id, task_id, exc)
-            self.feed(self.core.terminal_drained(task_id, b"", None, now))
-            return
-        effects = self.core.terminal_snapshot(task_id, final.remaining, now) if final.snapshot else []
-        rest = b"" if final.snapshot else final.remaining
-        self.feed(effects + self.core.terminal_drained(task_id, rest, final.exit, self._clock()))
+        self.feed(self.core.terminal_drained(task_id, b"", None, self._clock()))
 
     async def _tick(self, scope: anyio.CancelScope) -> None:
         with scope:

@@ -11,6 +11,8 @@ the response with the same id. A line that is not JSON, not UTF-8, or larger tha
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import fcntl
 import logging
 import os
 import sys
@@ -29,6 +31,7 @@ log = logging.getLogger(__name__)
 
 MAX_LINE = 64 * 1024 * 1024
 READ_SIZE = 256 * 1024
+PIPE_SIZE = 1024 * 1024
 
 
 class ByteSource(Protocol):
@@ -101,7 +104,10 @@ class Endpoint:
         return response.result
 
     async def _send(self, frame: dict[str, Any]) -> None:
-        data = jsonrpc.encode(frame)
+        await self.send_line(jsonrpc.encode(frame))
+
+    async def send_line(self, data: bytes) -> None:
+        """Write one message that is already encoded (one JSON object and its newline)."""
         async with self._write_lock:
             if self._broken:
                 return
@@ -227,6 +233,7 @@ async def stdio_streams(in_fd: int, out_fd: int) -> tuple[ByteSource, ByteSink]:
         source = reader
     except ValueError:
         source = _FdSource(in_fd)
+    _widen_pipe(out_fd)
     try:
         transport, protocol = await loop.connect_write_pipe(
             asyncio.streams.FlowControlMixin, os.fdopen(out_fd, "wb", buffering=0, closefd=False)
@@ -235,6 +242,16 @@ async def stdio_streams(in_fd: int, out_fd: int) -> tuple[ByteSource, ByteSink]:
     except ValueError:
         sink = _FdSink(out_fd)
     return source, sink
+
+
+def _widen_pipe(fd: int) -> None:
+    """Ask Linux for a 1 MiB pipe buffer: a message of terminal output then goes out in one
+    write instead of many partial ones (each of which moves the rest of asyncio's buffer)."""
+    set_pipe_size = getattr(fcntl, "F_SETPIPE_SZ", None)
+    if set_pipe_size is None:
+        return
+    with contextlib.suppress(OSError):
+        fcntl.fcntl(fd, set_pipe_size, PIPE_SIZE)
 
 
 def protect_stdout() -> int:

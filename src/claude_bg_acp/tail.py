@@ -207,19 +207,6 @@ def _nearest_dir(path: str) -> str:
     return path
 
 
-def _pread_exactly(fd: int, length: int, start: int) -> bytes:
-    """Up to ``length`` bytes at ``start``, fewer only at the end of the file."""
-    parts: list[bytes] = []
-    while length > 0:
-        data = os.pread(fd, min(length, 1024 * 1024), start)
-        if not data:
-            break
-        parts.append(data)
-        start += len(data)
-        length -= len(data)
-    return b"".join(parts)
-
-
 def _file_tail(path: str) -> tuple[bytes, bool]:
     """The last ``MAX_TRAILER`` bytes of the file and whether they start it."""
     fd = os.open(path, os.O_RDONLY)
@@ -273,13 +260,14 @@ class OutputTailer:
         if followed is not None:
             followed.close_fd()
 
-    async def finish(self, key: str, *, trailer_timeout: float = 0.0) -> Final:
-        """Read the file to its end now, stop following it, and return what is left.
+    async def drain(self, key: str, *, trailer_timeout: float = 0.0) -> AsyncIterator[TailEvent | Final]:
+        """Read the file to its end now and stop following it: the rest as events, then ``Final``.
 
-        ``remaining`` holds every output byte not yet handed out by :meth:`receive` (at most
-        ``backlog_limit`` bytes, else a snapshot). With ``trailer_timeout`` > 0, first wait up
-        to that many seconds for the CLI's closing line to appear. Raises ``KeyError`` for a key
-        that is not followed.
+        The rest comes in chunks of at most ``chunk_size`` bytes (a snapshot when more than
+        ``backlog_limit`` are unread), so memory stays flat however much a task wrote just
+        before it ended; ``Final.remaining`` is only what the closing-line rule held back. With
+        ``trailer_timeout`` > 0, first wait up to that many seconds for the CLI's closing line to
+        appear. Raises ``KeyError`` for a key that is not followed.
         """
         followed = self._follows[key]
         if trailer_timeout > 0:
@@ -288,9 +276,26 @@ class OutputTailer:
                 raise KeyError(key)
         self._drop(key)
         try:
-            return self._final(followed)
+            while (event := self._drain_step(followed)) is not None:
+                yield event
+            rest, exit_info = followed.gate.close()
+            yield Final(key, rest, exit_info)
         finally:
             followed.close_fd()
+
+    async def finish(self, key: str, *, trailer_timeout: float = 0.0) -> Final:
+        """``drain`` gathered into one ``Final`` (``snapshot`` if the rest replaces the output)."""
+        parts: list[bytes] = []
+        snapshot = False
+        async for event in self.drain(key, trailer_timeout=trailer_timeout):
+            if isinstance(event, (Snapshot, Reset)):
+                parts.clear()
+                snapshot = True
+            if isinstance(event, (Chunk, Snapshot)):
+                parts.append(event.data)
+            if isinstance(event, Final):
+                return Final(key, b"".join(parts) + event.remaining, event.exit, snapshot)
+        raise KeyError(key)  # drain always ends with a Final
 
     # -- consuming ---------------------------------------------------------------------------
 
@@ -433,33 +438,19 @@ class OutputTailer:
         out = followed.gate.feed(data)
         return Chunk(followed.key, out) if out else None
 
-    def _final(self, followed: _Followed) -> Final:
+    def _drain_step(self, followed: _Followed) -> TailEvent | None:
+        """The next piece of a file being drained; None at its end."""
         try:
-            body, snapshot = self._read_rest(followed)
+            state, size = self._sync(followed)
         except OSError:
             log.warning("cannot read output file %s", followed.path, exc_info=True)
-            body, snapshot = b"", False
-        rest, exit_info = followed.gate.close()
-        return Final(followed.key, body + rest, exit_info, snapshot)
-
-    def _read_rest(self, followed: _Followed) -> tuple[bytes, bool]:
-        """Everything not handed out yet (gated), and whether it replaces what was."""
-        state, size = self._sync(followed)
-        snapshot = state is _State.RESTARTED
-        plan = plan_read(
-            size,
-            followed.offset,
-            chunk_size=self._options.backlog_limit,
-            backlog_limit=self._options.backlog_limit,
-            snapshot_size=self._options.snapshot_size,
-        )
-        if plan is None or followed.fd is None or state is _State.ABSENT:
-            return b"", snapshot
-        if plan.snapshot:
-            followed.gate = TrailerGate(at_start=plan.start == 0)
-            snapshot = True
-        data = _pread_exactly(followed.fd, plan.length, plan.start)
-        return followed.gate.feed(data), snapshot
+            return None
+        if state is _State.RESTARTED:
+            return Reset(followed.key)
+        if state is _State.ABSENT or followed.fd is None or followed.offset >= size:
+            return None
+        # A read the closing-line rule holds back entirely can only be the last one.
+        return self._read(followed, size)
 
     async def _await_closing_line(self, followed: _Followed, timeout: float) -> None:
         with anyio.move_on_after(timeout):

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import base64
+import json
 from typing import Any, Literal
 
+from claude_bg_acp.acp.jsonrpc import encode, notification_frame
 from claude_bg_acp.acp.schema import ContentBlock, WireModel
 
 
@@ -73,6 +76,13 @@ class TerminalOutputChunk(WireModel):
     terminal_id: str
     data: str
 
+    @classmethod
+    def of(cls, terminal_id: str, data: bytes) -> TerminalOutputChunk:
+        """Built without validation: this is the hot path, and base64 is valid by construction."""
+        encoded = base64.b64encode(data).decode("ascii")
+        fields = {"session_update", "terminal_id", "data"}
+        return cls.model_construct(fields, terminal_id=terminal_id, data=encoded)
+
 
 class SubagentUpdate(WireModel):
     session_update: Literal["subagent_update"] = "subagent_update"
@@ -101,3 +111,25 @@ SessionUpdate = (
     | SubagentUpdate
     | SessionMessage
 )
+
+
+def session_update_line(session_id: str, update: SessionUpdate) -> bytes:
+    """The ``session/update`` notification for ``update``, encoded as one line.
+
+    Terminal output is most of what goes over the wire and its data is base64, which JSON
+    needs no escaping for, so that one is spliced together instead of being encoded again
+    (encoding dominated the cost of relaying a shell's output).
+    """
+    if isinstance(update, TerminalOutputChunk) and not update.model_extra and update.meta is None:
+        return b"".join(
+            (
+                b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":',
+                json.dumps(session_id).encode(),
+                b',"update":{"sessionUpdate":"terminal_output_chunk","terminalId":',
+                json.dumps(update.terminal_id).encode(),
+                b',"data":"',
+                update.data.encode("ascii"),
+                b'"}}}\n',
+            )
+        )
+    return encode(notification_frame("session/update", {"sessionId": session_id, "update": update.wire()}))

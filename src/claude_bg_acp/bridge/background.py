@@ -170,7 +170,7 @@ class Background:
             return []
         if self._meta is not None:
             return [*self._meta.output(self._tool_call_of(item), item.ref, data)]
-        return [self._notify(TerminalOutputChunk(terminal_id=item.ref, data=_b64(data)))]
+        return [self._notify(TerminalOutputChunk.of(item.ref, data))]
 
     def snapshot(self, task_id: str, data: bytes) -> list[Effect]:
         """The client fell behind: replace what it has with the latest bytes."""
