@@ -108,7 +108,7 @@ def test_agent_survives_bad_input_and_serves_sessions(agent: StdioAgent, workdir
         agent.send_raw(junk + b"\n")
     agent.next_message(lambda m: "error" in m and m.get("id") == 1)
     reply = agent.call(2, "initialize", V1_INIT)
-    assert reply["result"]["agentCapabilities"]["sessionCapabilities"] == {"close": {}}
+    assert reply["result"]["agentCapabilities"]["sessionCapabilities"]["close"] == {}
     session = agent.call(3, "session/new", {"cwd": str(workdir), "mcpServers": []})
     assert session["result"]["sessionId"]
     closed = agent.call(4, "session/close", {"sessionId": session["result"]["sessionId"]})

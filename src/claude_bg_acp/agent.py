@@ -129,14 +129,21 @@ class Agent:
                 "agentCapabilities": {
                     "loadSession": False,
                     "promptCapabilities": V1_PROMPT_CAPABILITIES,
-                    "sessionCapabilities": {"close": {}},
+                    "sessionCapabilities": {"close": {}, "additionalDirectories": {}},
+                    "mcpCapabilities": {"http": True, "sse": True},
                 },
                 "authMethods": [],
             }
         return {
             "protocolVersion": version,
             "info": AGENT_INFO,
-            "capabilities": {"session": {"prompt": V2_PROMPT_CAPABILITIES}},
+            "capabilities": {
+                "session": {
+                    "prompt": V2_PROMPT_CAPABILITIES,
+                    "mcp": {"stdio": {}, "http": {}, "sse": {}},
+                    "additionalDirectories": {},
+                }
+            },
             "authMethods": [],
         }
 
@@ -145,6 +152,10 @@ class Agent:
             raise RpcError(
                 jsonrpc.INVALID_PARAMS,
                 "Invalid params: cwd: must be an absolute path to an existing directory",
+            )
+        if not all(os.path.isabs(path) for path in params.additional_directories or []):
+            raise RpcError(
+                jsonrpc.INVALID_PARAMS, "Invalid params: additionalDirectories: paths must be absolute"
             )
         # The first session pays for importing the SDK; a worker thread keeps the loop serving.
         await anyio.to_thread.run_sync(_import_claude_side)
@@ -165,6 +176,8 @@ class Agent:
             tailing,
             expose_subagents=expose,
             terminal_meta=self._terminal_meta if version == 1 else None,
+            mcp_servers=params.mcp_servers,
+            add_dirs=params.additional_directories,
         )
         self._sessions[session_id] = session
         self._tg.start_soon(session.run)

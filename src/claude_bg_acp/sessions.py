@@ -123,8 +123,12 @@ class Session:
         tailer_options: TailerOptions | None = None,
         expose_subagents: bool | None = None,
         terminal_meta: Mode | None = None,
+        mcp_servers: list[dict[str, Any]] | None = None,
+        add_dirs: list[str] | None = None,
         clock: Callable[[], float] = anyio.current_time,
     ) -> None:
+        self._mcp_servers = mcp_servers or []
+        self._add_dirs = add_dirs or []
         self.session_id = session_id
         self.cwd = cwd
         self.core = SessionCore(session_id, version, cwd, tasks_root(cwd), expose_subagents, terminal_meta)
@@ -180,7 +184,9 @@ class Session:
         resume: str | None = None
         failures = 0
         while not self._closing.is_set():
-            options = session_options(self.cwd, self._can_use_tool, self._cli_path, resume)
+            options = session_options(
+                self.cwd, self._can_use_tool, self._cli_path, resume, self._mcp_servers, self._add_dirs
+            )
             runner = ClaudeRunner(options, self._on_message)
             reason = await self._serve_runner(tg, runner)
             if reason is None:

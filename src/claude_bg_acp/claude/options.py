@@ -37,10 +37,14 @@ def session_options(
     can_use_tool: CanUseTool | None,
     cli_path: str | Path | None = None,
     resume: str | None = None,
+    mcp_servers: list[dict[str, Any]] | None = None,
+    add_dirs: list[str] | None = None,
 ) -> ClaudeAgentOptions:
     return ClaudeAgentOptions(
         cwd=cwd,
         resume=resume,
+        mcp_servers=mcp_config(mcp_servers or []),
+        add_dirs=list(add_dirs or []),
         cli_path=cli_path,
         env=dict(SESSION_ENV),
         can_use_tool=can_use_tool,
@@ -51,6 +55,29 @@ def session_options(
         forward_subagent_text=True,
         stderr=lambda line: log.info("claude: %s", line.rstrip()),
     )
+
+
+def mcp_config(servers: list[dict[str, Any]]) -> dict[str, Any]:
+    """The editor's MCP servers (ACP ``McpServer``: stdio, http or sse) in the SDK's form."""
+    config: dict[str, Any] = {}
+    for server in servers:
+        name, kind = server.get("name"), server.get("type", "stdio")
+        if not isinstance(name, str):
+            continue
+        if kind == "stdio":
+            env = {pair["name"]: pair["value"] for pair in server.get("env") or []}
+            config[name] = {
+                "type": "stdio",
+                "command": server.get("command"),
+                "args": server.get("args") or [],
+                "env": env,
+            }
+        elif kind in ("http", "sse"):
+            headers = {pair["name"]: pair["value"] for pair in server.get("headers") or []}
+            config[name] = {"type": kind, "url": server.get("url"), "headers": headers}
+        else:
+            log.warning("MCP server %s of unknown type %s left out", name, kind)
+    return config
 
 
 def build_client(options: ClaudeAgentOptions, observer: FrameObserver | None = None) -> ClaudeSDKClient:
