@@ -69,6 +69,8 @@ class Item:
     draining: bool = False
     final: bool = False
     stop_sent_at: float | None = None
+    path: str | None = None
+    """The output file being tailed."""
 
 
 class Background:
@@ -130,6 +132,8 @@ class Background:
         item = self._item_for_tool_use(tool_use_id)
         if item is None or item.kind in ("subagent", "hidden"):
             return effects, None
+        if match and item.kind == "terminal":
+            effects += self._follow(item, match[2])
         if self._meta is not None and item.kind == "terminal":
             return effects, {
                 "status": "completed",
@@ -317,10 +321,7 @@ class Background:
         effects: list[Effect] = [self._notify(update)] if self.version == 2 else []
         if self._meta is not None:
             self._meta.open(item.ref)
-        path = task.output_file or self._output_path(task.task_id)
-        if path is not None:
-            item.tailing = True
-            effects.append(Tail(task.task_id, path))
+        effects += self._follow(item, task.output_file or self._output_path(task.task_id))
         item.listed = self.version == 2
         return effects
 
@@ -366,7 +367,7 @@ class Background:
             if item.draining:
                 return []
             item.draining = True
-            return [FinishTail(task.task_id)]
+            return [*self._follow(item, task.output_file), FinishTail(task.task_id)]
         return self._finalize(item, None, now)
 
     def _finalize(
@@ -425,6 +426,14 @@ class Background:
             if task is not None and task.tool_use_id == tool_use_id and not item.final:
                 return item
         return None
+
+    def _follow(self, item: Item, path: str | None) -> list[Effect]:
+        """Tail ``path`` for the item, unless it is already (Claude Code's own word for the path,
+        in a tool result or a notification, wins over the one we derived)."""
+        if path is None or path == item.path:
+            return []
+        item.path, item.tailing = path, True
+        return [Tail(item.task_id, path)]
 
     def _output_path(self, task_id: str) -> str | None:
         if self._tasks_root is None or self._cli_session is None:
