@@ -97,7 +97,6 @@ class Background:
         self._meta = meta_terminals
         self.schedules = Schedules()
         self._cli_session: str | None = None
-        self._own_calls = 0
 
     # --- SDK events -------------------------------------------------------------------------------
 
@@ -335,7 +334,6 @@ class Background:
                 capabilities=CANCEL,
             )
         else:
-            self._own_calls += 1
             item = self.items[task.task_id] = Item(task.task_id, "tool_call", f"task-{task.task_id}")
             update = ToolCall(
                 session_update="tool_call_update",
