@@ -189,6 +189,8 @@ class Endpoint:
     ) -> None:
         try:
             await on_notification(notification.method, notification.params)
+        except RpcError as exc:
+            log.warning("notification %s ignored: %s", notification.method, exc.message)
         except Exception:
             # A notification has no answer; its failure must not end the connection.
             log.exception("error handling notification %s", notification.method)
