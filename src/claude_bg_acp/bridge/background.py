@@ -1,4 +1,4 @@
-"""Background work as a v2 client sees it: terminals, tool calls, and the ``background`` list.
+"""Background work as a client sees it: terminals, tool calls, child sessions, the ``background`` list.
 
 Theory of operation. The task registry says which tasks are live; this module decides what
 each one is to the client and keeps the RFD's ordering rules:
@@ -8,12 +8,14 @@ each one is to the client and keeps the RFD's ordering rules:
   ``capabilities.cancel``) goes out before the first list that names it, and its output file
   is tailed from then on. The Bash tool call completes at hand-off, as Claude Code's does, and
   its content references the terminal.
-- Work without a process (Monitor, workflows, MCP tasks, remote agents, and for now
-  subagents) stays on the tool call that launched it: ``in_progress`` (``paused`` while
-  paused) with ``capabilities.cancel``. Work whose launching tool call already has a final
-  status, or that no tool call started, gets a tool call of our own, announced first.
+- Work without a process (Monitor, workflows, MCP tasks, remote agents) stays on the tool call
+  that launched it: ``in_progress`` (``paused`` while paused) with ``capabilities.cancel``.
+  Work whose launching tool call already has a final status, or that no tool call started,
+  gets a tool call of our own, announced first. Scheduled work is ``schedules``' business.
+- A subagent is a child session (``subagents``), listed while it runs detached.
 - When a task ends, its terminal's file is read to the end first; then ``exitStatus`` (or the
-  tool call's final status) with ``capabilities: null``; only then the list without it.
+  tool call's final status, or the child's ``idle``) with ``capabilities: null``; only then the
+  list without it.
 - A task that ended by itself makes Claude Code start a follow-up turn, so the snapshot that
   removes it already says ``running`` (see ``Foreground.expect_follow_up``).
 - ``terminal/cancel`` and ``tool_call/cancel`` send ``stop_task``; only the SDK's events confirm
@@ -22,7 +24,9 @@ each one is to the client and keeps the RFD's ordering rules:
 
 A task is classified once its launching tool is known (``task_started`` or the tool result),
 or after ``CLASSIFY_GRACE`` on the level signal alone. v1 clients have no agent-owned terminals
-and no list, so in v1 this module only keeps the registry (held prompts need it).
+and no list: they see shells only through the ``_meta`` extension (``meta_terminals``) when
+they declare it, and child sessions when they declare ``subagents``; the registry is kept for
+held prompts either way.
 """
 
 from __future__ import annotations
