@@ -94,3 +94,19 @@ def test_cancel_ends_the_turn_as_cancelled(live: LiveModel, workdir: Path) -> No
     run = run_client({**script(live, "v2", workdir, steps), "permission": "hold"})
     assert [m for m in run.agent_messages("$/cancel_request")]
     assert not (workdir / "perm-test.txt").exists()
+
+
+def test_a_waiting_prompt_can_be_withdrawn(live: LiveModel, workdir: Path) -> None:
+    """A v2 prompt sent during a turn waits; ``$/cancel_request`` for it answers -32800."""
+    steps: list[dict[str, object]] = [
+        {"op": "prompt", "id": "first", "text": "[scenario:permission] Touch a file."},
+        {"op": "waitForPermission"},
+        {"op": "prompt", "id": "second", "text": "[scenario:text] And then?", "await": False},
+        {"op": "cancelRequest", "step": "second"},
+        {"op": "awaitResponse", "step": "second", "expectError": -32800},
+        {"op": "answerPermission", "policy": "allow_once"},
+        {"op": "waitIdle", "match": {"stopReason": "end_turn"}},
+    ]
+    run = run_client({**script(live, "v2", workdir, steps), "permission": "hold"})
+    inserted = [u for u in run.raw_updates() if u["sessionUpdate"] == "user_message"]
+    assert len(inserted) == 1, "the withdrawn prompt was never inserted"

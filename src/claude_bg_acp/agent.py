@@ -60,7 +60,7 @@ class Agent:
         self._terminal_meta: Literal["delta", "replace"] | None = None
         self._sessions: dict[str, Session] = {}
 
-    async def on_request(self, method: str, params: Any) -> Any:
+    async def on_request(self, method: str, params: Any, request_id: jsonrpc.RequestId) -> Any:
         if method == "initialize":
             return self._initialize(parse_params(InitializeParams, params))
         if self._version is None:
@@ -73,7 +73,7 @@ class Agent:
             request = parse_params(PromptParams, params)
             if self._parent_of(request.session_id) is not None:
                 raise RpcError(jsonrpc.INVALID_REQUEST, "A subagent session cannot be prompted")
-            return await self._session(request.session_id).prompt(request)
+            return await self._session(request.session_id).prompt(request, request_id)
         if method == "terminal/cancel":
             request = parse_params(CancelTerminalParams, params)
             self._session(request.session_id).cancel_terminal(request.terminal_id)
@@ -95,7 +95,10 @@ class Agent:
             else:
                 self._session(session_id).cancel()
         elif method == "$/cancel_request":
-            parse_params(CancelRequestParams, params)  # nothing of ours is cancellable that way yet
+            # Only a prompt that is still waiting for insertion can be withdrawn (-32800).
+            request_id = parse_params(CancelRequestParams, params).request_id
+            for session in self._sessions.values():
+                session.withdraw(request_id)
         elif not method.startswith(("_", "$/")):
             log.warning("ignored unknown notification %s", method)
 

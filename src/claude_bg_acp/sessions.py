@@ -37,7 +37,7 @@ from claude_agent_sdk.types import (
     ToolPermissionContext,
 )
 
-from claude_bg_acp.acp.jsonrpc import INTERNAL_ERROR, RpcError
+from claude_bg_acp.acp.jsonrpc import INTERNAL_ERROR, RequestId, RpcError
 from claude_bg_acp.acp.schema import PermissionResponse, PromptParams
 from claude_bg_acp.acp.updates import session_update_line
 from claude_bg_acp.bridge.effects import (
@@ -137,6 +137,7 @@ class Session:
         self._clock = clock
         self._tickets = count(1)
         self._prompts: dict[Ticket, Waiter] = {}
+        self._prompt_requests: dict[RequestId, Ticket] = {}
         self._questions: dict[Ticket, Question] = {}
         self._asks: dict[Ticket, Ask] = {}
         self._vanished: set[str] = set()
@@ -270,16 +271,24 @@ class Session:
             return
         await barrier.wait()
 
-    async def prompt(self, params: PromptParams) -> Any:
+    async def prompt(self, params: PromptParams, request_id: RequestId) -> Any:
         if self._closing.is_set():
             raise RpcError(INTERNAL_ERROR, "The session is closed")
         ticket = next(self._tickets)
         waiter = self._prompts[ticket] = Waiter()
+        self._prompt_requests[request_id] = ticket
         self.feed(self.core.prompt(ticket, params.prompt, self._clock()))
         try:
             return await waiter.wait()
         finally:
             self._prompts.pop(ticket, None)
+            self._prompt_requests.pop(request_id, None)
+
+    def withdraw(self, request_id: RequestId) -> None:
+        """The client withdrew a prompt request (``$/cancel_request``)."""
+        ticket = self._prompt_requests.get(request_id)
+        if ticket is not None:
+            self.feed(self.core.withdraw(ticket, self._clock()))
 
     def cancel(self) -> None:
         self.feed(self.core.cancel(self._clock()))

@@ -44,7 +44,8 @@ class ByteSink(Protocol):
     async def drain(self) -> None: ...
 
 
-RequestHandler = Callable[[str, Any], Awaitable[Any]]
+RequestHandler = Callable[[str, Any, jsonrpc.RequestId], Awaitable[Any]]
+"""Called with the method, the params and the request's id (which ``$/cancel_request`` names)."""
 NotificationHandler = Callable[[str, Any], Awaitable[None]]
 
 
@@ -175,7 +176,7 @@ class Endpoint:
 
     async def _answer(self, request: jsonrpc.Request, on_request: RequestHandler) -> None:
         try:
-            result = await on_request(request.method, request.params)
+            result = await on_request(request.method, request.params, request.id)
         except RpcError as exc:
             await self._reply_error(request.id, exc)
         except Exception:

@@ -104,6 +104,10 @@ class SessionCore:
             effects += self._withdraw(ticket, "The user cancelled the turn")
         return effects
 
+    def withdraw(self, ticket: Ticket, now: float) -> list[Effect]:
+        """A prompt request the client cancelled: answered -32800 unless it was inserted."""
+        return self.foreground.withdraw(ticket)
+
     def cancel_child(self, session_id: str, now: float) -> list[Effect]:
         """``session/cancel`` naming a subagent: stop that child's work only."""
         return self.subagents.cancel(session_id)

@@ -138,6 +138,13 @@ class Foreground:
                 return self._release() + self._report()
         return self._report()
 
+    def withdraw(self, ticket: Ticket) -> list[Effect]:
+        waiting = next((prompt for prompt in self.waiting if prompt.ticket == ticket), None)
+        if waiting is None:
+            return []  # inserted already: its answer stands
+        self.waiting.remove(waiting)
+        return [Fail(ticket, RpcError(REQUEST_CANCELLED, "Prompt withdrawn before insertion"))]
+
     def work_seen(self) -> list[Effect]:
         """Output of the main conversation arrived: Claude Code is working, whatever it said.
 
