@@ -29,9 +29,7 @@ out:
 8. work the level signal has listed continuously for longer than the classification grace,
    that has not ended, is listed.
 
-The example tests pin tricky orders, and the product bugs found, as ``xfail(strict=True)``
-tests that flip once fixed. Until then the generator steers around each bug (``KNOWN_BUGS``),
-so that the properties keep checking everything else.
+The example tests pin tricky orders, and the fixes of the product bugs the properties found.
 
 ``BG_PROPERTY_EXAMPLES`` sets the number of examples, and ``BG_PROPERTY_RANDOM=1`` explores new
 ones instead of the fixed derandomized set.
@@ -45,7 +43,6 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
@@ -68,12 +65,6 @@ TASKS_ROOT = ev.TASKS_DIR.rsplit("/", 2)[0]
 FINAL = ("completed", "failed", "cancelled")
 SETTLE = 60.0
 """Seconds that are past every grace period and bound of the core."""
-
-KNOWN_BUGS = frozenset({"B1", "B2", "B3", "B5", "B6", "B8", "B9", "B10"})
-"""Product bugs (see the xfail examples at the end) that the generator and the driver steer
-around until they are fixed. Remove a name once its bug is fixed, so that the properties cover
-those orders again. (B7 needs no steering: the generator never resumes a task.)"""
-
 
 # --- the client's view --------------------------------------------------------------------------
 
@@ -342,30 +333,22 @@ def task_steps(draw: st.DrawFn, index: int, kind: Kind) -> tuple[TaskSpec, list[
         for later in (enter, hand_off, end_updated, end_notified):
             _move_after(seq, later, bg_patch)
         _move_after(seq, leave, enter)
-    if "B1" in KNOWN_BUGS and spec.is_shell:
-        _move_after(seq, hand_off, enter)
-    if "B2" in KNOWN_BUGS and kind in TOOL_CALL_KINDS:
-        for step in (end_updated, end_notified, leave):
-            _move_after(seq, step, hand_off)
 
     # Losses of edge events (never of the level signal, which is what says a task ended).
-    lossy = [end_updated, end_notified]
-    if not (kind == "agent" and "B9" in KNOWN_BUGS):
-        lossy.append(started)
-    if bg_patch is not None and "B5" not in KNOWN_BUGS:
+    lossy = [end_updated, end_notified, started]
+    if bg_patch is not None:
         lossy.append(bg_patch)
     for step in lossy:
         if draw(st.integers(0, 3)) == 0:
             seq.remove(step)
     # Duplicates of edge events, later on.
-    # (Known bug B2: a repeated tool result after the task ended re-finalizes its tool call.)
-    for step in [s for s in seq if s.frame is not None and not (s is hand_off and "B2" in KNOWN_BUGS)]:
+    for step in [s for s in seq if s.frame is not None]:
         if draw(st.integers(0, 5)) == 0:
             at = draw(st.integers(seq.index(step) + 1, len(seq)))
             seq.insert(at, Step(step.role, step.label + " (again)", step.frame, index, current=step.current))
     # A worker restart: events of an older run arrive late, after the current run is known.
     if kind != "ambient" and draw(st.integers(0, 3)) == 0:
-        if "B6" in KNOWN_BUGS or draw(st.booleans()):
+        if draw(st.booleans()):
             # The older run registered first (so that the core has seen it before the newer one).
             seq.insert(0, frame("started", "task_started run00", spec.started(run_id="run00"), current=False))
         first_current = next(i for i, s in enumerate(seq) if s.current or s.role == "enter")
@@ -455,18 +438,8 @@ def scenarios(draw: st.DrawFn) -> Scenario:
             steps[at:at] = _turn(f"{spec.task_id}:follow-up", origin)
 
     # Stale level signals: an earlier one, delivered again later.
-    def b2_safe() -> int:
-        """Known bug B2: from where on nothing may end a tool call's task before its tool result
-        (a stale level may drop it; closing stops it)."""
-        if "B2" not in KNOWN_BUGS:
-            return 0
-        handed = [
-            i for i, s in enumerate(steps) if s.role == "hand_off" and specs[s.task].kind in TOOL_CALL_KINDS
-        ]
-        return max(handed, default=-1) + 1
-
     for _ in range(draw(st.integers(0, 2))):
-        at = draw(st.integers(b2_safe(), len(steps)))
+        at = draw(st.integers(0, len(steps)))
         earlier = [s.frame for s in steps[:at] if s.role == "level" and s.frame is not None]
         if earlier:
             stale = earlier[draw(st.integers(0, len(earlier) - 1))]
@@ -486,7 +459,7 @@ def scenarios(draw: st.DrawFn) -> Scenario:
     for position, role, arg in acts:
         steps.insert(position % (len(steps) + 1), Step(role, f"{role} {arg}", arg=arg))
     if draw(st.integers(0, 5)) == 0:
-        steps.insert(draw(st.integers(b2_safe(), len(steps))), Step("close", "close"))
+        steps.insert(draw(st.integers(0, len(steps))), Step("close", "close"))
 
     steps.insert(0, Step("turn", "session_state running", ev.session_state("running")))
     steps.append(Step("level", "level [] (the last one)", ev.level([])))
@@ -526,12 +499,10 @@ class Driver:
     def __init__(
         self,
         specs: list[TaskSpec],
-        tolerate: frozenset[str] = frozenset(),
         drain_now: list[bool] | None = None,
         exits: list[ExitInfo | None] | None = None,
     ) -> None:
         self.specs = specs
-        self.tolerate = tolerate
         self.drain_now = drain_now or [True]
         self.exits = exits or [None]
         self.core = SessionCore(SESSION_ID, 2, CWD, tasks_root=TASKS_ROOT)
@@ -598,34 +569,11 @@ class Driver:
                 break  # (tick() reports a deadline that does not move)
         self.now = target
 
-    def steered(self, dt: float) -> float:
-        """Known bugs B3, B8, B9, B10: the core classifies a task for good once the
-        classification grace after its first event has passed, and some tasks are classified
-        wrongly then. Until what identifies such a task has arrived (as it does within
-        milliseconds in practice), time is held back."""
-        caps = [
-            truth.first_seen + CLASSIFY_GRACE / 2
-            for spec, truth in zip(self.specs, self.truth.values(), strict=True)
-            if truth.first_seen is not None and self.unidentified(spec, truth)
-        ]
-        return max(0.0, min([self.now + dt, *caps]) - self.now)
-
-    def unidentified(self, spec: TaskSpec, truth: Truth) -> bool:
-        if spec.kind == "ambient":
-            return "B8" in self.tolerate and not truth.flagged
-        if spec.kind == "agent":
-            return "B9" in self.tolerate and not truth.started
-        if spec.kind == "fg_shell" and "B10" in self.tolerate and truth.foreground:
-            return True
-        if spec.tool_name is not None:
-            return "B3" in self.tolerate and not (truth.started or spec.tool_use_id in self.handed_off)
-        return False
-
     # --- steps ------------------------------------------------------------------------------------
 
     def play(self, steps: list[Step]) -> None:
         for step in steps:
-            self.advance(self.steered(step.dt))
+            self.advance(step.dt)
             self.step(step)
         self.settle()
 
@@ -660,9 +608,6 @@ class Driver:
     def cancel(self, arg: int) -> bool:
         """The client cancels something that advertises cancel, if anything does."""
         targets = self.rules.cancellable()
-        if "B2" in self.tolerate:
-            # A tool call finalized before its tool result arrives gets a second final status.
-            targets = [t for t in targets if t[0] == "terminal" or t[1] in self.handed_off]
         if not targets:
             return False
         kind, ref = targets[arg % len(targets)]
@@ -723,8 +668,6 @@ class Driver:
         listed = self.rules.listed_tasks()
         for spec in self.specs:
             truth = self.truth[spec.task_id]
-            if "B9" in self.tolerate and spec.kind == "nobody" and spec.task_type in SUBAGENT_TYPES:
-                continue  # a subagent no tool use launched is never shown
             if (
                 spec.kind != "ambient"
                 and truth.in_level_since is not None
@@ -786,7 +729,7 @@ def check_schema(effects: list[Effect]) -> None:
 
 
 def play(scenario: Scenario) -> Driver:
-    driver = Driver(scenario.specs, KNOWN_BUGS, scenario.drain_now, scenario.exits)
+    driver = Driver(scenario.specs, scenario.drain_now, scenario.exits)
     driver.play(scenario.steps)
     check_settled(driver)
     check_schema(driver.effects)
@@ -826,6 +769,9 @@ def drive(specs: list[TaskSpec], script: list[tuple[float, Frame | str]], settle
             role, task = role_of(specs, what)
             driver.send(Step(role, role, what, task))
     if settle:
+        if not any(not isinstance(what, str) and what["type"] == "result" for _, what in script):
+            # The turn those tool uses belong to ends, as every turn of Claude Code does.
+            driver.send(Step("turn", "turn", ev.result(), -1))
         driver.settle()
         check_settled(driver)
     check_schema(driver.effects)
@@ -1045,14 +991,9 @@ def test_a_foreground_task_does_not_make_the_ticker_spin() -> None:
     assert driver.rules.listed == []
 
 
-# --- product bugs found (each fails today; remove its name from KNOWN_BUGS once fixed) -------------
+# --- product bugs the properties found, fixed since; each example pins its fix --------------------
 
 
-def bug(reason: str) -> pytest.MarkDecorator:
-    return pytest.mark.xfail(strict=True, raises=AssertionError, reason=reason)
-
-
-@bug("B1: a Bash hand-off seen before the level signal and task_started makes the shell a tool call")
 def test_b1_shell_hand_off_before_its_task_events() -> None:
     shell = TaskSpec("shell", "t0shell")
     drive(
@@ -1067,7 +1008,6 @@ def test_b1_shell_hand_off_before_its_task_events() -> None:
     )
 
 
-@bug("B2: a tool call finalized by its task's end gets a second final status from its tool result")
 def test_b2_monitor_ends_before_its_tool_result() -> None:
     monitor = TaskSpec("monitor", "t0monitor")
     drive(
@@ -1082,10 +1022,6 @@ def test_b2_monitor_ends_before_its_tool_result() -> None:
     )
 
 
-@bug(
-    "B3: a task classified from the level alone (its own tool call), then named by task_started, "
-    "leaves its launching tool call in_progress, with a cancel that is refused, forever"
-)
 def test_b3_workflow_started_after_the_classification_grace() -> None:
     workflow = TaskSpec("workflow", "t0workflow")
     drive(
@@ -1103,10 +1039,6 @@ def test_b3_workflow_started_after_the_classification_grace() -> None:
     )
 
 
-@bug(
-    "B5: a Bash backgrounded mid-turn whose is_backgrounded patch is lost is never listed, although "
-    "its tool result says it runs in the background"
-)
 def test_b5_backgrounded_bash_without_its_patch() -> None:
     shell = TaskSpec("fg_shell", "t0fgshell")
     driver = drive(
@@ -1122,10 +1054,6 @@ def test_b5_backgrounded_bash_without_its_patch() -> None:
     assert driver.rules.listed_tasks() == {"t0fgshell"}
 
 
-@bug(
-    "B6: run ids are compared by arrival, not by their (documented) string order: a late event of an "
-    "older run that was never seen ends the current run"
-)
 def test_b6_late_event_of_an_unseen_older_run() -> None:
     shell = TaskSpec("shell", "t0shell", run_id="run02")
     driver = drive(
@@ -1142,7 +1070,6 @@ def test_b6_late_event_of_an_unseen_older_run() -> None:
     assert driver.rules.listed_tasks() == {"t0shell"}
 
 
-@bug("B7: a resumed task (same task_id, new run_id after it ended) is never listed again")
 def test_b7_resumed_subagent_is_listed_again() -> None:
     agent = TaskSpec("agent", "t0agent")
     send_id = "toolu_t0agent_send"
@@ -1178,10 +1105,6 @@ def test_b7_resumed_subagent_is_listed_again() -> None:
     assert driver.rules.listed_tasks() == {"t0agent"}
 
 
-@bug(
-    "B8: an ambient task first seen without its ambient flag is classified after the grace: announced "
-    "(its id in an update) and listed forever"
-)
 def test_b8_ambient_task_seen_first_by_its_progress() -> None:
     ambient = TaskSpec("ambient", "t0ambient")
     drive(
@@ -1197,10 +1120,6 @@ def test_b8_ambient_task_seen_first_by_its_progress() -> None:
     )
 
 
-@bug(
-    "B9: a background subagent not named by task_started within the classification grace (the event "
-    "is late or lost) is hidden for good: never listed while it runs"
-)
 def test_b9_subagent_without_task_started() -> None:
     agent = TaskSpec("agent", "t0agent")
     drive(
@@ -1218,10 +1137,6 @@ def test_b9_subagent_without_task_started() -> None:
     )
 
 
-@bug(
-    "B10: a foreground Bash backgrounded later than the classification grace (Ctrl+B after a few "
-    "seconds) is hidden for good: never listed"
-)
 def test_b10_bash_backgrounded_after_the_grace() -> None:
     shell = TaskSpec("fg_shell", "t0fgshell")
     drive(

@@ -100,6 +100,7 @@ class Background:
         self._tasks_root = tasks_root
         self._meta = meta_terminals
         self.schedules = Schedules()
+        self._stalled: set[str] = set()
         self._cli_session: str | None = None
 
     # --- SDK events -------------------------------------------------------------------------------
@@ -137,6 +138,8 @@ class Background:
             return effects, None
         if match and item.kind == "terminal":
             effects += self._follow(item, match[2])
+        if item.kind == "tool_call" and item.ref != tool_use_id:
+            return effects, None  # the work has a tool call of its own; this one just completes
         if self._meta is not None and item.kind == "terminal":
             return effects, {
                 "status": "completed",
@@ -242,10 +245,12 @@ class Background:
     def tick(self, now: float) -> list[Effect]:
         effects = self._apply(self.registry.tick(now), now)
         for task in self.registry.live():
-            if task.task_id not in self.items and now >= task.first_seen_at + CLASSIFY_GRACE:
+            if self._unclassified(task) and now >= task.first_seen_at + CLASSIFY_GRACE:
                 effects += self._consider(task, now, force=True)
-                # Still nothing to show (e.g. a child whose parent is unknown): stop asking.
-                self.items.setdefault(task.task_id, Item(task.task_id, "hidden", task.task_id))
+                if task.task_id not in self.items:
+                    # Nothing to show yet (a foreground shell, a child whose parent is unknown):
+                    # no timer helps; its next event is considered as it comes.
+                    self._stalled.add(task.task_id)
         for item in list(self.items.values()):
             if not item.final and item.stop_sent_at is not None and now >= item.stop_sent_at + STOP_BOUND:
                 effects.append(Log(f"task {item.task_id}: no confirmation {STOP_BOUND:.0f}s after stop_task"))
@@ -254,9 +259,7 @@ class Background:
 
     def next_deadline(self) -> float | None:
         deadlines = [self.registry.next_deadline()]
-        deadlines += [
-            t.first_seen_at + CLASSIFY_GRACE for t in self.registry.live() if t.task_id not in self.items
-        ]
+        deadlines += [t.first_seen_at + CLASSIFY_GRACE for t in self.registry.live() if self._unclassified(t)]
         deadlines += [
             i.stop_sent_at + STOP_BOUND
             for i in self.items.values()
@@ -264,6 +267,13 @@ class Background:
         ]
         present = [d for d in deadlines if d is not None]
         return min(present) if present else None
+
+    def _unclassified(self, task: Task) -> bool:
+        """Waiting to be shown on a timer: the level signal or ``task_started`` vouched for it
+        (an event that names no task type, like ``task_progress``, does not say it is not
+        housekeeping), yet nothing says what it is."""
+        vouched = task.in_level or task.started
+        return vouched and task.task_id not in self.items and task.task_id not in self._stalled
 
     def listed(self) -> list[dict[str, Any]]:
         return [_list_entry(item) for item in self.items.values() if item.listed] + self.schedules.listed()
@@ -274,6 +284,11 @@ class Background:
         effects: list[Effect] = []
         for change in changes:
             task = change.task
+            if change.kind == "ambient":
+                effects += self._withdrawn(task, now)
+                continue
+            if change.kind == "resumed" and task.task_id in self.items and self.items[task.task_id].final:
+                del self.items[task.task_id]  # a new run: shown anew (a final status never reopens)
             if change.kind in ("ended", "corrected"):
                 effects += self._ended(task, now)
                 if is_subagent(task):
@@ -287,16 +302,29 @@ class Background:
                 effects += self._consider(task, now)
         return effects + self._publish()
 
+    def _withdrawn(self, task: Task, now: float) -> list[Effect]:
+        """A task turned out to be housekeeping: end whatever showed it, then forget it."""
+        item = self.items.pop(task.task_id, None)
+        if item is None or item.final:
+            return []
+        item.listed = False
+        return self._finalize(item, None, now, unknown=True)
+
     def _consider(self, task: Task, now: float, force: bool = False) -> list[Effect]:
         """Make a live task an item once we know enough to say what it is."""
         if task.ended or not (force or task.started or task.tool_use_id):
             return []
         if is_subagent(task) and self._subagents.exposed:
-            return self._open_subagent(task)
+            effects = self._open_subagent(task)
+            if task.task_id in self.items or not force or self.version != 2:
+                return effects
+            # Its parent stays unknown: never guessed, the work is shown as a tool call of ours.
+            return self._open_tool_call(task, None)
         if task.backgrounded is False:
             return []
         tool = self._tool_uses.get(task.tool_use_id or "")
-        shell = task.task_type == "local_bash" and (tool is None or tool.name in SHELL_TOOLS)
+        # Known by its tool when it has one: a Bash hand-off may come before any task event.
+        shell = tool.name in SHELL_TOOLS if tool is not None else task.task_type == "local_bash"
         if self.version != 2:
             # v1: only shells of a client that reads terminal output from ``_meta`` are shown.
             if shell and self._meta is not None and task.tool_use_id:
@@ -312,7 +340,7 @@ class Background:
         if effects is None:
             return []
         item = self.items[task.task_id] = Item(task.task_id, "subagent", task.task_id)
-        item.listed = self.version == 2 and bool(task.backgrounded)
+        item.listed = self.version == 2 and task.backgrounded is not False
         return effects
 
     def _open_terminal(self, task: Task, tool: ToolUse | None) -> list[Effect]:
@@ -353,7 +381,7 @@ class Background:
     def _changed(self, task: Task) -> list[Effect]:
         item = self.items[task.task_id]
         if item.kind == "subagent" and not item.final:
-            item.listed = self.version == 2 and bool(task.backgrounded)
+            item.listed = self.version == 2 and task.backgrounded is not False
         if item.kind != "tool_call" or item.final:
             return []
         update = ToolCall(session_update="tool_call_update", tool_call_id=item.ref, status=_live_status(task))
@@ -387,6 +415,9 @@ class Background:
                 effects.append(self._notify(update))
         elif item.kind == "tool_call":
             effects.append(self._notify(_final_tool_call(item, task, unknown)))
+            if item.ref in self._tool_uses:
+                # Final now: the tool result that may still come must not give a second status.
+                self._tool_uses[item.ref].finished = True
         elif item.kind == "subagent" and task is not None:
             effects += self._subagents.ended(task)
         if task is not None and task.end_status in FOLLOW_UP_STATUSES and item.stop_sent_at is None:

@@ -77,6 +77,9 @@ class Subagents:
         parent = tool.session_id
         if parent != self.root_id and parent not in self.children:
             return None
+        known = self.children.get(task.task_id)
+        if known is not None:
+            return self._report(known, {"state": "running"})  # the same child, working again
         child = Child(
             task.task_id, task.task_id, task.tool_use_id, parent, self._make_transcript(task.task_id)
         )

@@ -12,8 +12,10 @@ terminal status, from ``task_updated`` (completed, failed, killed) or ``task_not
 (completed, failed, stopped). A task that leaves the level with no end event is given a grace
 period for its end event to catch up; after it, the task ends as ``stopped`` with no details,
 and a later end event corrects the details (never the fact that it ended). Events that name an
-older ``run_id`` of a task (a worker restarted it) are ignored. A task marked ``ambient`` on
-any message is housekeeping: it is dropped and never reported.
+older ``run_id`` of a task (run ids sort by plain string order; a worker restarted it) are
+ignored; a newer run of a task that had ended (a resumed subagent) makes it live again. A task
+marked ``ambient`` on any message is housekeeping: it is dropped, and withdrawn if it was
+already reported.
 
 The registry reports what changed as ``TaskChange`` values; ``background`` decides what each
 change means for the client.
@@ -21,7 +23,7 @@ change means for the client.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 TERMINAL_STATUSES = frozenset({"completed", "failed", "stopped", "killed"})
@@ -48,14 +50,13 @@ class Task:
     first_seen_at: float = 0.0
     in_level: bool = False
     left_level_at: float | None = None
-    old_run_ids: set[str] = field(default_factory=set)
 
     @property
     def ended(self) -> bool:
         return self.end_status is not None
 
 
-ChangeKind = Literal["seen", "changed", "ended", "corrected"]
+ChangeKind = Literal["seen", "changed", "ended", "corrected", "resumed", "ambient"]
 
 
 @dataclass(frozen=True)
@@ -106,7 +107,11 @@ class TaskRegistry:
         return changes + self._end(task, _str(data.get("status")) or "completed")
 
     def progress(self, data: dict[str, Any], now: float) -> list[TaskChange]:
-        return self._task(data, now)[1]
+        task, changes = self._task(data, now)
+        if task is not None and not task.tool_use_id and _str(data.get("tool_use_id")):
+            task.tool_use_id = _str(data.get("tool_use_id"))
+            return changes or [TaskChange("changed", task)]
+        return changes
 
     def learned(
         self, task_id: str, tool_use_id: str, output_file: str | None, now: float
@@ -117,8 +122,7 @@ class TaskRegistry:
             return changes
         task.tool_use_id = task.tool_use_id or tool_use_id
         task.output_file = task.output_file or output_file
-        if task.backgrounded is None:
-            task.backgrounded = True
+        task.backgrounded = True  # the tool result says so, whatever an earlier event said
         return changes or [TaskChange("changed", task)]
 
     # --- the level signal -----------------------------------------------------------------------
@@ -163,29 +167,26 @@ class TaskRegistry:
         if task_id is None or task_id in self.ambient:
             return None, []
         if data.get("ambient"):
+            # Only some events carry the flag: a task seen before it is withdrawn now.
             self.ambient.add(task_id)
-            self.tasks.pop(task_id, None)
-            return None, []
+            known = self.tasks.pop(task_id, None)
+            return None, [TaskChange("ambient", known)] if known is not None else []
         task = self.tasks.get(task_id)
         changes: list[TaskChange] = []
         if task is None:
             task = self.tasks[task_id] = Task(task_id, first_seen_at=now)
             changes.append(TaskChange("seen", task))
-        if not self._current_run(task, _str(data.get("run_id"))):
-            return None, []
+        run_id = _str(data.get("run_id"))
+        if run_id is not None and task.run_id is not None and run_id < task.run_id:
+            return None, []  # run ids sort by plain string order: this one is late
+        if run_id is not None and run_id != task.run_id:
+            if task.run_id is not None and task.ended:
+                # The same task started again (a resumed subagent): it is live once more.
+                task.end_status, task.status, task.left_level_at = None, "running", None
+                changes.append(TaskChange("resumed", task))
+            task.run_id = run_id
         _fill(task, data)
         return task, changes
-
-    @staticmethod
-    def _current_run(task: Task, run_id: str | None) -> bool:
-        if run_id is None or run_id == task.run_id:
-            return True
-        if run_id in task.old_run_ids:
-            return False
-        if task.run_id is not None:
-            task.old_run_ids.add(task.run_id)
-        task.run_id = run_id
-        return True
 
     @staticmethod
     def _end(task: Task, status: str) -> list[TaskChange]:
