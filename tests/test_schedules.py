@@ -2,68 +2,24 @@
 
 Hand-built frames stand in for the real CLI here: a wakeup fires at least 60 s after it is
 scheduled and Claude Code 2.1.332 offers CronCreate only as a deferred tool, so neither can be
-recorded in a test's time. The frames have the shapes of the recorded fixtures."""
+recorded in a test's time. The frames come from ``tests/support/task_events``, in the shapes
+of the recorded fixtures."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from claude_agent_sdk._internal.message_parser import parse_message
-
 from claude_bg_acp.bridge.effects import Effect, Notify
 from claude_bg_acp.bridge.session import SessionCore
 from tests.support.replay import as_jsonrpc
 from tests.support.schema import validate_transcript
-
-SESSION = "00000000-0000-4000-8000-5e5510000000"
-
-
-def assistant_tool_use(tool_use_id: str, name: str, tool_input: dict[str, Any]) -> dict[str, Any]:
-    message = {
-        "id": f"msg-{tool_use_id}",
-        "type": "message",
-        "role": "assistant",
-        "model": "scripted",
-        "content": [{"type": "tool_use", "id": tool_use_id, "name": name, "input": tool_input}],
-        "stop_reason": None,
-        "usage": {"input_tokens": 1, "output_tokens": 1},
-    }
-    return {"type": "assistant", "message": message, "parent_tool_use_id": None, "session_id": SESSION}
+from tests.support.task_events import Frame, assistant_tool_use, parse, result, tool_result
 
 
-def tool_result(tool_use_id: str, text: str) -> dict[str, Any]:
-    content = [{"tool_use_id": tool_use_id, "type": "tool_result", "content": text, "is_error": False}]
-    return {
-        "type": "user",
-        "message": {"role": "user", "content": content},
-        "parent_tool_use_id": None,
-        "session_id": SESSION,
-    }
-
-
-def result(origin: dict[str, Any] | None = None) -> dict[str, Any]:
-    frame: dict[str, Any] = {
-        "type": "result",
-        "subtype": "success",
-        "duration_ms": 1,
-        "duration_api_ms": 1,
-        "is_error": False,
-        "num_turns": 1,
-        "session_id": SESSION,
-        "stop_reason": "end_turn",
-        "usage": {"input_tokens": 1, "output_tokens": 1},
-    }
-    if origin is not None:
-        frame["origin"] = origin
-    return frame
-
-
-def feed(core: SessionCore, *frames: dict[str, Any]) -> list[Effect]:
+def feed(core: SessionCore, *frames: Frame) -> list[Effect]:
     effects: list[Effect] = []
     for frame in frames:
-        message = parse_message(frame)
-        assert message is not None
-        effects += core.sdk_message(message, 0.0)
+        effects += core.sdk_message(parse(frame), 0.0)
     return effects
 
 
