@@ -54,6 +54,8 @@ CANCEL: dict[str, Any] = {"cancel": {}}
 SHELL_TOOLS = ("Bash",)
 FOLLOW_UP_STATUSES = ("completed", "failed")
 TOOL_STATUS = {"completed": "completed", "failed": "failed", "stopped": "cancelled", "killed": "cancelled"}
+"""A task's end as a tool call's final status; one whose end is unknown (lost) left the level by
+itself, most likely done, so ``completed``."""
 HANDOFF = re.compile(
     r"running in background with ID: (\S+?)\.? Output is being written to: (\S+?)\.?(?:\s|$)"
 )

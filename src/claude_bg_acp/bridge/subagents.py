@@ -109,9 +109,9 @@ class Subagents:
         child = self.children.get(task.task_id)
         if child is None or child.state != "running":
             return []
-        stop_reason = END_STATES.get(task.end_status or "", "end_turn")
-        state: dict[str, Any] = {"state": "idle"}
-        if stop_reason != "error" or self.version == 2:
+        stop_reason = END_STATES.get(task.end_status or "")
+        state: dict[str, Any] = {"state": "idle"}  # with no stop reason when how it ended is unknown
+        if stop_reason is not None and (stop_reason != "error" or self.version == 2):
             state["stopReason"] = stop_reason
         if stop_reason == "error" and self.version == 2:
             state["error"] = {"code": INTERNAL_ERROR, "message": task.summary or "The subagent failed"}

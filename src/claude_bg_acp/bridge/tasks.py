@@ -10,7 +10,7 @@ Theory of operation. Claude Code reports work two ways, and neither is enough al
 They arrive in any order. A task is known from whichever comes first. It ends at the first
 terminal status, from ``task_updated`` (completed, failed, killed) or ``task_notification``
 (completed, failed, stopped). A task that leaves the level with no end event is given a grace
-period for its end event to catch up; after it, the task ends as ``stopped`` with no details,
+period for its end event to catch up; after it, the task ends as ``lost`` (how is unknown),
 and a later end event corrects the details (never the fact that it ended). Events that name an
 older ``run_id`` of a task (run ids sort by plain string order; a worker restarted it) are
 ignored; a newer run of a task that had ended (a resumed subagent) makes it live again. A task
@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 TERMINAL_STATUSES = frozenset({"completed", "failed", "stopped", "killed"})
+LOST = "lost"
+"""The end of a task that left the level signal with no end event: how it ended is unknown."""
 ORPHAN_GRACE = 0.5
 """Seconds a task may be missing from the level before its end event is given up on."""
 
@@ -147,7 +149,7 @@ class TaskRegistry:
         changes: list[TaskChange] = []
         for task in self.tasks.values():
             if task.left_level_at is not None and not task.ended and now >= task.left_level_at + ORPHAN_GRACE:
-                changes += self._end(task, "stopped")
+                changes += self._end(task, LOST)
         return changes
 
     def next_deadline(self) -> float | None:
@@ -192,7 +194,7 @@ class TaskRegistry:
     def _end(task: Task, status: str) -> list[TaskChange]:
         if task.ended:
             # A late end event after an orphan was finalized may still say how it ended.
-            if task.end_status == "stopped" and task.left_level_at is not None and status != "stopped":
+            if task.end_status == LOST and status != LOST:
                 task.end_status, task.left_level_at = status, None
                 return [TaskChange("corrected", task)]
             return []
