@@ -13,6 +13,7 @@ import logging
 import os
 import threading
 import uuid
+from collections import deque
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
@@ -57,6 +58,7 @@ class Agent:
         self._output_backlog = output_backlog
         self._version: int | None = None
         self._subagents_declared = False
+        self._early_cancels: deque[jsonrpc.RequestId] = deque(maxlen=64)
         self._terminal_meta: Literal["delta", "replace"] | None = None
         self._sessions: dict[str, Session] = {}
 
@@ -71,6 +73,9 @@ class Agent:
             return await self._new_session(parse_params(NewSessionParams, params))
         if method == "session/prompt":
             request = parse_params(PromptParams, params)
+            if request_id in self._early_cancels:
+                self._early_cancels.remove(request_id)
+                raise RpcError(jsonrpc.REQUEST_CANCELLED, "Prompt withdrawn before insertion")
             if self._parent_of(request.session_id) is not None:
                 raise RpcError(jsonrpc.INVALID_REQUEST, "A subagent session cannot be prompted")
             return await self._session(request.session_id).prompt(request, request_id)
@@ -97,8 +102,9 @@ class Agent:
         elif method == "$/cancel_request":
             # Only a prompt that is still waiting for insertion can be withdrawn (-32800).
             request_id = parse_params(CancelRequestParams, params).request_id
-            for session in self._sessions.values():
-                session.withdraw(request_id)
+            if not any(session.withdraw(request_id) for session in self._sessions.values()):
+                # Requests run in their own tasks: the cancel may overtake the prompt it names.
+                self._early_cancels.append(request_id)
         elif not method.startswith(("_", "$/")):
             log.warning("ignored unknown notification %s", method)
 

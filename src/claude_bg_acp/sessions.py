@@ -284,11 +284,13 @@ class Session:
             self._prompts.pop(ticket, None)
             self._prompt_requests.pop(request_id, None)
 
-    def withdraw(self, request_id: RequestId) -> None:
-        """The client withdrew a prompt request (``$/cancel_request``)."""
+    def withdraw(self, request_id: RequestId) -> bool:
+        """The client withdrew a prompt request (``$/cancel_request``); False if not ours."""
         ticket = self._prompt_requests.get(request_id)
-        if ticket is not None:
-            self.feed(self.core.withdraw(ticket, self._clock()))
+        if ticket is None:
+            return False
+        self.feed(self.core.withdraw(ticket, self._clock()))
+        return True
 
     def cancel(self) -> None:
         self.feed(self.core.cancel(self._clock()))
