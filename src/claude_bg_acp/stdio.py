@@ -22,6 +22,7 @@ from itertools import count
 from typing import Any, Protocol
 
 import anyio
+import anyio.lowlevel
 from anyio.abc import TaskGroup
 
 from claude_bg_acp.acp import jsonrpc
@@ -163,6 +164,9 @@ class Endpoint:
             self._resolve(message)
         elif isinstance(message, jsonrpc.Request):
             tg.start_soon(self._answer, message, on_request)
+            # Let the handler run up to its first wait before the next message is read, so that
+            # what it registers (a prompt, say) is there for a notification right behind it.
+            await anyio.lowlevel.checkpoint()
         else:
             await self._run_notification(message, on_notification)
 
