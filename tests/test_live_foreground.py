@@ -110,3 +110,34 @@ def test_a_waiting_prompt_can_be_withdrawn(live: LiveModel, workdir: Path) -> No
     run = run_client({**script(live, "v2", workdir, steps), "permission": "hold"})
     inserted = [u for u in run.raw_updates() if u["sessionUpdate"] == "user_message"]
     assert len(inserted) == 1, "the withdrawn prompt was never inserted"
+
+
+@pytest.mark.parametrize(("mode", "asked", "created"), [("plan", 0, False), ("acceptEdits", 0, True)])
+def test_v1_session_modes_switch_claude_codes_permission_mode(
+    live: LiveModel, workdir: Path, mode: str, asked: int, created: bool
+) -> None:
+    steps: list[dict[str, object]] = [
+        {
+            "op": "request",
+            "id": "mode",
+            "method": "session/set_mode",
+            "params": {"sessionId": "$sessionId", "modeId": mode},
+        },
+        {"op": "prompt", "id": "p", "text": "[scenario:permission] Touch a file."},
+        {
+            "op": "request",
+            "id": "bad",
+            "method": "session/set_mode",
+            "params": {"sessionId": "$sessionId", "modeId": "nope"},
+            "expectError": -32602,
+        },
+    ]
+    run = run_client(script(live, "v1", workdir, steps))
+    offered = [m["id"] for m in run.response("newSession")["result"]["modes"]["availableModes"]]
+    assert offered[:3] == ["default", "acceptEdits", "plan"]
+    assert run.response("mode")["result"] == {}
+    assert [u for u in run.raw_updates() if u["sessionUpdate"] == "current_mode_update"] == [
+        {"sessionUpdate": "current_mode_update", "currentModeId": mode}
+    ]
+    assert len(run.permission_requests) == asked
+    assert (workdir / "perm-test.txt").exists() == created

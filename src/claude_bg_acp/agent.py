@@ -30,6 +30,7 @@ from claude_bg_acp.acp.schema import (
     NewSessionParams,
     PromptParams,
     SessionParams,
+    SetModeParams,
     parse_params,
 )
 from claude_bg_acp.stdio import Endpoint
@@ -79,6 +80,10 @@ class Agent:
             if self._parent_of(request.session_id) is not None:
                 raise RpcError(jsonrpc.INVALID_REQUEST, "A subagent session cannot be prompted")
             return await self._session(request.session_id).prompt(request, request_id)
+        if method == "session/set_mode":
+            change = parse_params(SetModeParams, params)
+            self._session(change.session_id).set_mode(change.mode_id)
+            return {}
         if method == "terminal/cancel":
             request = parse_params(CancelTerminalParams, params)
             self._session(request.session_id).cancel_terminal(request.terminal_id)
@@ -190,6 +195,8 @@ class Agent:
         )
         self._sessions[session_id] = session
         self._tg.start_soon(session.run)
+        if version == 1:
+            return {"sessionId": session_id, "modes": session.core.modes.state()}
         return {"sessionId": session_id}
 
     async def _close_session(self, session_id: str) -> dict[str, Any]:

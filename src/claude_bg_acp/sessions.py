@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import count
@@ -51,6 +52,7 @@ from claude_bg_acp.bridge.effects import (
     Notify,
     Query,
     Reply,
+    SetMode,
     StopTask,
     Tail,
     Ticket,
@@ -67,7 +69,7 @@ from claude_bg_acp.tail import Chunk, Final, OutputTailer, Reset, Snapshot, Tail
 
 log = logging.getLogger(__name__)
 
-Command = Query | Interrupt | StopTask
+Command = Query | Interrupt | StopTask | SetMode
 MAX_RESTARTS = 3
 """Claude Code failures in a row (without a single message in between) before giving up."""
 RESTART_DELAY = 0.5
@@ -131,7 +133,9 @@ class Session:
         self._add_dirs = add_dirs or []
         self.session_id = session_id
         self.cwd = cwd
-        self.core = SessionCore(session_id, version, cwd, tasks_root(cwd), expose_subagents, terminal_meta)
+        self.core = SessionCore(
+            session_id, version, cwd, tasks_root(cwd), expose_subagents, terminal_meta, os.geteuid() != 0
+        )
         self._endpoint = endpoint
         self._cli_path = cli_path
         self._clock = clock
@@ -188,6 +192,7 @@ class Session:
             options = session_options(
                 self.cwd, self._can_use_tool, self._cli_path, resume, self._mcp_servers, self._add_dirs
             )
+            options.permission_mode = self.core.modes.current  # type: ignore[assignment]
             runner = ClaudeRunner(options, self._on_message)
             reason = await self._serve_runner(tg, runner)
             if reason is None:
@@ -294,6 +299,9 @@ class Session:
 
     def cancel(self) -> None:
         self.feed(self.core.cancel(self._clock()))
+
+    def set_mode(self, mode_id: str) -> None:
+        self.feed(self.core.set_mode(mode_id, self._clock()))
 
     def cancel_child(self, child_id: str) -> None:
         self.feed(self.core.cancel_child(child_id, self._clock()))
@@ -433,6 +441,8 @@ class Session:
                     await runner.query(command.content, command.uuid)
                 elif isinstance(command, Interrupt):
                     await runner.interrupt()
+                elif isinstance(command, SetMode):
+                    await runner.set_mode(command.mode)
                 else:
                     await runner.stop_task(command.task_id)
             except Exception:

@@ -89,6 +89,10 @@ class PromptParams(SessionParams):
     prompt: list[ContentBlock] = Field(min_length=1)
 
 
+class SetModeParams(SessionParams):
+    mode_id: str
+
+
 class CancelTerminalParams(SessionParams):
     terminal_id: str
 

@@ -84,6 +84,11 @@ class TerminalOutputChunk(WireModel):
         return cls.model_construct(fields, terminal_id=terminal_id, data=encoded)
 
 
+class CurrentModeUpdate(WireModel):
+    session_update: Literal["current_mode_update"] = "current_mode_update"
+    current_mode_id: str
+
+
 class SubagentUpdate(WireModel):
     session_update: Literal["subagent_update"] = "subagent_update"
     session_id: str
@@ -110,6 +115,7 @@ SessionUpdate = (
     | TerminalOutputChunk
     | SubagentUpdate
     | SessionMessage
+    | CurrentModeUpdate
 )
 
 

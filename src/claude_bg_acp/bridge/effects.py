@@ -76,6 +76,13 @@ class Interrupt:
 
 
 @dataclass(frozen=True)
+class SetMode:
+    """Switch Claude Code's permission mode."""
+
+    mode: str
+
+
+@dataclass(frozen=True)
 class StopTask:
     task_id: str
 
@@ -112,6 +119,7 @@ Effect = (
     | Query
     | Interrupt
     | StopTask
+    | SetMode
     | Tail
     | FinishTail
     | Log

@@ -28,6 +28,7 @@ from claude_bg_acp.bridge import tools
 from claude_bg_acp.bridge.background import Background
 from claude_bg_acp.bridge.effects import AskPermission, Decide, Effect, Ticket, WithdrawPermission
 from claude_bg_acp.bridge.meta_terminals import MetaTerminals, Mode
+from claude_bg_acp.bridge.modes import Modes
 from claude_bg_acp.bridge.prompts import to_claude_content
 from claude_bg_acp.bridge.subagents import Subagents
 from claude_bg_acp.bridge.tools import ToolUse
@@ -62,10 +63,13 @@ class SessionCore:
     """Subagents as child sessions: always in v2; in v1 when the client declared them."""
     terminal_meta: Mode | None = None
     """v1 only: the client reads shell output from ``_meta`` (see ``meta_terminals``)."""
+    allow_bypass: bool = True
+    """Whether the bypassPermissions mode is offered (Claude Code refuses it to root)."""
     foreground: Foreground = field(init=False)
     background: Background = field(init=False)
     subagents: Subagents = field(init=False)
     root: Transcript = field(init=False)
+    modes: Modes = field(init=False)
     tool_uses: dict[str, ToolUse] = field(default_factory=dict)
     questions: dict[Ticket, Question] = field(default_factory=dict)
     buffered: defaultdict[str, list[Message]] = field(default_factory=lambda: defaultdict(list))
@@ -87,6 +91,7 @@ class SessionCore:
             MetaTerminals(self.session_id, self.terminal_meta) if self.terminal_meta else None,
         )
         self.root = self._transcript(self.session_id)
+        self.modes = Modes(self.session_id, self.allow_bypass)
 
     def _transcript(self, session_id: str) -> Transcript:
         # Called for the root once the background exists, and for each child when it is exposed.
@@ -107,6 +112,10 @@ class SessionCore:
     def withdraw(self, ticket: Ticket, now: float) -> list[Effect]:
         """A prompt request the client cancelled: answered -32800 unless it was inserted."""
         return self.foreground.withdraw(ticket)
+
+    def set_mode(self, mode_id: str, now: float) -> list[Effect]:
+        """``session/set_mode``: raises -32602 for a mode we do not offer."""
+        return self.modes.set(mode_id)
 
     def cancel_child(self, session_id: str, now: float) -> list[Effect]:
         """``session/cancel`` naming a subagent: stop that child's work only."""

@@ -84,6 +84,9 @@ class ClaudeRunner:
 
         await self._client.query(one_message())
 
+    async def set_mode(self, mode: str) -> None:
+        await self._client.set_permission_mode(mode)  # type: ignore[arg-type]
+
     async def interrupt(self) -> None:
         await self._client.interrupt()
 

@@ -1,0 +1,42 @@
+"""Session modes (v1): Claude Code's permission modes, offered to the editor.
+
+The editor shows the modes from ``session/new`` and switches with ``session/set_mode``; the
+mode is Claude Code's permission mode, and a ``current_mode_update`` confirms the switch. The
+core keeps the current mode, so a Claude Code started again after a crash gets it too.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from claude_bg_acp.acp.jsonrpc import INVALID_PARAMS, RpcError
+from claude_bg_acp.acp.updates import CurrentModeUpdate
+from claude_bg_acp.bridge.effects import Effect, Notify, SetMode
+
+DEFAULT_MODE = "default"
+MODES = [
+    {"id": "default", "name": "Default", "description": "Ask before edits and commands that need it"},
+    {"id": "acceptEdits", "name": "Accept Edits", "description": "Edit files without asking"},
+    {"id": "plan", "name": "Plan", "description": "Plan only: read and think, change nothing"},
+    {"id": "bypassPermissions", "name": "Bypass Permissions", "description": "Never ask"},
+]
+
+
+class Modes:
+    def __init__(self, session_id: str, allow_bypass: bool = True) -> None:
+        self.session_id = session_id
+        self.current = DEFAULT_MODE
+        # Claude Code refuses to bypass permissions as root: then the mode is not offered.
+        self.available = [m for m in MODES if allow_bypass or m["id"] != "bypassPermissions"]
+
+    def state(self) -> dict[str, Any]:
+        """The ``modes`` of the ``session/new`` answer."""
+        return {"currentModeId": self.current, "availableModes": self.available}
+
+    def set(self, mode_id: str) -> list[Effect]:
+        if mode_id not in {mode["id"] for mode in self.available}:
+            raise RpcError(INVALID_PARAMS, f"Invalid params: modeId: unknown mode {mode_id}")
+        if mode_id == self.current:
+            return []
+        self.current = mode_id
+        return [SetMode(mode_id), Notify(self.session_id, CurrentModeUpdate(current_mode_id=mode_id))]
