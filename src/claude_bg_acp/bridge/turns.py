@@ -226,9 +226,7 @@ class Foreground:
         return self._release() + self._report()
 
     def cancel(self) -> list[Effect]:
-        effects = self._release(Outcome("cancelled"))
-        while self.waiting:
-            effects += self._refuse(self.waiting.popleft())
+        effects = self._release(Outcome("cancelled")) + self._refuse_waiting()
         if self.prompt is not None and not self.prompt.cancelled:
             self.prompt.cancelled = True
             effects.append(Interrupt())
@@ -238,9 +236,7 @@ class Foreground:
 
     def close(self) -> list[Effect]:
         """The session closes: nothing more is inserted, and the turn ends as cancelled."""
-        effects = self._release()
-        while self.waiting:
-            effects += self._refuse(self.waiting.popleft())
+        effects = self._release() + self._refuse_waiting()
         self.cli_busy = False
         if self.prompt is not None or self.reported != "idle":
             effects += self._settle(Outcome("cancelled"))
@@ -347,10 +343,18 @@ class Foreground:
             return []
         return [_v1_answer(held.ticket, outcome or held.outcome)]
 
-    def _refuse(self, held: PendingPrompt) -> list[Effect]:
-        if self.version == 2:
-            return [Fail(held.ticket, RpcError(REQUEST_CANCELLED, "Prompt cancelled before insertion"))]
-        return [Reply(held.ticket, {"stopReason": "cancelled"})]
+    def _refuse_waiting(self) -> list[Effect]:
+        """Answer every prompt not inserted yet as cancelled (-32800 in v2)."""
+        effects: list[Effect] = []
+        while self.waiting:
+            held = self.waiting.popleft()
+            if self.version == 2:
+                effects.append(
+                    Fail(held.ticket, RpcError(REQUEST_CANCELLED, "Prompt cancelled before insertion"))
+                )
+            else:
+                effects.append(Reply(held.ticket, {"stopReason": "cancelled"}))
+        return effects
 
     def _report(self) -> list[Effect]:
         """Report a changed state; once idle, insert the next held prompt (after the idle)."""
