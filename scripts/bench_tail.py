@@ -29,14 +29,16 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
 import anyio.abc
 
-from claude_bg_acp.output import MAX_TRAILER
-from claude_bg_acp.tail import Chunk, OutputTailer, Snapshot, TailerOptions, open_tailer
+from claude_bg_acp.closing_line import MAX_TRAILER
+from claude_bg_acp.tail import Chunk, Final, OutputTailer, Snapshot, TailerOptions
 
 RELAY_ALL = TailerOptions(backlog_limit=1 << 50)
 
@@ -111,6 +113,18 @@ async def line_latencies(tailer: OutputTailer, path: Path, count: int, interval:
     return arrivals
 
 
+@asynccontextmanager
+async def open_tailer(options: TailerOptions | None = None) -> AsyncIterator[OutputTailer]:
+    """A running tailer, closed on exit."""
+    tailer = OutputTailer(options)
+    async with anyio.create_task_group() as tg:
+        await tg.start(tailer.run)
+        try:
+            yield tailer
+        finally:
+            tailer.close()
+
+
 async def bench_latency(folder: Path, quick: bool) -> list[Row]:
     rows: list[Row] = []
     async with open_tailer() as tailer:
@@ -154,9 +168,9 @@ def make_file(path: Path, total: int, block: int = 1 << 20) -> str:
 async def relay(
     tailer: OutputTailer, key: str, total: int, writer: anyio.abc.Process | None = None
 ) -> tuple[str, int]:
-    """Hash ``key``'s chunks up to the last few bytes, then ``finish`` (after the writer ends).
+    """Hash ``key``'s chunks up to the last few bytes, then ``drain`` (after the writer ends).
 
-    The last bytes may be withheld as a possible closing line until ``finish``.
+    The last bytes may be withheld as a possible closing line until the drain.
     """
     digest = hashlib.sha256()
     size = 0
@@ -169,9 +183,14 @@ async def relay(
             size += len(event.data)
     if writer is not None:
         await writer.wait()
-    final = await tailer.finish(key)
-    digest.update(final.remaining)
-    return digest.hexdigest(), size + len(final.remaining)
+    async for event in tailer.drain(key):
+        if isinstance(event, Snapshot):
+            raise RuntimeError("unexpected snapshot: the relay fell behind")
+        if isinstance(event, (Chunk, Final)):
+            data = event.data if isinstance(event, Chunk) else event.remaining
+            digest.update(data)
+            size += len(data)
+    return digest.hexdigest(), size
 
 
 async def bench_throughput(folder: Path, quick: bool) -> list[Row]:

@@ -128,28 +128,33 @@ def _plain(scenario: str, prompt: str) -> tuple[str, Plan]:
     return scenario, Plan(scenario, prompt)
 
 
-RECORDINGS: dict[str, Plan] = dict([
-    _plain("text", "Say hello."),
-    _plain("thinking", "Think, then answer."),
-    _plain("fg_bash", "Run echo in the foreground."),
-    _plain("permission", "Create a file."),
-    ("permission_denied", Plan("permission", "Create a file (you will be denied).", allow=False)),
-    _plain("bg_completed", "Run a background job."),
-    _plain("bg_failed_exit3", "Run a background job that fails."),
-    ("bg_stop_task", Plan("bg_long", "Run a long background job.", driver=_stop_after_output)),
-    ("bg_interrupt", Plan("bg_long", "Run a long background job.", driver=_interrupt_then_stop)),
-    _plain("two_shells", "Run two background shells."),
-    _plain("bg_invalid_utf8", "Print some bytes that are not UTF-8."),
-    _plain("bg_burst", "Print ten megabytes."),
-    _plain("monitor", "Watch a ticking script."),
-    _plain("agent_bg", "Start a background helper."),
-    _plain("agent_two", "Start two background helpers."),
-    _plain("agent_permission", "Start a helper that writes a file."),
-    ("agent_interrupt", Plan("agent_bg", "Start a background helper.", driver=_interrupt_mid_turn)),
-    ("agent_hold_new_prompt", Plan("agent_bg", "Start a background helper.", driver=_new_prompt_while_held)),
-    ("agent_hold_cancel", Plan("agent_bg", "Start a background helper.", driver=_interrupt_while_held)),
-    _plain("max_tokens", "Write a long answer."),
-])
+RECORDINGS: dict[str, Plan] = dict(
+    [
+        _plain("text", "Say hello."),
+        _plain("thinking", "Think, then answer."),
+        _plain("fg_bash", "Run echo in the foreground."),
+        _plain("permission", "Create a file."),
+        ("permission_denied", Plan("permission", "Create a file (you will be denied).", allow=False)),
+        _plain("bg_completed", "Run a background job."),
+        _plain("bg_failed_exit3", "Run a background job that fails."),
+        ("bg_stop_task", Plan("bg_long", "Run a long background job.", driver=_stop_after_output)),
+        ("bg_interrupt", Plan("bg_long", "Run a long background job.", driver=_interrupt_then_stop)),
+        _plain("two_shells", "Run two background shells."),
+        _plain("bg_invalid_utf8", "Print some bytes that are not UTF-8."),
+        _plain("bg_burst", "Print ten megabytes."),
+        _plain("monitor", "Watch a ticking script."),
+        _plain("agent_bg", "Start a background helper."),
+        _plain("agent_two", "Start two background helpers."),
+        _plain("agent_permission", "Start a helper that writes a file."),
+        ("agent_interrupt", Plan("agent_bg", "Start a background helper.", driver=_interrupt_mid_turn)),
+        (
+            "agent_hold_new_prompt",
+            Plan("agent_bg", "Start a background helper.", driver=_new_prompt_while_held),
+        ),
+        ("agent_hold_cancel", Plan("agent_bg", "Start a background helper.", driver=_interrupt_while_held)),
+        _plain("max_tokens", "Write a long answer."),
+    ]
+)
 
 
 # --- one live session ---------------------------------------------------------------------
@@ -221,9 +226,9 @@ class Session:
         return str(self.started[0]["task_id"])
 
 
-def _permission_handler(allow: bool) -> Callable[
-    [str, dict[str, Any], ToolPermissionContext], Awaitable[PermissionResult]
-]:
+def _permission_handler(
+    allow: bool,
+) -> Callable[[str, dict[str, Any], ToolPermissionContext], Awaitable[PermissionResult]]:
     async def answer(
         tool: str, tool_input: dict[str, Any], context: ToolPermissionContext
     ) -> PermissionResult:
@@ -291,12 +296,26 @@ def _output_files(session: Session, root: Path) -> dict[str, bytes]:
 # --- normalisation ------------------------------------------------------------------------
 
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
-ZEROED = frozenset({
-    "end_time", "start_time", "pid", "duration_ms", "duration_api_ms", "first_content_frame_ms",
-    "time_to_request_ms", "ttft_ms", "ttft_stream_ms",
-})
-ID_KINDS = {"task_id": "task", "agent_id": "task", "parent_task_id": "task", "run_id": "run",
-            "request_id": "req"}
+ZEROED = frozenset(
+    {
+        "end_time",
+        "start_time",
+        "pid",
+        "duration_ms",
+        "duration_api_ms",
+        "first_content_frame_ms",
+        "time_to_request_ms",
+        "ttft_ms",
+        "ttft_stream_ms",
+    }
+)
+ID_KINDS = {
+    "task_id": "task",
+    "agent_id": "task",
+    "parent_task_id": "task",
+    "run_id": "run",
+    "request_id": "req",
+}
 # A subagent's task id is also its agent id; naming tokens by kind keeps fixtures readable.
 TASK_KINDS = {"local_bash": "bash", "local_agent": "agent"}
 
@@ -311,18 +330,19 @@ class Normaliser:
 
     def __init__(self, root: Path) -> None:
         real = os.path.realpath(root)
-        pairs = {str(root): ROOT_PLACEHOLDER, real: ROOT_PLACEHOLDER,
-                 _sanitised(str(root)): _sanitised(ROOT_PLACEHOLDER),
-                 _sanitised(real): _sanitised(ROOT_PLACEHOLDER),
-                 f"/claude-{os.getuid()}/": "/claude-0/"}
+        pairs = {
+            str(root): ROOT_PLACEHOLDER,
+            real: ROOT_PLACEHOLDER,
+            _sanitised(str(root)): _sanitised(ROOT_PLACEHOLDER),
+            _sanitised(real): _sanitised(ROOT_PLACEHOLDER),
+            f"/claude-{os.getuid()}/": "/claude-0/",
+        }
         self._paths = sorted(pairs.items(), key=lambda kv: -len(kv[0]))
         self._ids: dict[str, str] = {}
         self._uuids: dict[str, str] = {}
         self._counts: dict[str, int] = {}
 
-    def fixture(
-        self, frames: list[Frame], files: dict[str, bytes], hash_only: bool
-    ) -> list[dict[str, Any]]:
+    def fixture(self, frames: list[Frame], files: dict[str, bytes], hash_only: bool) -> list[dict[str, Any]]:
         for frame in frames:
             self._learn(frame.msg)
         lines: list[dict[str, Any]] = [
@@ -403,8 +423,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=RUN_TIMEOUT, help="seconds per run")
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args(argv)
-    logging.basicConfig(stream=sys.stderr, level=logging.INFO if args.verbose else logging.WARNING,
-                        format="%(asctime)s %(name)s %(message)s")
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="%(asctime)s %(name)s %(message)s",
+    )
     names = list(RECORDINGS) if args.all else args.names
     unknown = [n for n in names if n not in RECORDINGS]
     if unknown or not names:
@@ -422,8 +445,11 @@ async def _record_all(names: list[str], out_dir: Path, timeout: float) -> int:
             failed.append(name)
             print(f"FAILED {name}: {exc!r}", file=sys.stderr)
             continue
-        print(f"{name}: {path.relative_to(REPO) if path.is_relative_to(REPO) else path} "
-              f"({time.monotonic() - started:.1f}s)", file=sys.stderr)
+        print(
+            f"{name}: {path.relative_to(REPO) if path.is_relative_to(REPO) else path} "
+            f"({time.monotonic() - started:.1f}s)",
+            file=sys.stderr,
+        )
     return 1 if failed else 0
 
 

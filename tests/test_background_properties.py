@@ -3,14 +3,15 @@
 Hypothesis builds a handful of background tasks of different kinds (a ``run_in_background``
 Bash shell, a Bash command backgrounded mid-turn, a Monitor, a background ``Agent`` subagent, a
 workflow, a task no tool started, an ``ambient`` housekeeping task), with frames shaped like the
-recorded ones (``tests/support/task_events.py``), and plays a v2 ``SessionCore`` an interleaving
-of their events: level signals consistent with what is live at that point, stale level signals,
-duplicates of edge events, lost ``task_started`` / ``task_updated`` / ``task_notification``
-events, late events of an older ``run_id``, client cancels of whatever advertises ``cancel``,
-output of tailed files, drains after ``FinishTail`` (at once or later), a ``session/close``, and
-ticks at the core's own deadlines and at random times, with time going forward (also past
-every grace period). ``Rules`` reads every update as a v2 client would and checks, as they go
-out:
+recorded ones (``tests.support.frames``), and plays a v2 ``SessionCore`` (through
+``CoreDriver``) an interleaving of their events: level signals consistent with what is live at
+that point, stale level signals, duplicates of edge events, lost ``task_started`` /
+``task_updated`` / ``task_notification`` events, late events of an older ``run_id``, client
+cancels of whatever advertises ``cancel``, output of tailed files, drains after ``FinishTail``
+(at once or later), a ``session/close``, and ticks at the core's own deadlines and at random
+times, with time going forward (also past every grace period). ``Rules`` (the background
+rules of ``tests.support.rules``, and the checks that need to know the tasks) reads every update
+as a v2 client would and checks, as they go out:
 
 1. every ``state_update`` carries a ``background`` list;
 2. an item is announced (``terminal_update`` / ``tool_call_update`` / ``subagent_update``)
@@ -47,56 +48,59 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from claude_bg_acp.acp.jsonrpc import RpcError
-from claude_bg_acp.acp.schema import ContentBlock
-from claude_bg_acp.bridge.background import CLASSIFY_GRACE
-from claude_bg_acp.bridge.effects import Effect, FinishTail, Notify, Tail
-from claude_bg_acp.bridge.session import SessionCore
-from claude_bg_acp.bridge.tasks import ORPHAN_GRACE
-from claude_bg_acp.output import KILLED_SIGNAL, ExitInfo
-from tests.support import task_events as ev
-from tests.support.replay import as_jsonrpc
+from claude_bg_acp.claude.conventions import KILLED_SIGNAL
+from claude_bg_acp.closing_line import ExitInfo
+from claude_bg_acp.core import events as ev
+from claude_bg_acp.core.background import CLASSIFY_GRACE
+from claude_bg_acp.core.effects import Effect, FinishTail, Notify, Tail
+from claude_bg_acp.core.tasks import ORPHAN_GRACE
+from tests.support.driver import CoreDriver, as_jsonrpc
+from tests.support.frames import (
+    TASKS_DIR,
+    EndStatus,
+    Frame,
+    Kind,
+    TaskSpec,
+    follow_up_origin,
+    result,
+    state_changed,
+    task_started,
+    tasks_changed,
+    tool_use,
+)
+from tests.support.rules import FINAL, BackgroundRules, SessionView, Violation
 from tests.support.schema import validate_transcript
-from tests.support.task_events import EndStatus, Frame, Kind, TaskSpec
 
 SESSION_ID = "session-props"
-CWD = "/tmp/claude-bg-acp/work"
-TASKS_ROOT = ev.TASKS_DIR.rsplit("/", 2)[0]
-"""Where the CLI keeps task output files, up to its session id (what ``claude.paths`` says)."""
-FINAL = ("completed", "failed", "cancelled")
+TASKS_ROOT = TASKS_DIR.rsplit("/", 2)[0]
+"""Where the CLI keeps task output files, up to its session id (what ``claude.conventions`` says)."""
 SETTLE = 60.0
 """Seconds that are past every grace period and bound of the core."""
 
 # --- the client's view --------------------------------------------------------------------------
 
 
-class Violation(AssertionError):
-    pass
-
-
 @dataclass
-class Rules:
-    """Checks each update as it goes out, the way a v2 client reads it."""
+class Rules(BackgroundRules):
+    """The background rules on every update as it goes out (rules 1-4), with what needs to know
+    the tasks: an ambient task appears nowhere (rule 5), a Bash tool use whose work is a process
+    is never listed as its tool call, and no task is listed as two items."""
 
-    specs: list[TaskSpec]
+    lists: bool = True
+    specs: list[TaskSpec] = field(default_factory=list)
     shells: set[str] = field(default_factory=set)
     """Tool call ids of Bash tool uses whose work is a process (listed as its terminal)."""
     ambient: set[str] = field(default_factory=set)
-    terminals: set[str] = field(default_factory=set)
-    exited: set[str] = field(default_factory=set)
-    tool_status: dict[str, str] = field(default_factory=dict)
-    children: dict[str, str] = field(default_factory=dict)
-    """Announced subagent sessions and their latest state."""
-    caps: dict[tuple[str, str], bool] = field(default_factory=dict)
-    """(item type, id) -> whether it advertises cancel now."""
-    listed: list[dict[str, Any]] | None = None
-    last_state: str | None = None
-    snapshots: int = 0
     most_listed: int = 0
     ever_listed: set[str] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         self.shells = {s.tool_use_id for s in self.specs if s.is_shell and s.tool_use_id}
         self.ambient = {s.task_id for s in self.specs if s.kind == "ambient"}
+
+    @property
+    def root(self) -> SessionView:
+        return self.view(SESSION_ID)
 
     def task_of(self, ref: str) -> TaskSpec | None:
         """The task an item id is about (ids of tasks and their tool uses nest the task id)."""
@@ -107,117 +111,32 @@ class Rules:
         for task_id in self.ambient:
             if task_id in text:
                 raise Violation(f"rule 5: ambient task {task_id} appears in {text}")
-        if session_id != SESSION_ID:
-            return
-        kind = update.get("sessionUpdate")
-        if kind == "terminal_update":
-            self._terminal(update)
-        elif kind == "terminal_output_chunk":
-            terminal_id = update["terminalId"]
-            if terminal_id not in self.terminals:
-                raise Violation(f"output of terminal {terminal_id} before its terminal_update")
-            if terminal_id in self.exited:
-                raise Violation(f"rule 3: output of terminal {terminal_id} after its exitStatus")
-        elif kind in ("tool_call", "tool_call_update"):
-            self._tool_call(update)
-        elif kind == "subagent_update":
-            state = update.get("state")
-            child = update["sessionId"]
-            self.children[child] = str(state.get("state")) if isinstance(state, dict) else "running"
-            self._capabilities(("subagent", child), update)
-        elif kind == "state_update":
-            self._snapshot(update)
+        super().see(session_id, update)
+        if session_id == SESSION_ID and update.get("sessionUpdate") == "state_update":
+            background = self.root.listed or []
+            self.most_listed = max(self.most_listed, len(background))
+            self.ever_listed.update(str(item.get("type")) for item in background)
 
-    def _capabilities(self, key: tuple[str, str], update: dict[str, Any]) -> None:
-        if "capabilities" in update:  # omitted: unchanged; null: cleared; object: replaced
-            caps = update["capabilities"]
-            self.caps[key] = isinstance(caps, dict) and caps.get("cancel") is not None
-
-    def _terminal(self, update: dict[str, Any]) -> None:
-        terminal_id = update["terminalId"]
-        if terminal_id in self.exited and update.get("output") is not None:
-            raise Violation(f"rule 3: output of terminal {terminal_id} after its exitStatus")
-        self.terminals.add(terminal_id)
-        self._capabilities(("terminal", terminal_id), update)
-        if update.get("exitStatus") is not None:
-            self.exited.add(terminal_id)
-        if terminal_id in self.exited and self.caps.get(("terminal", terminal_id)):
-            raise Violation(f"rule 3: terminal {terminal_id} advertises cancel after its exit: {update}")
-
-    def _tool_call(self, update: dict[str, Any]) -> None:
-        call_id = update["toolCallId"]
-        status = update.get("status")
-        before = self.tool_status.get(call_id)
-        if before in FINAL and status is not None and status != before:
-            raise Violation(f"rule 3: tool call {call_id} changes from final {before} to {status}")
-        self.tool_status[call_id] = status or before or "pending"
-        self._capabilities(("tool_call", call_id), update)
-        if self.tool_status[call_id] in FINAL and self.caps.get(("tool_call", call_id)):
-            raise Violation(f"rule 3: tool call {call_id} advertises cancel at its final status: {update}")
-
-    def final(self, item: dict[str, Any]) -> bool:
-        if item.get("type") == "terminal":
-            return item["terminalId"] in self.exited
-        if item.get("type") == "tool_call":
-            return self.tool_status.get(item["toolCallId"]) in FINAL
-        if item.get("type") == "subagent":
-            return self.children.get(item["sessionId"]) == "idle"
-        return False
-
-    def announced(self, item: dict[str, Any]) -> bool:
-        if item.get("type") == "terminal":
-            return item["terminalId"] in self.terminals
-        if item.get("type") == "tool_call":
-            return item["toolCallId"] in self.tool_status
-        if item.get("type") == "subagent":
-            return item["sessionId"] in self.children
-        return True
-
-    @staticmethod
-    def ref(item: dict[str, Any]) -> str:
-        return str(item.get("terminalId") or item.get("toolCallId") or item.get("sessionId"))
-
-    def _snapshot(self, update: dict[str, Any]) -> None:
-        self.snapshots += 1
-        self.last_state = update["state"]
-        background = update.get("background")
-        if not isinstance(background, list):
-            raise Violation(f"rule 1: state_update #{self.snapshots} has no background list: {update}")
-        keys = [json.dumps(item, sort_keys=True) for item in background]
-        if len(set(keys)) != len(keys):
-            raise Violation(f"rule 4: an item is listed twice: {background}")
-        owners: dict[str, str] = {}
-        for item in background:
-            ref = self.ref(item)
-            if not self.announced(item):
-                raise Violation(f"rule 2: {item} is listed before it was announced")
-            if self.final(item):
-                raise Violation(f"rule 3: {item} is listed after its final status")
-            if item.get("type") == "tool_call" and ref in self.shells:
-                raise Violation(f"rule 4: a shell is listed as its tool call {ref}: {background}")
-            spec = self.task_of(ref)
-            if spec is not None:
-                if spec.task_id in owners:
-                    raise Violation(
-                        f"rule 4: task {spec.task_id} is listed as {owners[spec.task_id]} and {ref}"
-                    )
-                owners[spec.task_id] = ref
-        for item in self.listed or []:
-            if item not in background and not self.final(item):
-                raise Violation(f"rule 3: {item} is removed before its final status (list: {background})")
-        self.listed = background
-        self.most_listed = max(self.most_listed, len(background))
-        self.ever_listed.update(str(item.get("type")) for item in background)
+    def listing(self, view: SessionView, item: dict[str, Any], background: list[dict[str, Any]]) -> None:
+        ref = self.ref(item)
+        if item.get("type") == "tool_call" and ref in self.shells:
+            raise Violation(f"rule 4: a shell is listed as its tool call {ref}: {background}")
+        spec = self.task_of(ref)
+        if spec is not None:
+            others = [self.ref(o) for o in background if o is not item and self.task_of(self.ref(o)) is spec]
+            if others:
+                raise Violation(f"rule 4: task {spec.task_id} is listed as {ref} and {others[0]}")
 
     def listed_tasks(self) -> set[str]:
-        return {spec.task_id for item in self.listed or [] if (spec := self.task_of(self.ref(item)))}
+        return {spec.task_id for item in self.root.listed or [] if (spec := self.task_of(self.ref(item)))}
 
     def cancellable(self) -> list[tuple[str, str]]:
         """Listed terminals and tool calls that advertise cancel: what a client may cancel."""
         return [
             (str(item["type"]), self.ref(item))
-            for item in self.listed or []
-            if item.get("type") in ("terminal", "tool_call") and self.caps.get((item["type"], self.ref(item)))
+            for item in self.root.listed or []
+            if item.get("type") in ("terminal", "tool_call")
+            and self.root.caps.get((item["type"], self.ref(item)))
         ]
 
 
@@ -376,9 +295,9 @@ def task_steps(draw: st.DrawFn, index: int, kind: Kind) -> tuple[TaskSpec, list[
 
 def _turn(label: str, origin: dict[str, Any] | None) -> list[Step]:
     return [
-        Step("turn", "session_state running", ev.session_state("running")),
-        Step("turn", f"{label} result", ev.result(origin)),
-        Step("turn", "session_state idle", ev.session_state("idle")),
+        Step("turn", "session_state running", state_changed("running")),
+        Step("turn", f"{label} result", result(origin=origin)),
+        Step("turn", "session_state idle", state_changed("idle")),
     ]
 
 
@@ -420,7 +339,8 @@ def scenarios(draw: st.DrawFn) -> Scenario:
             else:
                 live.remove(step.task)
             names = [specs[i].task_id for i in sorted(live)]
-            step = Step("level", f"level {names}", ev.level([specs[i].level_entry() for i in sorted(live)]))
+            entries = [specs[i].level_entry() for i in sorted(live)]
+            step = Step("level", f"level {names}", tasks_changed(entries))
         steps.append(step)
 
     # The prompt's turn ends after every tool result; follow-up turns come after that.
@@ -434,8 +354,7 @@ def scenarios(draw: st.DrawFn) -> Scenario:
                 i for i, s in enumerate(steps) if s.task == index and s.role == "end" and s.current
             )
             at = _between_turns(steps, draw(st.integers(max(turn_end, first_end) + 1, len(steps))))
-            origin = {"kind": "task-notification", "producer": "session-task", "runId": spec.run_id}
-            steps[at:at] = _turn(f"{spec.task_id}:follow-up", origin)
+            steps[at:at] = _turn(f"{spec.task_id}:follow-up", follow_up_origin(spec.run_id))
 
     # Stale level signals: an earlier one, delivered again later.
     for _ in range(draw(st.integers(0, 2))):
@@ -461,8 +380,8 @@ def scenarios(draw: st.DrawFn) -> Scenario:
     if draw(st.integers(0, 5)) == 0:
         steps.insert(draw(st.integers(0, len(steps))), Step("close", "close"))
 
-    steps.insert(0, Step("turn", "session_state running", ev.session_state("running")))
-    steps.append(Step("level", "level [] (the last one)", ev.level([])))
+    steps.insert(0, Step("turn", "session_state running", state_changed("running")))
+    steps.append(Step("level", "level [] (the last one)", tasks_changed([])))
     dts = draw(st.lists(st.sampled_from(DTS), min_size=len(steps), max_size=len(steps)))
     for step, dt in zip(steps, dts, strict=True):
         step.dt = dt
@@ -493,8 +412,9 @@ class Truth:
     """A message marking it ambient arrived."""
 
 
-class Driver:
-    """Plays steps into a v2 ``SessionCore`` the way the session driver and a client would."""
+class Player:
+    """Plays steps through a v2 ``CoreDriver`` the way the session host and a client would, and
+    shows every effect to the rules as it comes out."""
 
     def __init__(
         self,
@@ -505,10 +425,8 @@ class Driver:
         self.specs = specs
         self.drain_now = drain_now or [True]
         self.exits = exits or [None]
-        self.core = SessionCore(SESSION_ID, 2, CWD, tasks_root=TASKS_ROOT)
-        self.rules = Rules(specs)
-        self.effects: list[Effect] = []
-        self.now = 0.0
+        self.driver = CoreDriver(2, session_id=SESSION_ID, tasks_root=TASKS_ROOT)
+        self.rules = Rules(specs=specs)
         self.pending: list[str] = []
         self.tailed: list[str] = []
         self.finish_tails = 0
@@ -519,19 +437,26 @@ class Driver:
         self.handed_off: set[str] = set()
         self.closed = False
         self.truth = {s.task_id: Truth(backgrounded=s.kind != "fg_shell") for s in specs}
-        self.feed(self.core.prompt(1, [ContentBlock.model_validate({"type": "text", "text": "go"})], 0.0))
+        self.feed(self.driver.prompt("go", dt=0.0)[1])
+
+    @property
+    def now(self) -> float:
+        return self.driver.now
+
+    @property
+    def effects(self) -> list[Effect]:
+        return self.driver.effects
 
     @property
     def updates(self) -> list[dict[str, Any]]:
         """Every update of the session, as sent."""
-        return [e.update.wire() for e in self.effects if isinstance(e, Notify) and e.session_id == SESSION_ID]
+        return self.driver.updates()
 
     # --- effects ----------------------------------------------------------------------------------
 
     def feed(self, effects: list[Effect]) -> None:
         at_once: list[str] = []
         for effect in effects:
-            self.effects.append(effect)
             if isinstance(effect, Notify):
                 self.rules.see(effect.session_id, effect.update.wire())
             elif isinstance(effect, Tail):
@@ -546,14 +471,13 @@ class Driver:
     def drain(self, task_id: str) -> None:
         """The tailer read the file to its end (nothing more in it)."""
         exit_info = self.exits[self.finish_tails % len(self.exits)]
-        self.feed(self.core.terminal_drained(task_id, b"", exit_info, self.now))
+        self.feed(self.driver.drained(task_id, b"", exit_info))
 
     # --- time -------------------------------------------------------------------------------------
 
     def tick(self, now: float) -> None:
-        self.now = max(self.now, now)
-        self.feed(self.core.tick(self.now))
-        deadline = self.core.next_deadline()
+        self.feed(self.driver.tick(now))
+        deadline = self.driver.core.next_deadline()
         if deadline is not None and deadline <= self.now:
             raise Violation(
                 f"rule 6: after tick({self.now}) the next deadline is {deadline}: the ticker spins"
@@ -561,13 +485,11 @@ class Driver:
         self.check_listed()
 
     def advance(self, dt: float) -> None:
-        """Time passes; the ticker fires at each deadline on the way."""
+        """``CoreDriver.advance``, with the checks of ``tick`` at each deadline on the way."""
         target = self.now + dt
-        while (deadline := self.core.next_deadline()) is not None and deadline <= target:
-            self.tick(deadline)
-            if self.core.next_deadline() == deadline:
-                break  # (tick() reports a deadline that does not move)
-        self.now = target
+        while (deadline := self.driver.core.next_deadline()) is not None and deadline <= target:
+            self.tick(deadline)  # raises if the deadline does not move
+        self.driver.now = target
 
     # --- steps ------------------------------------------------------------------------------------
 
@@ -589,21 +511,21 @@ class Driver:
             task_id = self.tailed[step.arg % len(self.tailed)]
             data = b"line %d\n\xff" % step.arg
             if step.arg % 2:
-                self.feed(self.core.terminal_output(task_id, data, self.now))
+                self.feed(self.driver.output(task_id, data))
             else:
-                self.feed(self.core.terminal_snapshot(task_id, data, self.now))
+                self.feed(self.driver.handle(ev.OutputReplaced(task_id, data)))
         elif step.role == "cancel":
             self.armed.append(step.arg)
         elif step.role == "close" and not self.closed:
             self.closed = True
-            self.feed(self.core.close(self.now))
+            self.feed(self.driver.handle(ev.Close()))
         while self.armed and self.cancel(self.armed[0]):
             self.armed.pop(0)
 
     def send(self, step: Step) -> None:
         assert step.frame is not None
         self.track(step)
-        self.feed(self.core.sdk_message(ev.parse(step.frame), self.now))
+        self.feed(self.driver.frame(step.frame, dt=0.0))
 
     def cancel(self, arg: int) -> bool:
         """The client cancels something that advertises cancel, if anything does."""
@@ -611,11 +533,9 @@ class Driver:
         if not targets:
             return False
         kind, ref = targets[arg % len(targets)]
+        request = ev.CancelTerminal(ref) if kind == "terminal" else ev.CancelToolCall(ref)
         try:
-            if kind == "terminal":
-                effects = self.core.cancel_terminal(ref, self.now)
-            else:
-                effects = self.core.cancel_tool_call(ref, self.now)
+            effects = self.driver.handle(request)
         except RpcError as exc:
             raise Violation(
                 f"rule 6: cancel of {kind} {ref}, which advertises cancel, refused: {exc}"
@@ -678,7 +598,7 @@ class Driver:
             ):
                 raise Violation(
                     f"rule 8: {spec.task_id} is in the level since {truth.in_level_since} and not listed "
-                    f"at {self.now}: {self.rules.listed}"
+                    f"at {self.now}: {self.rules.root.listed}"
                 )
 
     def settle(self) -> None:
@@ -687,16 +607,16 @@ class Driver:
             while self.pending:
                 self.drain(self.pending.pop(0))
             self.advance(SETTLE)
-            if self.closed and not self.core.settled:
-                self.feed(self.core.abandon(self.now))
+            if self.closed and not self.driver.core.settled:
+                self.feed(self.driver.handle(ev.CloseTimedOut()))
             if not self.pending:
                 break
         self.tick(self.now)
 
 
-def check_settled(driver: Driver) -> None:
+def check_settled(player: Player) -> None:
     """Rule 6: nothing wedges."""
-    rules = driver.rules
+    rules = player.rules.root
     if rules.listed != []:
         raise Violation(f"rule 6: the list is not empty at the end: {rules.listed}")
     if rules.last_state != "idle":
@@ -728,12 +648,12 @@ def check_schema(effects: list[Effect]) -> None:
     _VALID.update(keys)
 
 
-def play(scenario: Scenario) -> Driver:
-    driver = Driver(scenario.specs, scenario.drain_now, scenario.exits)
-    driver.play(scenario.steps)
-    check_settled(driver)
-    check_schema(driver.effects)
-    return driver
+def play(scenario: Scenario) -> Player:
+    player = Player(scenario.specs, scenario.drain_now, scenario.exits)
+    player.play(scenario.steps)
+    check_settled(player)
+    check_schema(player.effects)
+    return player
 
 
 @settings(
@@ -745,41 +665,41 @@ def play(scenario: Scenario) -> Driver:
 )
 @given(scenarios())
 def test_background_rules_hold_for_any_interleaving(scenario: Scenario) -> None:
-    driver = play(scenario)
-    for kind in sorted(driver.rules.ever_listed):
+    player = play(scenario)
+    for kind in sorted(player.rules.ever_listed):
         event(f"listed a {kind}")
-    event(f"most items listed at once: {min(driver.rules.most_listed, 3)}")
-    event(f"cancels accepted: {min(driver.cancels, 2)}")
-    event(f"drains done later: {min(driver.late_drains, 2)}")
-    event(f"closed: {driver.closed}")
+    event(f"most items listed at once: {min(player.rules.most_listed, 3)}")
+    event(f"cancels accepted: {min(player.cancels, 2)}")
+    event(f"drains done later: {min(player.late_drains, 2)}")
+    event(f"closed: {player.closed}")
 
 
 # --- examples -----------------------------------------------------------------------------------
 
 
-def drive(specs: list[TaskSpec], script: list[tuple[float, Frame | str]], settle: bool = True) -> Driver:
+def drive(specs: list[TaskSpec], script: list[tuple[float, Frame | str]], settle: bool = True) -> Player:
     """Plays ``(time, frame)`` pairs (or ``(time, "tick")``) with every rule checked strictly."""
-    driver = Driver(specs)
+    player = Player(specs)
     for at, what in script:
-        driver.advance(max(0.0, at - driver.now))
+        player.advance(max(0.0, at - player.now))
         if isinstance(what, str):
             assert what == "tick"
-            driver.tick(at)
+            player.tick(at)
         else:
             role, task = role_of(specs, what)
-            driver.send(Step(role, role, what, task))
+            player.send(Step(role, role, what, task))
     if settle:
         if not any(not isinstance(what, str) and what["type"] == "result" for _, what in script):
             # The turn those tool uses belong to ends, as every turn of Claude Code does.
-            driver.send(Step("turn", "turn", ev.result(), -1))
-        driver.settle()
-        check_settled(driver)
-    check_schema(driver.effects)
-    return driver
+            player.send(Step("turn", "turn", result(), -1))
+        player.settle()
+        check_settled(player)
+    check_schema(player.effects)
+    return player
 
 
 def role_of(specs: list[TaskSpec], frame: Frame) -> tuple[str, int]:
-    """What a hand-written frame is to the driver, and the index of the task it is about."""
+    """What a hand-written frame is to the player, and the index of the task it is about."""
     ids = {s.task_id: i for i, s in enumerate(specs)} | {s.tool_use_id: i for i, s in enumerate(specs)}
     if frame["type"] == "assistant":
         return "launch", ids.get(frame["message"]["content"][0]["id"], -1)
@@ -798,59 +718,59 @@ def role_of(specs: list[TaskSpec], frame: Frame) -> tuple[str, int]:
     return ("bg_patch" if "is_backgrounded" in (frame.get("patch") or {}) else "status"), task
 
 
-def updates_for(driver: Driver, ref: str) -> list[dict[str, Any]]:
-    return [u for u in driver.updates if ref in (u.get("terminalId"), u.get("toolCallId"))]
+def updates_for(player: Player, ref: str) -> list[dict[str, Any]]:
+    return [u for u in player.updates if ref in (u.get("terminalId"), u.get("toolCallId"))]
 
 
-def snapshots(driver: Driver) -> list[dict[str, Any]]:
-    return [u for u in driver.updates if u["sessionUpdate"] == "state_update"]
+def snapshots(player: Player) -> list[dict[str, Any]]:
+    return [u for u in player.updates if u["sessionUpdate"] == "state_update"]
 
 
 def test_level_signal_before_task_started() -> None:
     """The level names the shell first; ``task_started`` (naming the Bash tool use) follows."""
     shell = TaskSpec("shell", "t0shell")
-    driver = drive(
+    player = drive(
         [shell],
         [
             (0.0, shell.launch()),
-            (0.01, ev.level([shell.level_entry()])),
+            (0.01, tasks_changed([shell.level_entry()])),
             (0.02, shell.started()),
             (0.03, shell.hand_off()),
-            (0.04, ev.result()),
+            (0.04, result()),
             (2.0, shell.updated("completed")),
             (2.0, shell.notification("completed")),
-            (2.0, ev.level([])),
+            (2.0, tasks_changed([])),
         ],
     )
-    terminal = updates_for(driver, "t0shell")
+    terminal = updates_for(player, "t0shell")
     assert terminal[0]["command"] == shell.tool_input()["command"]
     assert terminal[0]["capabilities"] == {"cancel": {}}
     assert terminal[-1]["exitStatus"] == {"exitCode": 0, "signal": None}
-    bash = updates_for(driver, shell.tool_use_id or "")
+    bash = updates_for(player, shell.tool_use_id or "")
     assert bash[-1]["status"] == "completed"
     assert {"type": "terminal", "terminalId": "t0shell"} in bash[-1]["content"]
-    assert [{"type": "terminal", "terminalId": "t0shell"}] in [s["background"] for s in snapshots(driver)]
+    assert [{"type": "terminal", "terminalId": "t0shell"}] in [s["background"] for s in snapshots(player)]
 
 
 def test_level_signal_long_before_task_started() -> None:
     """``task_started`` is late: the shell is listed from the level alone, as one terminal."""
     shell = TaskSpec("shell", "t0shell")
-    driver = drive(
+    player = drive(
         [shell],
         [
             (0.0, shell.launch()),
-            (0.0, ev.level([shell.level_entry()])),
+            (0.0, tasks_changed([shell.level_entry()])),
             (1.0, "tick"),
             (1.1, shell.started()),
             (1.2, shell.hand_off()),
-            (1.3, ev.result()),
+            (1.3, result()),
             (3.0, shell.notification("failed")),
-            (3.0, ev.level([])),
+            (3.0, tasks_changed([])),
         ],
     )
-    assert driver.rules.terminals == {"t0shell"}
-    assert updates_for(driver, "t0shell")[-1]["exitStatus"] == {"exitCode": 3, "signal": None}
-    assert updates_for(driver, shell.tool_use_id or "")[-1]["status"] == "completed"
+    assert player.rules.root.terminals == {"t0shell"}
+    assert updates_for(player, "t0shell")[-1]["exitStatus"] == {"exitCode": 3, "signal": None}
+    assert updates_for(player, shell.tool_use_id or "")[-1]["status"] == "completed"
 
 
 def test_notification_after_the_orphan_was_finalized() -> None:
@@ -858,31 +778,31 @@ def test_notification_after_the_orphan_was_finalized() -> None:
     notification that comes later corrects the terminal's exit status, and lists nothing."""
     shell, monitor = TaskSpec("shell", "t0shell"), TaskSpec("monitor", "t1monitor")
     both = [shell.level_entry(), monitor.level_entry()]
-    driver = drive(
+    player = drive(
         [shell, monitor],
         [
             (0.0, shell.launch()),
             (0.0, monitor.launch()),
-            (0.0, ev.level(both)),
+            (0.0, tasks_changed(both)),
             (0.0, shell.started()),
             (0.0, monitor.started()),
             (0.01, shell.hand_off()),
             (0.01, monitor.hand_off()),
-            (0.02, ev.result()),
-            (1.0, ev.level([])),
+            (0.02, result()),
+            (1.0, tasks_changed([])),
             (1.0 + ORPHAN_GRACE + 0.1, "tick"),
         ],
         settle=False,
     )
-    assert driver.rules.listed == []
+    assert player.rules.root.listed == []
     # How it ended is unknown: an exit status with no code and no signal.
-    assert updates_for(driver, "t0shell")[-1]["exitStatus"] == {}
-    assert driver.rules.tool_status[monitor.tool_use_id or ""] == "completed"
-    sent = len(driver.updates)
+    assert updates_for(player, "t0shell")[-1]["exitStatus"] == {}
+    assert player.rules.root.tool_status[monitor.tool_use_id or ""] == "completed"
+    sent = len(player.updates)
     for frame in (shell.notification("completed"), monitor.notification("completed")):
         role, task = role_of([shell, monitor], frame)
-        driver.send(Step(role, "late", frame, task))
-    late = driver.updates[sent:]
+        player.send(Step(role, "late", frame, task))
+    late = player.updates[sent:]
     assert late == [
         {
             "sessionUpdate": "terminal_update",
@@ -890,93 +810,98 @@ def test_notification_after_the_orphan_was_finalized() -> None:
             "exitStatus": {"exitCode": 0, "signal": None},
         }
     ]
-    driver.settle()
-    check_settled(driver)
-    check_schema(driver.effects)
+    player.settle()
+    check_settled(player)
+    check_schema(player.effects)
 
 
 def test_bash_backgrounded_mid_turn() -> None:
     """A foreground Bash is not listed; ``patch.is_backgrounded: true`` moves it to the list."""
     shell = TaskSpec("fg_shell", "t0fgshell")
-    driver = drive(
+    player = drive(
         [shell],
         [
             (0.0, shell.launch()),
             (0.1, shell.started()),
             (0.2, shell.updated(backgrounded=True)),
-            (0.2, ev.level([shell.level_entry()])),
+            (0.2, tasks_changed([shell.level_entry()])),
             (0.2, shell.hand_off()),
-            (0.3, ev.result()),
+            (0.3, result()),
             (2.0, shell.updated("killed")),
             (2.0, shell.notification("stopped")),
-            (2.0, ev.level([])),
+            (2.0, tasks_changed([])),
         ],
     )
-    lists = [s["background"] for s in snapshots(driver)]
-    terminal = updates_for(driver, shell.task_id)
+    lists = [s["background"] for s in snapshots(player)]
+    terminal = updates_for(player, shell.task_id)
     assert terminal[0]["command"] == shell.tool_input()["command"]
     assert [{"type": "terminal", "terminalId": shell.task_id}] in lists
     assert all(item["type"] == "terminal" for items in lists for item in items)
     assert terminal[-1]["exitStatus"] == {"exitCode": None, "signal": KILLED_SIGNAL}
-    assert updates_for(driver, shell.tool_use_id or "")[-1]["status"] == "completed"
+    assert updates_for(player, shell.tool_use_id or "")[-1]["status"] == "completed"
 
 
 def test_paused_workflow_is_paused_then_in_progress() -> None:
     workflow = TaskSpec("workflow", "t0workflow")
     call = workflow.tool_use_id or ""
-    driver = drive(
+    player = drive(
         [workflow],
         [
             (0.0, workflow.launch()),
-            (0.0, ev.level([workflow.level_entry()])),
+            (0.0, tasks_changed([workflow.level_entry()])),
             (0.0, workflow.started()),
             (0.1, workflow.hand_off()),
-            (0.2, ev.result()),
+            (0.2, result()),
             (1.0, workflow.updated("paused")),
             (2.0, workflow.updated("running")),
             (3.0, workflow.updated("completed")),
             (3.0, workflow.notification("completed")),
-            (3.0, ev.level([])),
+            (3.0, tasks_changed([])),
         ],
     )
-    statuses = [u["status"] for u in updates_for(driver, call) if "status" in u]
+    statuses = [u["status"] for u in updates_for(player, call) if "status" in u]
     assert statuses[-3:] == ["paused", "in_progress", "completed"]
-    listed = [s["background"] for s in snapshots(driver)]
+    listed = [s["background"] for s in snapshots(player)]
     assert [{"type": "tool_call", "toolCallId": call}] in listed
     # Paused work stays listed: the list only changes when the workflow ends.
-    paused_at = next(i for i, u in enumerate(driver.updates) if u.get("status") == "paused")
+    paused_at = next(i for i, u in enumerate(player.updates) if u.get("status") == "paused")
     ended_at = next(
         i
-        for i, u in enumerate(driver.updates)
+        for i, u in enumerate(player.updates)
         if u.get("status") == "completed" and u.get("toolCallId") == call
     )
-    between = [
-        u["background"] for u in driver.updates[paused_at:ended_at] if u["sessionUpdate"] == "state_update"
+    lists_until_the_end = [
+        u["background"] for u in player.updates[:ended_at] if u["sessionUpdate"] == "state_update"
     ]
-    assert all(items == [{"type": "tool_call", "toolCallId": call}] for items in between)
+    lists_before_the_pause = [
+        u["background"] for u in player.updates[:paused_at] if u["sessionUpdate"] == "state_update"
+    ]
+    # The list in force when it paused, and every one sent while paused or resumed.
+    in_force = lists_until_the_end[max(len(lists_before_the_pause) - 1, 0) :]
+    assert in_force and all(items == [{"type": "tool_call", "toolCallId": call}] for items in in_force)
 
 
 def test_ended_shell_is_removed_with_running_for_its_follow_up() -> None:
     """Finished work that starts a follow-up turn is removed by a snapshot that says running."""
     shell = TaskSpec("shell", "t0shell")
-    driver = drive(
+    player = drive(
         [shell],
         [
             (0.0, shell.launch()),
-            (0.0, ev.level([shell.level_entry()])),
+            (0.0, tasks_changed([shell.level_entry()])),
             (0.0, shell.started()),
             (0.0, shell.hand_off()),
-            (0.1, ev.result()),
-            (0.1, ev.session_state("idle")),
+            (0.1, result()),
+            (0.1, state_changed("idle")),
             (2.0, shell.updated("completed")),
             (2.0, shell.notification("completed")),
-            (2.0, ev.level([])),
-            (2.01, ev.session_state("running")),
-            (2.1, ev.result({"kind": "task-notification", "producer": "session-task", "runId": "run01"})),
-            (2.1, ev.session_state("idle")),
+            (2.0, tasks_changed([])),
+            (2.01, state_changed("running")),
+            (2.1, result(origin=follow_up_origin())),
+            (2.1, state_changed("idle")),
         ],
     )
-    states = snapshots(driver)
+    states = snapshots(player)
     removal = next(
         now for before, now in itertools.pairwise(states) if before["background"] and not now["background"]
     )
@@ -986,10 +911,10 @@ def test_ended_shell_is_removed_with_running_for_its_follow_up() -> None:
 def test_a_foreground_task_does_not_make_the_ticker_spin() -> None:
     """A foreground subagent is live but not background work: the deadline must still move."""
     agent = TaskSpec("agent", "t0agent")
-    driver = drive([agent], [(0.0, agent.launch()), (0.0, agent.started(backgrounded=False))], settle=False)
-    driver.tick(1.0)
-    driver.tick(5.0)
-    assert driver.rules.listed == []
+    player = drive([agent], [(0.0, agent.launch()), (0.0, agent.started(backgrounded=False))], settle=False)
+    player.tick(1.0)
+    player.tick(5.0)
+    assert player.rules.root.listed == []
 
 
 # --- product bugs the properties found, fixed since; each example pins its fix --------------------
@@ -1002,9 +927,9 @@ def test_b1_shell_hand_off_before_its_task_events() -> None:
         [
             (0.0, shell.launch()),
             (0.0, shell.hand_off()),
-            (0.0, ev.level([shell.level_entry()])),
+            (0.0, tasks_changed([shell.level_entry()])),
             (1.0, shell.notification("completed")),
-            (1.0, ev.level([])),
+            (1.0, tasks_changed([])),
         ],
     )
 
@@ -1017,7 +942,7 @@ def test_b2_monitor_ends_before_its_tool_result() -> None:
             (0.0, monitor.launch()),
             (0.0, monitor.started()),
             (0.0, monitor.notification("failed")),
-            (0.0, ev.level([])),
+            (0.0, tasks_changed([])),
             (0.01, monitor.hand_off()),
         ],
     )
@@ -1029,52 +954,52 @@ def test_b3_workflow_started_after_the_classification_grace() -> None:
         [workflow],
         [
             (0.0, workflow.launch()),
-            (0.0, ev.level([workflow.level_entry()])),
+            (0.0, tasks_changed([workflow.level_entry()])),
             (0.6, "tick"),
             (0.7, workflow.started()),
             (0.7, workflow.hand_off()),
-            (0.8, ev.result()),
+            (0.8, result()),
             (2.0, workflow.notification("completed")),
-            (2.0, ev.level([])),
+            (2.0, tasks_changed([])),
         ],
     )
 
 
 def test_b5_backgrounded_bash_without_its_patch() -> None:
     shell = TaskSpec("fg_shell", "t0fgshell")
-    driver = drive(
+    player = drive(
         [shell],
         [
             (0.0, shell.launch()),
             (0.0, shell.started()),
             (0.1, shell.hand_off()),
-            (0.1, ev.level([shell.level_entry()])),
+            (0.1, tasks_changed([shell.level_entry()])),
         ],
         settle=False,
     )
-    assert driver.rules.listed_tasks() == {"t0fgshell"}
+    assert player.rules.listed_tasks() == {"t0fgshell"}
 
 
 def test_b6_late_event_of_an_unseen_older_run() -> None:
     shell = TaskSpec("shell", "t0shell", run_id="run02")
-    driver = drive(
+    player = drive(
         [shell],
         [
             (0.0, shell.launch()),
-            (0.0, ev.level([shell.level_entry()])),
+            (0.0, tasks_changed([shell.level_entry()])),
             (0.0, shell.started()),
             (0.0, shell.hand_off()),
             (0.1, shell.notification("stopped", run_id="run01", reason="worker_restart")),
         ],
         settle=False,
     )
-    assert driver.rules.listed_tasks() == {"t0shell"}
+    assert player.rules.listed_tasks() == {"t0shell"}
 
 
 def test_b7_resumed_subagent_is_listed_again() -> None:
     agent = TaskSpec("agent", "t0agent")
     send_id = "toolu_t0agent_send"
-    resumed = ev.task_started(
+    resumed = task_started(
         "t0agent",
         "run02",
         agent.description,
@@ -1083,27 +1008,27 @@ def test_b7_resumed_subagent_is_listed_again() -> None:
         is_backgrounded=True,
         subagent_type="general-purpose",
     )
-    driver = drive(
+    player = drive(
         [agent],
         [
             (0.0, agent.launch()),
-            (0.0, ev.level([agent.level_entry()])),
+            (0.0, tasks_changed([agent.level_entry()])),
             (0.0, agent.started()),
             (0.0, agent.hand_off()),
-            (0.1, ev.result()),
+            (0.1, result()),
             (1.0, agent.notification("completed")),
-            (1.0, ev.level([])),
+            (1.0, tasks_changed([])),
             (
                 2.0,
-                ev.assistant_tool_use(send_id, "SendMessage", {"to": "t0agent", "message": "one more thing"}),
+                tool_use(send_id, "SendMessage", {"to": "t0agent", "message": "one more thing"}),
             ),
             (2.0, resumed),
-            (2.0, ev.level([agent.level_entry(run_id="run02")])),
+            (2.0, tasks_changed([agent.level_entry(run_id="run02")])),
             (3.0, "tick"),
         ],
         settle=False,
     )
-    assert driver.rules.listed_tasks() == {"t0agent"}
+    assert player.rules.listed_tasks() == {"t0agent"}
 
 
 def test_b8_ambient_task_seen_first_by_its_progress() -> None:
@@ -1114,9 +1039,9 @@ def test_b8_ambient_task_seen_first_by_its_progress() -> None:
             (0.0, ambient.progress()),
             (0.6, "tick"),
             (0.7, ambient.started()),
-            (0.7, ev.level([ambient.level_entry()])),
+            (0.7, tasks_changed([ambient.level_entry()])),
             (2.0, ambient.notification("completed")),
-            (2.0, ev.level([])),
+            (2.0, tasks_changed([])),
         ],
     )
 
@@ -1127,13 +1052,13 @@ def test_b9_subagent_without_task_started() -> None:
         [agent],
         [
             (0.0, agent.launch()),
-            (0.0, ev.level([agent.level_entry()])),
+            (0.0, tasks_changed([agent.level_entry()])),
             (0.0, agent.progress()),
             (0.01, agent.hand_off()),
-            (0.1, ev.result()),
+            (0.1, result()),
             (1.0, "tick"),
             (2.0, agent.notification("completed")),
-            (2.0, ev.level([])),
+            (2.0, tasks_changed([])),
         ],
     )
 
@@ -1146,10 +1071,10 @@ def test_b10_bash_backgrounded_after_the_grace() -> None:
             (0.0, shell.launch()),
             (0.1, shell.started()),
             (3.0, shell.updated(backgrounded=True)),
-            (3.0, ev.level([shell.level_entry()])),
+            (3.0, tasks_changed([shell.level_entry()])),
             (3.0, shell.hand_off()),
             (3.5, "tick"),
             (5.0, shell.notification("completed")),
-            (5.0, ev.level([])),
+            (5.0, tasks_changed([])),
         ],
     )

@@ -1,12 +1,13 @@
 """Properties of held v1 turns, over generated event sequences of one v1 session.
 
 A small model of Claude Code turns generated operations into frames shaped like the recorded
-ones (built and parsed as in ``test_turns``): it runs one turn at a time from a queue of user
-messages (the core's ``Query`` effects) and follow-up turns (a task that completed or failed),
-spawns subagents (``local_agent``) and background shells (``local_bash``) inside turns, ends
-tasks through ``task_updated`` and/or ``task_notification`` or loses those events so that only
-the level signal (``background_tasks_changed``) tells, and answers the core's ``Interrupt`` by
-ending the current turn. Time advances as the agent's ticker does: ``tick`` at every deadline.
+ones (``tests.support.frames``), played through ``CoreDriver``: it runs one turn at a time from
+a queue of user messages (the core's ``Query`` effects) and follow-up turns (a task that
+completed or failed), spawns subagents (``local_agent``) and background shells (``local_bash``)
+inside turns, ends tasks through ``task_updated`` and/or ``task_notification`` or loses those
+events so that only the level signal (``background_tasks_changed``) tells, and answers the
+core's ``Interrupt`` by ending the current turn. Time advances as the agent's ticker does:
+``tick`` at every deadline.
 
 Checked on every step: a prompt is answered at most once, and with the stop reason its turn
 recorded (``cancelled`` only for ``session/cancel``); ``session/cancel`` answers a held prompt and
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import itertools
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -33,22 +35,17 @@ from hypothesis import HealthCheck, event, given, reject, settings
 from hypothesis import strategies as st
 
 from claude_bg_acp.acp.jsonrpc import INTERNAL_ERROR
-from claude_bg_acp.acp.schema import ContentBlock
-from claude_bg_acp.bridge.effects import Effect, Fail, Interrupt, Query, Reply
-from claude_bg_acp.bridge.turns import FOLLOW_UP_WAIT
-from tests.test_turns import (
-    Driver,
-    agent_launch,
-    agent_launched,
+from claude_bg_acp.core import events as ev
+from claude_bg_acp.core.effects import Effect, Fail, Interrupt, Query, Reply
+from claude_bg_acp.core.foreground import FOLLOW_UP_WAIT
+from tests.support.driver import CoreDriver
+from tests.support.frames import (
+    Frame,
+    TaskSpec,
+    follow_up_origin,
     interrupted_result,
-    level_entry,
     result,
-    shell_launch,
-    shell_launched,
     state_changed,
-    task_notification,
-    task_started,
-    task_updated,
     tasks_changed,
     text,
 )
@@ -185,15 +182,6 @@ class CliTurn:
 
 
 @dataclass
-class CliTask:
-    task_id: str
-    run_id: str
-    kind: TaskKind
-    tool_use_id: str
-    description: str
-
-
-@dataclass
 class Ticket:
     number: int
     inserted: bool = False
@@ -218,12 +206,14 @@ user message uuids, and also taking a prompt written during a follow-up turn int
 
 class World:
     def __init__(self, expose_subagents: bool, cli: Cli = "uuids", in_property: bool = False) -> None:
-        self.d = Driver(1, expose_subagents, echo_uuids=False)
+        self.d = CoreDriver(1, {"subagents": {}} if expose_subagents else {})
+        """A v1 client that declares subagents or not; the results name their prompts as ``cli``
+        says, so the driver does not echo uuids itself."""
         self.cli = cli
         self.in_property = in_property
         self.queue: deque[CliTurn] = deque()
         self.turn: CliTurn | None = None
-        self.tasks: dict[str, CliTask] = {}
+        self.tasks: dict[str, TaskSpec] = {}
         self.ended_tasks: dict[str, Via] = {}
         self.tickets: dict[int, Ticket] = {}
         self._numbers = itertools.count(1)
@@ -262,10 +252,7 @@ class World:
         ticket = Ticket(next(self._numbers))
         self.tickets[ticket.number] = ticket
         held = self.held()
-        d = self.d
-        d.now += 0.001
-        content = [ContentBlock.model_validate({"type": "text", "text": f"prompt-{ticket.number}"})]
-        effects = d.core.prompt(ticket.number, content, d.now)
+        _, effects = self.d.prompt(f"prompt-{ticket.number}", ticket.number, dt=0.001)
         answered = self.absorb(effects, "prompt")
         # The next prompt hands a held turn off at once, with the outcome it recorded.
         for number in held:
@@ -277,9 +264,7 @@ class World:
         active = self.active()
         if active is not None:
             active.cancelled = True
-        d = self.d
-        d.now += 0.001
-        effects = d.core.cancel(d.now)
+        effects = self.d.handle(ev.CancelTurn(), 0.001)
         answered = self.absorb(effects, "cancel")
         for number in held + waiting:
             assert number in answered, f"prompt {number} not answered at once by session/cancel"
@@ -296,13 +281,11 @@ class World:
             deadline = d.core.next_deadline()
             if deadline is None or deadline > target:
                 break
-            d.now = max(d.now, deadline)
-            self.ticked(d.core.tick(d.now))
+            self.ticked(d.tick(deadline))
             assert d.core.next_deadline() != deadline or d.now > deadline, "a deadline does not move"
         else:
             raise AssertionError("the deadlines never settle")
-        d.now = target
-        self.ticked(d.core.tick(d.now))
+        self.ticked(d.tick(target))
 
     def ticked(self, effects: list[Effect]) -> None:
         held = self.held()
@@ -317,8 +300,8 @@ class World:
 
     # --- Claude Code ----------------------------------------------------------------------------
 
-    def feed(self, frame: dict[str, Any]) -> set[int]:
-        return self.absorb(self.d.feed(frame, dt=0.001))
+    def feed(self, frame: Frame) -> set[int]:
+        return self.absorb(self.d.frame(frame, dt=0.001))
 
     def start(self, says_running: bool) -> None:
         if self.turn is not None or not self.queue:
@@ -330,28 +313,21 @@ class World:
 
     def spawn(self, kind: TaskKind) -> None:
         n = next(self._ids)
-        task = CliTask(
-            f"{kind}{n:02d}",
-            f"run{n:02d}",
+        task = TaskSpec(
             kind,
-            f"toolu_{kind}{n:02d}",
-            f"{kind} {n}",
+            f"{kind}{n:02d}",
+            run_id=f"run{n:02d}",
+            tool_use_id=f"toolu_{kind}{n:02d}",
+            description=f"{kind} {n}",
         )
-        if kind == "agent":
-            self.feed(agent_launch(task.tool_use_id, task.description))
-        else:
-            self.feed(shell_launch(task.tool_use_id, "npm run dev"))
+        self.feed(task.launch())
         self.tasks[task.task_id] = task
         self.feed(tasks_changed(self.level()))
         if kind == "agent":
             for number in [t.number for t in [self.active()] if t is not None] + self.held():
                 self.tickets[number].spawned.append(task.task_id)
-        kind_name = _task_type(kind)
-        self.feed(task_started(task.task_id, task.run_id, kind_name, task.tool_use_id, task.description))
-        if kind == "agent":
-            self.feed(agent_launched(task.tool_use_id, task.task_id))
-        else:
-            self.feed(shell_launched(task.tool_use_id, task.task_id))
+        self.feed(task.started())
+        self.feed(task.hand_off())
 
     def end(self, ending: Ending, trailing_idle: bool) -> None:
         turn = self.turn
@@ -385,10 +361,10 @@ class World:
             return
         self.settle_result(turn, interrupted_result(), "error")
 
-    def settle_result(self, turn: CliTurn, frame: dict[str, Any], ending: Ending) -> None:
+    def settle_result(self, turn: CliTurn, frame: Frame, ending: Ending) -> None:
         """Feed a turn's result; a prompt with no subagent left must be answered by it."""
         if turn.follow_up:
-            frame["origin"] = {"kind": "task-notification", "producer": "session-task", "runId": "run"}
+            frame["origin"] = follow_up_origin("run")
         if self.cli != "origin" and turn.ticket is not None:
             frame["user_message_uuids"] = [self.tickets[turn.ticket].uuid]
         if turn.ticket is None:
@@ -414,18 +390,15 @@ class World:
         if task.kind == "agent" and status == "completed":
             self.feed(text(f"{task_id} finished its work", parent=task.tool_use_id))
         if via in ("updated", "both"):
-            self.feed(task_updated(task_id, task.run_id, status))
+            self.feed(task.updated(status))
         if via in ("notification", "both"):
-            notified = "stopped" if status == "killed" else status
-            self.feed(task_notification(task_id, task.run_id, task.tool_use_id, notified))
+            self.feed(task.notification("stopped" if status == "killed" else status))
         self.feed(tasks_changed(self.level()))
         if status in ("completed", "failed"):
             self.queue.append(CliTurn(follow_up=True))
 
     def level(self) -> list[dict[str, Any]]:
-        return [
-            level_entry(t.task_id, t.run_id, _task_type(t.kind), t.description) for t in self.tasks.values()
-        ]
+        return [t.level_entry() for t in self.tasks.values()]
 
     # --- the core's answers ----------------------------------------------------------------------
 
@@ -527,17 +500,20 @@ class World:
         raise AssertionError("Claude Code never runs out of turns")
 
 
-def _task_type(kind: TaskKind) -> str:
-    return "local_agent" if kind == "agent" else "local_bash"
-
-
 CLIS = st.sampled_from(["uuids", "uuids-taking-prompts-in", "origin"])
 
 
-def run(sequence: list[Op], expose_subagents: bool, cli: Cli = "uuids") -> World:
+def run(
+    sequence: list[Op],
+    expose_subagents: bool,
+    cli: Cli = "uuids",
+    after_each: Callable[[World], None] | None = None,
+) -> World:
     world = World(expose_subagents, cli, in_property=True)
     for op in sequence:
         world.apply(op)
+        if after_each is not None:
+            after_each(world)
     world.finish()
     return world
 
@@ -563,8 +539,12 @@ def test_every_prompt_is_answered_once_with_its_own_outcome_and_none_wedges(
 @SETTINGS
 @given(sequence=sequences(SHELLS_ONLY), cli=CLIS)
 def test_shells_never_hold_a_turn(sequence: list[Op], cli: Cli) -> None:
-    world = run(sequence, expose_subagents=False, cli=cli)
-    assert all(not t.spawned for t in world.tickets.values())
+    def no_shell_is_a_subagent(world: World) -> None:
+        # What would hold a turn: the core counting a live shell among the turn's subagents.
+        assert not world.d.core.foreground.live_subagents, "a shell counts as a subagent"
+
+    world = run(sequence, expose_subagents=False, cli=cli, after_each=no_shell_is_a_subagent)
+    no_shell_is_a_subagent(world)  # shells still run after finish()
 
 
 @SETTINGS
@@ -668,7 +648,7 @@ def test_a_turn_with_shells_only_is_answered_at_its_result(expose: bool) -> None
 
 def test_cancel_of_a_held_turn_sends_nothing_to_an_idle_claude_code() -> None:
     world = play(HOLD)
-    effects = world.d.core.cancel(world.d.now)
+    effects = world.d.handle(ev.CancelTurn())
     assert effects == [Reply(1, {"stopReason": "cancelled"})]
 
 

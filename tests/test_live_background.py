@@ -75,8 +75,11 @@ def test_background_shell_streams_and_exits(live: LiveModel, workdir: Path) -> N
     )
     assert {"type": "terminal", "terminalId": terminal_id} in handoff["content"]
     # The follow-up turn is reported running in the snapshot that removes the terminal.
-    removal = next(u for u in run.state_updates() if u["background"] == [] and u["state"] == "running")
-    assert removal
+    listed = {"type": "terminal", "terminalId": terminal_id}
+    snapshots = run.state_updates()
+    first_listed = next(i for i, u in enumerate(snapshots) if listed in u["background"])
+    removal = next(u for u in snapshots[first_listed:] if listed not in u["background"])
+    assert removal["state"] == "running"
 
 
 def test_failing_shell_reports_its_exit_code(live: LiveModel, workdir: Path) -> None:

@@ -80,12 +80,18 @@ def test_zed_cancel_before_next_prompt_keeps_the_subagent(live: LiveModel, workd
     )
     assert result.response("first")["result"]["stopReason"] == "cancelled"
     assert result.response("second")["result"]["stopReason"] == "end_turn"
-    cancel_at = next(
-        i for i, line in enumerate(result.client_lines) if line.get("method") == "session/cancel"
-    )
-    assert cancel_at >= 0
     # The subagent survived the cancel: it finished its work and reported it afterwards.
-    assert SUBAGENT_DONE in result.agent_text()
+    cancel_at = next(
+        t
+        for line, t in zip(result.client_lines, result.client_line_times, strict=True)
+        if line.get("method") == "session/cancel"
+    )
+    done_at = next(
+        t
+        for line, t in zip(result.agent_lines, result.agent_line_times, strict=True)
+        if text_in(line, SUBAGENT_DONE)
+    )
+    assert cancel_at < done_at
 
 
 def test_v1_subagent_sessions(live: LiveModel, workdir: Path) -> None:
@@ -117,6 +123,7 @@ def test_v1_subagent_sessions(live: LiveModel, workdir: Path) -> None:
 
 
 def test_v2_subagent_is_listed_and_cancelled_alone(live: LiveModel, workdir: Path) -> None:
+    """A child listed in the background is cancelled by its own id while the root's turn goes on."""
     result = run(
         live,
         workdir,
@@ -124,17 +131,29 @@ def test_v2_subagent_is_listed_and_cancelled_alone(live: LiveModel, workdir: Pat
         [
             {"op": "prompt", "text": "[scenario:agent_bg] Delegate."},
             {"op": "waitBackground", "contains": {"type": "subagent"}},
-            {"op": "waitFor", "session": "*", "update": "tool_call_update", "match": {"status": "completed"}},
-            {"op": "request", "id": "ids", "method": "_noop/none", "params": {}, "expectError": -32601},
+            {"op": "notify", "method": "session/cancel", "params": {"sessionId": "$lastSubagent"}},
+            {"op": "waitBackground", "empty": True},
+            {"op": "waitIdle", "match": {"stopReason": "end_turn"}},
         ],
     )
     root = result.session_id()
     listed = next(b for b in result.background_lists() if b)
     child = listed[0]["sessionId"]
     assert listed == [{"type": "subagent", "sessionId": child}]
+    assert root != child
     own_states = [u for u in result.raw_updates(child) if u["sessionUpdate"] == "state_update"]
     assert own_states[0]["state"] == "running"
-    assert root != child
+    assert own_states[-1] == {
+        "sessionUpdate": "state_update",
+        "state": "idle",
+        "stopReason": "cancelled",
+        "background": [],
+    }
+    mirrored = [u for u in result.raw_updates(root) if u["sessionUpdate"] == "subagent_update"][-1]
+    assert mirrored["state"] == {"state": "idle", "stopReason": "cancelled"}
+    # Alone: the root's own turn was not cancelled, and the child never finished its work.
+    assert "cancelled" not in [u.get("stopReason") for u in result.state_updates()]
+    assert SUBAGENT_DONE not in result.agent_text(None)
 
 
 def test_v2_session_cancel_with_a_child_id_stops_only_that_child(live: LiveModel, workdir: Path) -> None:

@@ -12,14 +12,9 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
-from claude_bg_acp.output import (
-    KILLED_SIGNAL,
-    MAX_TRAILER,
-    ExitInfo,
-    TrailerGate,
-    parse_closing_line,
-    plan_read,
-)
+from claude_bg_acp.claude.conventions import KILLED_SIGNAL
+from claude_bg_acp.closing_line import MAX_TRAILER, ExitInfo, TrailerGate, parse_closing_line
+from claude_bg_acp.tail import plan_read
 
 ORACLE = re.compile(rb"(?:\A|\n)\[(?:killed|exited with code (?:-?[0-9]{1,20}|unknown))\]\n\Z")
 

@@ -2,8 +2,9 @@
 
 Each fixture under ``fixtures/sdk_events`` was recorded from the real bundled CLI by
 ``scripts/record_sdk_events.py``. The core's output is compared with a golden file per scenario
-and protocol version (``UPDATE_GOLDEN=1`` rewrites them; review the diff), and every message is
-validated against the official schema of that version.
+and client kind (``UPDATE_GOLDEN=1`` rewrites them; review the diff, and give each change its
+reason in the commit), every message is validated against the official schema of that
+version, and the background rules (``tests.support.rules``) hold on every transcript.
 """
 
 from __future__ import annotations
@@ -13,28 +14,25 @@ import os
 
 import pytest
 
-from claude_bg_acp.bridge.meta_terminals import Mode
-from tests.support.replay import FIXTURES, Replay, as_jsonrpc, effect_json, load_frames
+from claude_bg_acp.core.effects import Notify
+from tests.support.driver import CLIENTS, FIXTURES, CoreDriver, as_jsonrpc, effect_json, load_frames
+from tests.support.rules import check_updates
 from tests.support.schema import validate_transcript
 
 SCENARIOS = sorted(path.stem for path in (FIXTURES / "sdk_events").glob("*.jsonl"))
-
-
-CLIENTS: dict[str, tuple[int, bool | None, Mode | None]] = {
-    "v1": (1, False, None),
-    "v1-subagents": (1, True, None),
-    "v1-terminal-meta": (1, False, "delta"),
-    "v2": (2, None, None),
-}
+SESSION_ID = "session-replay"
+"""The root session of every golden (it seeds the prompts' uuids, so it is part of them)."""
 
 
 def replay(scenario: str, client: str) -> list[dict[str, object]]:
-    version, expose, meta = CLIENTS[client]
-    effects = Replay(1 if version == 1 else 2, expose, meta).run(load_frames(scenario))
+    driver = CoreDriver.for_client(client, session_id=SESSION_ID)
+    effects = driver.replay(load_frames(scenario))
     agent_lines, client_lines = as_jsonrpc(effects)
+    version = CLIENTS[client][0]
     violations = validate_transcript(agent_lines, client_lines, version)
     assert not violations, "\n".join(violations)
-    return [effect_json(effect) for effect in effects]
+    check_updates(((e.session_id, e.update.wire()) for e in effects if isinstance(e, Notify)), version)
+    return [effect_json(effect, SESSION_ID) for effect in effects]
 
 
 @pytest.mark.parametrize("client", list(CLIENTS))

@@ -80,21 +80,28 @@ async def _act(client: ClaudeSDKClient, frame: dict[str, Any]) -> None:
         await client.stop_task(str(frame["request"]["task_id"]))
 
 
-async def _allow(
-    tool: str, tool_input: dict[str, Any], context: ToolPermissionContext
-) -> PermissionResult:
+async def _allow(tool: str, tool_input: dict[str, Any], context: ToolPermissionContext) -> PermissionResult:
     return PermissionResultAllow()
 
 
 def _client(name: str, root: Path) -> ClaudeSDKClient:
     (root / "work").mkdir(exist_ok=True)
     options = session_options(str(root / "work"), _allow, cli_path=REPLAY_CLI)
-    options.env.update({
-        "CLAUDE_BG_ACP_REPLAY_FIXTURE": str(FIXTURES / f"{name}.jsonl"),
-        "CLAUDE_BG_ACP_REPLAY_SPEED": "0",
-        "CLAUDE_BG_ACP_REPLAY_ROOT": str(root),
-    })
+    options.env.update(
+        {
+            "CLAUDE_BG_ACP_REPLAY_FIXTURE": str(FIXTURES / f"{name}.jsonl"),
+            "CLAUDE_BG_ACP_REPLAY_SPEED": "0",
+            "CLAUDE_BG_ACP_REPLAY_ROOT": str(root),
+            "CLAUDE_BG_ACP_REPLAY_REPORT": str(root / "unexpected.jsonl"),
+        }
+    )
     return build_client(options)
+
+
+def _unexpected(root: Path) -> list[str]:
+    """What the stand-in CLI got that the recording does not have."""
+    report = root / "unexpected.jsonl"
+    return report.read_text().splitlines() if report.exists() else []
 
 
 async def _replay(name: str, root: Path) -> list[Message]:
@@ -117,9 +124,7 @@ async def _replay(name: str, root: Path) -> list[Message]:
     return received
 
 
-def _fire_due(
-    tg: anyio.abc.TaskGroup, client: ClaudeSDKClient, cues: list[Cue], received: int
-) -> list[Cue]:
+def _fire_due(tg: anyio.abc.TaskGroup, client: ClaudeSDKClient, cues: list[Cue], received: int) -> list[Cue]:
     # Actions run beside the reader: a control request waits for a response only the reader
     # can route, and the SDK's message buffer is bounded.
     while cues and cues[0].after <= received:
@@ -132,6 +137,7 @@ def test_replay_yields_the_recorded_messages(name: str, tmp_path: Path) -> None:
     expected = _expected_messages(_fixture_lines(name, tmp_path))
     received = anyio.run(_replay, name, tmp_path)
     assert received == expected
+    assert _unexpected(tmp_path) == []
 
 
 def test_the_required_fixtures_exist() -> None:
@@ -147,6 +153,7 @@ def _recorded_bytes(line: dict[str, Any]) -> bytes:
 @pytest.mark.parametrize("name", ["bg_completed", "bg_invalid_utf8", "bg_burst"])
 def test_replay_recreates_output_files(name: str, tmp_path: Path) -> None:
     anyio.run(_replay, name, tmp_path)
+    assert _unexpected(tmp_path) == []
     files = [line for line in _fixture_lines(name, tmp_path) if line["dir"] == "file"]
     assert files
     for line in files:

@@ -2,25 +2,20 @@
 
 Hand-built frames stand in for the real CLI here: a wakeup fires at least 60 s after it is
 scheduled and Claude Code 2.1.332 offers CronCreate only as a deferred tool, so neither can be
-recorded in a test's time. The frames come from ``tests/support/task_events``, in the shapes
-of the recorded fixtures."""
+recorded in a test's time. The frames come from ``tests.support.frames``, in the shapes of the
+recorded fixtures, and go through ``CoreDriver``."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from claude_bg_acp.bridge.effects import Effect, Notify
-from claude_bg_acp.bridge.session import SessionCore
-from tests.support.replay import as_jsonrpc
+from claude_bg_acp.core import events as ev
+from claude_bg_acp.core.effects import Effect, Notify
+from tests.support.driver import CoreDriver, as_jsonrpc
+from tests.support.frames import result, tool_result, tool_use
 from tests.support.schema import validate_transcript
-from tests.support.task_events import Frame, assistant_tool_use, parse, result, tool_result
 
-
-def feed(core: SessionCore, *frames: Frame) -> list[Effect]:
-    effects: list[Effect] = []
-    for frame in frames:
-        effects += core.sdk_message(parse(frame), 0.0)
-    return effects
+SESSION_ID = "s"
 
 
 def updates(effects: list[Effect]) -> list[dict[str, Any]]:
@@ -33,10 +28,9 @@ def schema_ok(effects: list[Effect]) -> None:
 
 
 def test_a_wakeup_is_pending_and_listed_until_it_fires() -> None:
-    core = SessionCore("s", 2)
-    scheduled = feed(
-        core,
-        assistant_tool_use("toolu_wake", "ScheduleWakeup", {"delaySeconds": 600, "reason": "check CI"}),
+    d = CoreDriver(2, session_id=SESSION_ID)
+    scheduled = d.frames(
+        tool_use("toolu_wake", "ScheduleWakeup", {"delaySeconds": 600, "reason": "check CI"}),
         tool_result("toolu_wake", "Scheduled a wakeup in 600 seconds."),
         result(),
     )
@@ -49,7 +43,7 @@ def test_a_wakeup_is_pending_and_listed_until_it_fires() -> None:
     assert seen[-1]["state"] == "idle" and seen[-1]["background"] == [
         {"type": "tool_call", "toolCallId": "toolu_wake"}
     ]
-    fired = feed(core, result({"kind": "task-notification", "subkind": "scheduled-trigger"}))
+    fired = d.frame(result(origin={"kind": "task-notification", "subkind": "scheduled-trigger"}))
     schema_ok(fired)
     after = updates(fired)
     assert after[0] == {
@@ -57,20 +51,19 @@ def test_a_wakeup_is_pending_and_listed_until_it_fires() -> None:
         "toolCallId": "toolu_wake",
         "status": "completed",
     }
-    assert all(u["background"] == [] for u in after if u["sessionUpdate"] == "state_update")
+    snapshots = [u for u in after if u["sessionUpdate"] == "state_update"]
+    assert snapshots and all(u["background"] == [] for u in snapshots)
 
 
 def test_stopping_the_loop_cancels_pending_wakeups() -> None:
-    core = SessionCore("s", 2)
-    feed(
-        core,
-        assistant_tool_use("toolu_wake", "ScheduleWakeup", {"delaySeconds": 600, "reason": "loop"}),
+    d = CoreDriver(2, session_id=SESSION_ID)
+    d.frames(
+        tool_use("toolu_wake", "ScheduleWakeup", {"delaySeconds": 600, "reason": "loop"}),
         tool_result("toolu_wake", "Scheduled."),
     )
     stopped = updates(
-        feed(
-            core,
-            assistant_tool_use("toolu_stop", "ScheduleWakeup", {"stop": True}),
+        d.frames(
+            tool_use("toolu_stop", "ScheduleWakeup", {"stop": True}),
             tool_result("toolu_stop", "ok"),
         )
     )
@@ -80,24 +73,20 @@ def test_stopping_the_loop_cancels_pending_wakeups() -> None:
 
 
 def test_a_cron_job_is_pending_until_deleted_and_a_durable_one_is_not_listed() -> None:
-    core = SessionCore("s", 2)
+    d = CoreDriver(2, session_id=SESSION_ID)
     created = updates(
-        feed(
-            core,
-            assistant_tool_use("toolu_cron", "CronCreate", {"cron": "*/5 * * * *", "prompt": "check"}),
+        d.frames(
+            tool_use("toolu_cron", "CronCreate", {"cron": "*/5 * * * *", "prompt": "check"}),
             tool_result("toolu_cron", "Created cron job job-42."),
-            assistant_tool_use(
-                "toolu_durable", "CronCreate", {"cron": "0 9 * * *", "prompt": "x", "durable": True}
-            ),
+            tool_use("toolu_durable", "CronCreate", {"cron": "0 9 * * *", "prompt": "x", "durable": True}),
             tool_result("toolu_durable", "Created cron job job-43."),
         )
     )
     lists = [u["background"] for u in created if u["sessionUpdate"] == "state_update"]
     assert lists[-1] == [{"type": "tool_call", "toolCallId": "toolu_cron"}]
     deleted = updates(
-        feed(
-            core,
-            assistant_tool_use("toolu_del", "CronDelete", {"id": "job-42"}),
+        d.frames(
+            tool_use("toolu_del", "CronDelete", {"id": "job-42"}),
             tool_result("toolu_del", "Deleted."),
         )
     )
@@ -105,12 +94,11 @@ def test_a_cron_job_is_pending_until_deleted_and_a_durable_one_is_not_listed() -
 
 
 def test_closing_the_session_cancels_scheduled_work() -> None:
-    core = SessionCore("s", 2)
-    feed(
-        core,
-        assistant_tool_use("toolu_wake", "ScheduleWakeup", {"delaySeconds": 600, "reason": "later"}),
+    d = CoreDriver(2, session_id=SESSION_ID)
+    d.frames(
+        tool_use("toolu_wake", "ScheduleWakeup", {"delaySeconds": 600, "reason": "later"}),
         tool_result("toolu_wake", "Scheduled."),
     )
-    core.close(0.0)
-    closed = updates(core.abandon(1.0))
+    d.handle(ev.Close())
+    closed = updates(d.handle(ev.CloseTimedOut(), 1.0))
     assert {"sessionUpdate": "tool_call_update", "toolCallId": "toolu_wake", "status": "cancelled"} in closed

@@ -31,8 +31,14 @@ from claude_bg_acp.scripted_model import (
     serve_in_thread,
 )
 
-SSE_ORDER = ["message_start", "content_block_start", "content_block_delta", "content_block_stop",
-             "message_delta", "message_stop"]
+SSE_ORDER = [
+    "message_start",
+    "content_block_start",
+    "content_block_delta",
+    "content_block_stop",
+    "message_delta",
+    "message_stop",
+]
 
 
 @pytest.fixture
@@ -71,8 +77,7 @@ def _ask(model: ScriptedModel, *messages: dict[str, Any]) -> list[tuple[str, dic
 
 
 def _stop_reason(events: list[tuple[str, dict[str, Any]]]) -> str:
-    return str(next(data for name, data in events if name == "message_delta")["delta"]
-               ["stop_reason"])
+    return str(next(data for name, data in events if name == "message_delta")["delta"]["stop_reason"])
 
 
 def _blocks(events: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
@@ -89,8 +94,12 @@ def test_text_scenario_streams_a_complete_sse_message(model: ScriptedModel) -> N
     assert [name for name, _ in events] == SSE_ORDER
     start = events[0][1]["message"]
     assert start["role"] == "assistant" and start["content"] == [] and start["stop_reason"] is None
-    assert set(start["usage"]) >= {"input_tokens", "output_tokens", "cache_creation_input_tokens",
-                                   "cache_read_input_tokens"}
+    assert set(start["usage"]) >= {
+        "input_tokens",
+        "output_tokens",
+        "cache_creation_input_tokens",
+        "cache_read_input_tokens",
+    }
     assert events[2][1]["delta"]["type"] == "text_delta" and events[2][1]["delta"]["text"]
     assert _stop_reason(events) == "end_turn"
 
@@ -104,18 +113,20 @@ def test_tool_use_scenario_then_text_after_the_result(model: ScriptedModel) -> N
     assert delta["type"] == "input_json_delta"
     assert json.loads(delta["partial_json"])["command"] == "echo hello-fg"
     assert _stop_reason(events) == "tool_use"
-    result = {"role": "user", "content": [
-        {"type": "tool_result", "tool_use_id": block["id"], "content": "hello-fg"}]}
-    assistant = {"role": "assistant", "content": [{**block, "input": json.loads(
-        delta["partial_json"])}]}
+    result = {
+        "role": "user",
+        "content": [{"type": "tool_result", "tool_use_id": block["id"], "content": "hello-fg"}],
+    }
+    assistant = {"role": "assistant", "content": [{**block, "input": json.loads(delta["partial_json"])}]}
     after = _ask(model, first, assistant, result)
     assert [b["type"] for b in _blocks(after)] == ["text"]
     assert _stop_reason(after) == "end_turn"
 
 
 def test_marker_anywhere_in_user_text_picks_the_scenario(model: ScriptedModel) -> None:
-    events = _ask(model, _user("<system-reminder>x</system-reminder>"),
-                  _user("please [scenario:max_tokens] now"))
+    events = _ask(
+        model, _user("<system-reminder>x</system-reminder>"), _user("please [scenario:max_tokens] now")
+    )
     assert _stop_reason(events) == "max_tokens"
     assert model.requests[-1].scenario == "max_tokens"
 
@@ -135,14 +146,17 @@ def test_notification_turn_is_acknowledged(model: ScriptedModel) -> None:
     history = [
         launch,
         {"role": "assistant", "content": [tool]},
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": tool["id"],
-                                      "content": "running"}]},
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": tool["id"], "content": "running"}],
+        },
         {"role": "assistant", "content": [{"type": "text", "text": "started"}]},
         {"role": "system", "content": "interleaved system message"},
         _user("<system-reminder><task-notification>done</task-notification></system-reminder>"),
     ]
-    text = next(data["delta"]["text"] for name, data in _ask(model, *history)
-                if name == "content_block_delta")
+    text = next(
+        data["delta"]["text"] for name, data in _ask(model, *history) if name == "content_block_delta"
+    )
     assert "ACK" in text
 
 
@@ -191,8 +205,10 @@ def test_every_named_scenario_answers(model: ScriptedModel) -> None:
 def test_serve_inside_an_async_program() -> None:
     async def main() -> int:
         async with serve(scenario="text") as running:
+
             def call() -> int:
                 return _post(running, "/v1/messages", _request(_user("hi"))).status
+
             return await anyio.to_thread.run_sync(call)
 
     assert anyio.run(main) == 200
@@ -200,8 +216,10 @@ def test_serve_inside_an_async_program() -> None:
 
 def test_module_entry_point_prints_where_it_listens() -> None:
     process = subprocess.Popen(
-        [sys.executable, "-m", "claude_bg_acp.scripted_model", "--scenario", "text", "--port",
-         "0"], stdout=subprocess.PIPE, text=True)
+        [sys.executable, "-m", "claude_bg_acp.scripted_model", "--scenario", "text", "--port", "0"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert process.stdout is not None
         line = process.stdout.readline().strip()
@@ -218,8 +236,13 @@ def test_module_entry_point_prints_where_it_listens() -> None:
 @pytest.mark.live
 def test_real_cli_receives_the_text_scenario(tmp_path: Path) -> None:
     messages = anyio.run(_run_real_cli, tmp_path, "[scenario:text] Say hello.")
-    texts = [block.text for m in messages if isinstance(m, AssistantMessage)
-             for block in m.content if isinstance(block, TextBlock)]
+    texts = [
+        block.text
+        for m in messages
+        if isinstance(m, AssistantMessage)
+        for block in m.content
+        if isinstance(block, TextBlock)
+    ]
     assert texts == ["Hello from the scripted model."]
     assert any(isinstance(m, StreamEvent) for m in messages)
     result = messages[-1]

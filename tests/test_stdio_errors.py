@@ -6,7 +6,6 @@ malformed input), then proves that a later ``initialize`` + ``session/new`` stil
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -113,4 +112,5 @@ def test_agent_survives_bad_input_and_serves_sessions(agent: StdioAgent, workdir
     assert session["result"]["sessionId"]
     closed = agent.call(4, "session/close", {"sessionId": session["result"]["sessionId"]})
     assert closed["result"] == {}
-    assert json.dumps(closed)  # the answer is plain JSON
+    prompt = {"sessionId": session["result"]["sessionId"], "prompt": [{"type": "text", "text": "hi"}]}
+    assert error_of(agent.call(5, "session/prompt", prompt)) == -32002  # closed means gone

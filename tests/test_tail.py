@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -15,17 +17,17 @@ import anyio
 import pytest
 import watchfiles
 
-from claude_bg_acp.output import KILLED_SIGNAL
+from claude_bg_acp.claude.conventions import KILLED_SIGNAL
 from claude_bg_acp.tail import (
     Chunk,
     ExitInfo,
+    Final,
     OutputTailer,
     Reset,
     Snapshot,
     TailerOptions,
     TailEvent,
     Vanished,
-    open_tailer,
 )
 
 pytestmark = pytest.mark.anyio
@@ -36,6 +38,42 @@ TIMEOUT = 10.0
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+@asynccontextmanager
+async def open_tailer(options: TailerOptions | None = None) -> AsyncIterator[OutputTailer]:
+    """A running tailer, closed on exit (as the session host runs one)."""
+    tailer = OutputTailer(options)
+    async with anyio.create_task_group() as tg:
+        await tg.start(tailer.run)
+        try:
+            yield tailer
+        finally:
+            tailer.close()
+
+
+@dataclass
+class Finished:
+    """What ``drain`` handed out after the task ended, gathered."""
+
+    remaining: bytes
+    exit: ExitInfo | None
+    snapshot: bool
+    """The rest replaces what was shown (the consumer was far behind, or the file restarted)."""
+
+
+async def finish(tailer: OutputTailer, key: str, trailer_timeout: float = 0.0) -> Finished:
+    parts: list[bytes] = []
+    snapshot = False
+    async for event in tailer.drain(key, trailer_timeout=trailer_timeout):
+        if isinstance(event, (Snapshot, Reset)):
+            parts.clear()
+            snapshot = True
+        if isinstance(event, (Chunk, Snapshot)):
+            parts.append(event.data)
+        if isinstance(event, Final):
+            return Finished(b"".join(parts) + event.remaining, event.exit, snapshot)
+    raise AssertionError("drain ended without a Final")
 
 
 @pytest.fixture
@@ -123,7 +161,7 @@ async def test_many_small_writes_arrive_byte_exact(tailer: OutputTailer, tmp_pat
     async with anyio.create_task_group() as tg:
         tg.start_soon(write)
         await show_until(tailer, screen, "t", expected[:-1])  # the last \n may be a closing line
-    final = await tailer.finish("t")
+    final = await finish(tailer, "t")
     assert screen.of("t") + final.remaining == expected
     assert final.exit is None
     assert len(screen.kinds("t")) > 1
@@ -180,7 +218,7 @@ async def test_deleted_file_is_reported_and_nothing_breaks(tailer: OutputTailer,
     append(gone, b"again")  # a new file at the same path
     await receive_until(tailer, screen, Reset)
     await show_until(tailer, screen, "gone", b"again")
-    final = await tailer.finish("gone")
+    final = await finish(tailer, "gone")
     assert final.exit is None
 
 
@@ -200,7 +238,7 @@ async def test_closing_line_is_stripped_and_parsed(
     append(path, b"out\n")
     await show_until(tailer, screen, "t", b"out")
     append(path, closing)
-    final = await tailer.finish("t")
+    final = await finish(tailer, "t")
     assert screen.of("t") + final.remaining == b"out\n"
     assert final.exit == exit_info
     assert not final.snapshot
@@ -216,7 +254,7 @@ async def test_line_like_a_closing_line_followed_by_output_is_output(
     await show_until(tailer, screen, "t", b"a")
     append(path, b"more")
     await show_until(tailer, screen, "t", b"a\n[exited with code 0]\nmore")
-    final = await tailer.finish("t")
+    final = await finish(tailer, "t")
     assert final.remaining == b""
     assert final.exit is None
 
@@ -259,7 +297,7 @@ async def test_finish_right_after_the_last_write_loses_nothing(tailer: OutputTai
     append(path, b"line one\n")
     await show_until(tailer, screen, "t", b"line one")
     append(path, b"line two\n" * 1000 + b"last words\n\n[killed]\n")
-    final = await tailer.finish("t")  # no await between the write and the finish
+    final = await finish(tailer, "t")  # no await between the write and the finish
     assert screen.of("t") + final.remaining == b"line one\n" + b"line two\n" * 1000 + b"last words\n"
     assert final.exit == ExitInfo(exit_code=None, signal=KILLED_SIGNAL)
 
@@ -275,7 +313,7 @@ async def test_finish_can_wait_for_the_closing_line(tailer: OutputTailer, tmp_pa
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(close_later)
-        final = await tailer.finish("t", trailer_timeout=TIMEOUT)
+        final = await finish(tailer, "t", trailer_timeout=TIMEOUT)
     assert final.remaining == b"done\n"
     assert final.exit == ExitInfo(exit_code=0, signal=None)
 
@@ -287,7 +325,7 @@ async def test_finish_far_behind_returns_a_snapshot(tmp_path: Path) -> None:
     path.write_bytes(b"x" * 200_000 + closing)
     async with open_tailer(options) as tailer:
         tailer.follow("t", path)
-        final = await tailer.finish("t")
+        final = await finish(tailer, "t")
     assert final.snapshot
     assert final.remaining == b"x" * (4096 - len(closing))
     assert final.exit == ExitInfo(exit_code=1, signal=None)
@@ -302,7 +340,7 @@ async def test_forgotten_key_gets_no_more_events(tailer: OutputTailer, tmp_path:
     append(kept, b"hello")
     assert await next_event(tailer) == Chunk("kept", b"hello")
     with pytest.raises(KeyError):
-        await tailer.finish("dropped")
+        await finish(tailer, "dropped")
 
 
 async def test_first_write_after_a_quiet_spell(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ import os
 import threading
 import uuid
 from collections import deque
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from anyio.abc import TaskGroup
@@ -33,10 +33,11 @@ from claude_bg_acp.acp.schema import (
     SetModeParams,
     parse_params,
 )
+from claude_bg_acp.core import events as ev
 from claude_bg_acp.stdio import Endpoint
 
 if TYPE_CHECKING:
-    from claude_bg_acp.sessions import Session
+    from claude_bg_acp.session_host import SessionHost
 
 log = logging.getLogger(__name__)
 
@@ -58,10 +59,9 @@ class Agent:
         self._cli_path = cli_path
         self._output_backlog = output_backlog
         self._version: int | None = None
-        self._subagents_declared = False
+        self._capabilities: dict[str, Any] = {}
         self._early_cancels: deque[jsonrpc.RequestId] = deque(maxlen=64)
-        self._terminal_meta: Literal["delta", "replace"] | None = None
-        self._sessions: dict[str, Session] = {}
+        self._sessions: dict[str, SessionHost] = {}
 
     async def on_request(self, method: str, params: Any, request_id: jsonrpc.RequestId) -> Any:
         if method == "initialize":
@@ -82,15 +82,15 @@ class Agent:
             return await self._session(request.session_id).prompt(request, request_id)
         if method == "session/set_mode":
             change = parse_params(SetModeParams, params)
-            self._session(change.session_id).set_mode(change.mode_id)
+            self._session(change.session_id).handle(ev.ChooseMode(change.mode_id))
             return {}
         if method == "terminal/cancel":
             request = parse_params(CancelTerminalParams, params)
-            self._session(request.session_id).cancel_terminal(request.terminal_id)
+            self._session(request.session_id).handle(ev.CancelTerminal(request.terminal_id))
             return {}
         if method == "tool_call/cancel":
             call = parse_params(CancelToolCallParams, params)
-            self._session(call.session_id).cancel_tool_call(call.tool_call_id)
+            self._session(call.session_id).handle(ev.CancelToolCall(call.tool_call_id))
             return {}
         if method == "session/close":
             return await self._close_session(parse_params(SessionParams, params).session_id)
@@ -101,9 +101,9 @@ class Agent:
             session_id = parse_params(SessionParams, params).session_id
             parent = self._parent_of(session_id)
             if parent is not None:
-                parent.cancel_child(session_id)
+                parent.handle(ev.CancelChild(session_id))
             else:
-                self._session(session_id).cancel()
+                self._session(session_id).handle(ev.CancelTurn())
         elif method == "$/cancel_request":
             # Only a prompt that is still waiting for insertion can be withdrawn (-32800).
             request_id = parse_params(CancelRequestParams, params).request_id
@@ -132,9 +132,7 @@ class Agent:
         if version >= 2 and params.info is None:
             raise RpcError(jsonrpc.INVALID_PARAMS, "Invalid params: info: Field required for version 2")
         self._version = version
-        declared = params.client_capabilities or {}
-        self._subagents_declared = declared.get("subagents") is not None
-        self._terminal_meta = _terminal_meta(declared)
+        self._capabilities = (params.client_capabilities if version == 1 else params.capabilities) or {}
         _prewarm_claude_side()
         if version == 1:
             return {
@@ -173,29 +171,26 @@ class Agent:
             )
         # The first session pays for importing the SDK; a worker thread keeps the loop serving.
         await anyio.to_thread.run_sync(_import_claude_side)
-        from claude_bg_acp.sessions import Session
+        from claude_bg_acp.presenters.choice import presenter_for
+        from claude_bg_acp.session_host import SessionHost
         from claude_bg_acp.tail import TailerOptions
 
         session_id = str(uuid.uuid4())
         assert self._version is not None
-        version: Literal[1, 2] = 1 if self._version == 1 else 2
         tailing = TailerOptions(chunk_size=CHUNK_SIZE, backlog_limit=self._output_backlog)
-        expose = True if version == 2 else self._subagents_declared
-        session = Session(
+        session = SessionHost(
             session_id,
             params.cwd,
-            version,
+            presenter_for(self._version, self._capabilities),
             self._endpoint,
             self._cli_path,
             tailing,
-            expose_subagents=expose,
-            terminal_meta=self._terminal_meta if version == 1 else None,
             mcp_servers=params.mcp_servers,
             add_dirs=params.additional_directories,
         )
         self._sessions[session_id] = session
         self._tg.start_soon(session.run)
-        if version == 1:
+        if self._version == 1:
             return {"sessionId": session_id, "modes": session.core.modes.state()}
         return {"sessionId": session_id}
 
@@ -205,27 +200,19 @@ class Agent:
         self._sessions.pop(session_id, None)
         return {}
 
-    def _parent_of(self, session_id: str) -> Session | None:
+    def _parent_of(self, session_id: str) -> SessionHost | None:
         """The session that owns subagent ``session_id``, if it is one."""
         return next((s for s in self._sessions.values() if s.has_child(session_id)), None)
 
-    def _session(self, session_id: str) -> Session:
+    def _session(self, session_id: str) -> SessionHost:
         session = self._sessions.get(session_id)
         if session is None:
             raise RpcError(RESOURCE_NOT_FOUND, f"Unknown session {session_id}", {"sessionId": session_id})
         return session
 
 
-def _terminal_meta(capabilities: dict[str, Any]) -> Literal["delta", "replace"] | None:
-    """Whether a v1 client reads shell output from ``_meta`` (the extension Zed speaks)."""
-    meta = capabilities.get("_meta")
-    if not isinstance(meta, dict) or meta.get("terminal_output") is not True:
-        return None
-    return "delta" if meta.get("terminal_output_delta") is True else "replace"
-
-
 def _import_claude_side() -> None:
-    import claude_bg_acp.sessions  # noqa: F401
+    import claude_bg_acp.session_host  # noqa: F401
 
 
 def _prewarm_claude_side() -> None:

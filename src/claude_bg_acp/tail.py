@@ -3,7 +3,7 @@
 How it works:
 
 - The file is the queue. Each followed file (a key and a path) keeps an open descriptor, the
-  offset read so far and a :class:`~claude_bg_acp.output.TrailerGate`; no output is buffered in
+  offset read so far and a :class:`~claude_bg_acp.closing_line.TrailerGate`; no output is buffered in
   memory, so memory stays bounded whatever the output size and however slow the consumer is.
 - One watchfiles ``awatch`` watches the parent directories of all followed files (not
   recursively). A directory that does not exist yet is stood in for by its nearest existing
@@ -16,9 +16,9 @@ How it works:
   together; nothing waits on a timer. A key with more to read goes to the back of the line, so
   one chatty file cannot starve the others.
 - Backlog = bytes in the file that the consumer has not been handed yet (file size minus offset),
-  checked each time the consumer takes the key. Past ``backlog_limit`` the next event is a
-  :class:`Snapshot` of the file's last ``snapshot_size`` bytes, read from the file, and chunks go
-  on from its end.
+  checked each time the consumer takes the key (:func:`plan_read`). Past ``backlog_limit`` the
+  next event is a :class:`Snapshot` of the file's last ``snapshot_size`` bytes, read from the
+  file, and chunks go on from its end.
 - Idle cost: watchfiles' Rust loop wakes every ``step_ms`` to look for changes. After
   ``idle_after`` seconds without a change the watcher restarts with ``idle_step_ms``, and the first
   change brings ``step_ms`` back, so the first write after a quiet spell arrives within about two
@@ -33,14 +33,15 @@ Use it inside a task group, with one task taking the events::
         async for event in tailer:  # Chunk | Snapshot | Reset | Vanished, in file order per key
             relay(event)
             ...
-            final = await tailer.finish("task-1", trailer_timeout=1.0)  # once the task ended
+            async for rest in tailer.drain("task-1", trailer_timeout=1.0):  # once it ended
+                relay(rest)  # ... and a Final last
         ...
         tailer.close()  # ends the iteration and run()
 
-or ``async with open_tailer() as tailer: ...``. The watcher and its supervisor run in ``run()``;
-every read happens in ``receive()`` and ``finish()``, in the caller's task. ``finish`` returns
-the bytes that ``receive`` has not handed out, so it follows every event received before it:
-call it from the task that relays the events, after relaying what that task took.
+The watcher and its supervisor run in ``run()``; every read happens in ``receive()`` and
+``drain()``, in the caller's task. ``drain`` reads the bytes that ``receive`` has not handed out,
+so it follows every event received before it: call it from the task that relays the events,
+after relaying what that task took.
 
 Not handled: a file truncated and rewritten past the old offset between two looks is taken for
 growth (only a smaller size or a new inode tells a restart); and a symlinked output file (the
@@ -56,7 +57,6 @@ import os
 import stat
 from collections import deque
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TypeAlias
 
@@ -66,7 +66,7 @@ import anyio.lowlevel
 from watchfiles import awatch
 from watchfiles.main import FileChange
 
-from claude_bg_acp.output import MAX_TRAILER, ExitInfo, TrailerGate, plan_read
+from claude_bg_acp.closing_line import MAX_TRAILER, ExitInfo, TrailerGate
 
 __all__ = [
     "Chunk",
@@ -78,7 +78,6 @@ __all__ = [
     "TailEvent",
     "TailerOptions",
     "Vanished",
-    "open_tailer",
 ]
 
 log = logging.getLogger(__name__)
@@ -116,17 +115,13 @@ class Vanished:
 
 @dataclass(frozen=True, slots=True)
 class Final:
-    """What :meth:`OutputTailer.finish` returns: the rest of the output and how the task ended.
-
-    ``remaining`` is appended to what was delivered, unless ``snapshot`` is true: then it
-    replaces it (the consumer was more than ``backlog_limit`` behind, or the file had been
-    replaced or truncated). ``exit`` is ``None`` when the file has no closing line.
-    """
+    """The last event of :meth:`OutputTailer.drain`: the output the closing-line rule held back
+    until the end (append it), and how the task ended (``None`` when the file has no closing
+    line)."""
 
     key: str
     remaining: bytes
     exit: ExitInfo | None
-    snapshot: bool = False
 
 
 TailEvent: TypeAlias = Chunk | Snapshot | Reset | Vanished
@@ -218,6 +213,33 @@ def _file_tail(path: str) -> tuple[bytes, bool]:
         os.close(fd)
 
 
+@dataclass(frozen=True, slots=True)
+class ReadPlan:
+    """Read ``length`` bytes at ``start``; a snapshot replaces everything delivered before."""
+
+    start: int
+    length: int
+    snapshot: bool
+
+
+def plan_read(
+    size: int, offset: int, *, chunk_size: int, backlog_limit: int, snapshot_size: int
+) -> ReadPlan | None:
+    """The next read of a file of ``size`` bytes of which ``offset`` were already read.
+
+    The backlog is ``size - offset``: bytes in the file that the consumer has not been handed
+    yet. Past ``backlog_limit`` the reader gives up on relaying them all and jumps to the last
+    ``snapshot_size`` bytes. ``None`` means there is nothing new.
+    """
+    backlog = size - offset
+    if backlog <= 0:
+        return None
+    if backlog > backlog_limit:
+        start = max(0, size - snapshot_size)
+        return ReadPlan(start=start, length=size - start, snapshot=True)
+    return ReadPlan(start=offset, length=min(chunk_size, backlog), snapshot=False)
+
+
 class OutputTailer:
     """Follows many output files and hands their bytes to one consumer; see the module doc."""
 
@@ -282,20 +304,6 @@ class OutputTailer:
             yield Final(key, rest, exit_info)
         finally:
             followed.close_fd()
-
-    async def finish(self, key: str, *, trailer_timeout: float = 0.0) -> Final:
-        """``drain`` gathered into one ``Final`` (``snapshot`` if the rest replaces the output)."""
-        parts: list[bytes] = []
-        snapshot = False
-        async for event in self.drain(key, trailer_timeout=trailer_timeout):
-            if isinstance(event, (Snapshot, Reset)):
-                parts.clear()
-                snapshot = True
-            if isinstance(event, (Chunk, Snapshot)):
-                parts.append(event.data)
-            if isinstance(event, Final):
-                return Final(key, b"".join(parts) + event.remaining, event.exit, snapshot)
-        raise KeyError(key)  # drain always ends with a Final
 
     # -- consuming ---------------------------------------------------------------------------
 
@@ -594,15 +602,3 @@ class OutputTailer:
         if quiet != self._quiet and self._options.idle_after is not None:
             self._quiet = quiet
             self._poke_supervisor()
-
-
-@asynccontextmanager
-async def open_tailer(options: TailerOptions | None = None) -> AsyncIterator[OutputTailer]:
-    """A running :class:`OutputTailer`, closed on exit."""
-    tailer = OutputTailer(options)
-    async with anyio.create_task_group() as tg:
-        await tg.start(tailer.run)
-        try:
-            yield tailer
-        finally:
-            tailer.close()

@@ -7,7 +7,8 @@ asserts that:
 - the run did not error (every step succeeded, nothing timed out);
 - every line the agent wrote is JSON and validates against the official schema of the
   negotiated protocol version (:func:`tests.support.schema.validate_transcript`, strict mode);
-- the client dropped no notification (no ``Error handling notification`` on its stderr).
+- the client dropped no notification (no ``Error handling notification`` on its stderr);
+- the agent's updates keep the background rules (:mod:`tests.support.rules`).
 
 Node and npm are required: if they are missing the helpers fail loudly, they never skip.
 """
@@ -29,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .rules import Violation, check_updates
 from .schema import CLIENT_DIR, SDK_PACKAGE_DIR, SDK_VERSION, validate_transcript
 
 DRIVER = CLIENT_DIR / "drive.mjs"
@@ -159,6 +161,16 @@ class ClientRun:
     @property
     def client_lines(self) -> list[Any]:
         return list(self.raw.get("clientLines", []))
+
+    @property
+    def agent_line_times(self) -> list[float]:
+        """When the client read each of ``agent_lines`` (ms since the run started)."""
+        return list(self.raw.get("agentLineTimes", []))
+
+    @property
+    def client_line_times(self) -> list[float]:
+        """When the client wrote each of ``client_lines`` (ms since the run started)."""
+        return list(self.raw.get("clientLineTimes", []))
 
     @property
     def agent_non_json_lines(self) -> list[str]:
@@ -338,7 +350,21 @@ class ClientRun:
             f"agent wrote a non-JSON line on stdout: {line!r}" for line in self.agent_non_json_lines
         )
         problems.extend(f"the client dropped a notification: {line}" for line in self.dropped_notifications)
+        problems.extend(f"background rule broken: {broken}" for broken in self.broken_rules())
         return problems
+
+    def broken_rules(self) -> list[str]:
+        """The first background rule (``tests.support.rules``) the agent's updates break, if any."""
+        updates = (
+            (str(line["params"].get("sessionId")), line["params"]["update"])
+            for line in self.agent_messages("session/update")
+            if isinstance(line.get("params"), dict) and isinstance(line["params"].get("update"), dict)
+        )
+        try:
+            check_updates(updates, self.protocol_version)
+        except Violation as broken:
+            return [str(broken)]
+        return []
 
     def assert_clean(self) -> None:
         problems = self.problems()

@@ -9,8 +9,12 @@ before it, times ``CLAUDE_BG_ACP_REPLAY_SPEED`` (default 1.0; 0 = no delay). Con
 responses carry the request ids the live SDK used; after a CLI-initiated control request
 (``can_use_tool``) the SDK's answer is awaited before anything else is written.
 
-Frames the recording never had are tolerated: control requests are answered with success
-``{}``, other frames are ignored, and both are logged to stderr. Output files recorded as
+The agent must send what the recording has: a frame the recording does not expect (an
+unrecorded control request, an extra interrupt, a frame after the recording ended) or one that
+differs from the recorded one in what matters (a user message's text, the task a ``stop_task``
+names) is a complaint, written as one JSON line to ``CLAUDE_BG_ACP_REPLAY_REPORT`` (and to
+stderr), so that the test fails; an unrecorded control request is still answered with success
+``{}`` so the run can end and show everything that went wrong. Output files recorded as
 ``file`` lines are created (under ``CLAUDE_BG_ACP_REPLAY_ROOT`` in place of the recorder's
 placeholder root, if set) just before the first frame that names their task. Stdin EOF ends
 the replay with status 0. Standard library only.
@@ -41,6 +45,34 @@ class EndOfInput(Exception):
 
 def warn(text: str) -> None:
     print(f"replay_cli: {text}", file=sys.stderr, flush=True)
+
+
+def complain(text: str) -> None:
+    """The agent sent something the recording does not have: the test must fail."""
+    warn(text)
+    report = os.environ.get("CLAUDE_BG_ACP_REPLAY_REPORT")
+    if report:
+        with open(report, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps({"unexpected": text}) + "\n")
+
+
+def _user_text(frame: dict[str, Any]) -> str:
+    content = (frame.get("message") or {}).get("content")
+    if isinstance(content, str):
+        return content
+    return "".join(
+        b.get("text", "") for b in content or [] if isinstance(b, dict) and b.get("type") == "text"
+    )
+
+
+def mismatch(recorded: dict[str, Any], live: dict[str, Any]) -> str | None:
+    """How a live frame differs from the recorded one it stands for, in what the agent decides."""
+    if recorded.get("type") == "user" and _user_text(recorded) != _user_text(live):
+        return f"user message {_user_text(live)!r}, recorded {_user_text(recorded)!r}"
+    request, got = recorded.get("request") or {}, live.get("request") or {}
+    if request.get("subtype") == "stop_task" and request.get("task_id") != got.get("task_id"):
+        return f"stop_task for {got.get('task_id')}, recorded for {request.get('task_id')}"
+    return None
 
 
 @dataclass
@@ -178,6 +210,8 @@ class Player:
                 if frame_key(got) == wanted:
                     del self.pending[index]
                     self.bind(recorded, got)
+                    if (difference := mismatch(recorded, got)) is not None:
+                        complain(difference)
                     return got
             frame = self.next_from_sdk(None)
             if frame is not None:
@@ -190,10 +224,10 @@ class Player:
         if key[0] == "control_response" or any(frame_key(line["msg"]) == key for line in self.upcoming_out()):
             self.pending.append(frame)
         elif key[0] == "control_request":
-            warn(f"unrecorded control request {key[1]}; answering success")
+            complain(f"unrecorded control request {key[1]}: {json.dumps(frame)[:200]}")
             self.answer(str(frame.get("request_id")))
         else:
-            warn(f"unrecorded frame from the SDK ignored: {json.dumps(frame)[:200]}")
+            complain(f"unrecorded frame from the SDK: {json.dumps(frame)[:200]}")
 
     def upcoming_out(self) -> list[dict[str, Any]]:
         return [
@@ -209,8 +243,10 @@ class Player:
     def drain(self) -> None:
         while True:
             frame = self.next_from_sdk(None)
-            if frame is not None and frame_key(frame)[0] == "control_request":
-                warn(f"control request {frame_key(frame)[1]} after the recording ended")
+            if frame is None:
+                continue
+            complain(f"{frame_key(frame)} after the recording ended: {json.dumps(frame)[:200]}")
+            if frame_key(frame)[0] == "control_request":
                 self.answer(str(frame.get("request_id")))
 
     # --- speaking to the SDK ----------------------------------------------------------------
@@ -237,7 +273,7 @@ class Player:
             self.consume_next_out("control_response")
             if answered == request_id:
                 return
-            warn(f"control response for {answered}, expected {request_id}")
+            complain(f"control response for {answered}, expected {request_id}")
 
     def consume_next_out(self, kind: str) -> None:
         for index in range(self.cursor + 1, len(self.frames)):

@@ -27,10 +27,6 @@ class UserMessage(WireModel):
     content: list[ContentBlock] | None = None
 
 
-class ToolCallContent(WireModel):
-    type: Literal["content", "terminal", "diff"]
-
-
 class ToolCall(WireModel):
     """v1's creating ``tool_call`` and both versions' ``tool_call_update`` (an upsert in v2)."""
 

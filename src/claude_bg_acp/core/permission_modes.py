@@ -1,17 +1,17 @@
-"""Session modes (v1): Claude Code's permission modes, offered to the editor.
+"""Permission modes: Claude Code's, offered to the editor as session modes.
 
 The editor shows the modes from ``session/new`` and switches with ``session/set_mode``; the
-mode is Claude Code's permission mode, and a ``current_mode_update`` confirms the switch. The
-core keeps the current mode, so a Claude Code started again after a crash gets it too.
+mode is Claude Code's permission mode, and ``ModeChanged`` confirms the switch. The core keeps
+the current mode, so a Claude Code started again after a crash gets it too.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from claude_bg_acp.acp.jsonrpc import INVALID_PARAMS, RpcError
-from claude_bg_acp.acp.updates import CurrentModeUpdate
-from claude_bg_acp.bridge.effects import Effect, Notify, SetMode
+from claude_bg_acp.core.effects import SetPermissionMode
 
 DEFAULT_MODE = "default"
 MODES = [
@@ -22,7 +22,13 @@ MODES = [
 ]
 
 
-class Modes:
+@dataclass(frozen=True)
+class ModeChanged:
+    session_id: str
+    mode_id: str
+
+
+class PermissionModes:
     def __init__(self, session_id: str, allow_bypass: bool = True) -> None:
         self.session_id = session_id
         self.current = DEFAULT_MODE
@@ -33,10 +39,11 @@ class Modes:
         """The ``modes`` of the ``session/new`` answer."""
         return {"currentModeId": self.current, "availableModes": self.available}
 
-    def set(self, mode_id: str) -> list[Effect]:
+    def choose(self, mode_id: str) -> tuple[list[SetPermissionMode], list[ModeChanged]]:
+        """Raises -32602 for a mode we do not offer."""
         if mode_id not in {mode["id"] for mode in self.available}:
             raise RpcError(INVALID_PARAMS, f"Invalid params: modeId: unknown mode {mode_id}")
         if mode_id == self.current:
-            return []
+            return [], []
         self.current = mode_id
-        return [SetMode(mode_id), Notify(self.session_id, CurrentModeUpdate(current_mode_id=mode_id))]
+        return [SetPermissionMode(mode_id)], [ModeChanged(self.session_id, mode_id)]

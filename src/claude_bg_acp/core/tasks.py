@@ -7,30 +7,48 @@ Theory of operation. Claude Code reports work two ways, and neither is enough al
 - the edge events, ``task_started`` / ``task_progress`` / ``task_updated`` /
   ``task_notification``: they carry the details (tool use, type, status, output file, summary).
 
-They arrive in any order. A task is known from whichever comes first. It ends at the first
-terminal status, from ``task_updated`` (completed, failed, killed) or ``task_notification``
-(completed, failed, stopped). A task that leaves the level with no end event is given a grace
-period for its end event to catch up; after it, the task ends as ``lost`` (how is unknown),
-and a later end event corrects the details (never the fact that it ended). Events that name an
-older ``run_id`` of a task (run ids sort by plain string order; a worker restarted it) are
-ignored; a newer run of a task that had ended (a resumed subagent) makes it live again. A task
-marked ``ambient`` on any message is housekeeping: it is dropped, and withdrawn if it was
-already reported.
+They arrive in any order. A task is known from whichever comes first. Its lifecycle:
 
-The registry reports what changed as ``TaskChange`` values; ``background`` decides what each
-change means for the client.
+==========  ==========================================================  ==========
+phase       what happens                                                next phase
+==========  ==========================================================  ==========
+``LIVE``    a terminal status (``task_updated``: completed, failed,     ``ENDED``
+            killed; ``task_notification``: completed, failed, stopped)
+``LIVE``    it left the level and ``ORPHAN_GRACE`` passed with no end   ``LOST``
+            event (how it ended is unknown)
+``LOST``    a late end event says how it ended ("corrected")            ``ENDED``
+``ENDED``,  an event of a newer ``run_id`` (a resumed subagent)         ``LIVE``
+``LOST``
+==========  ==========================================================  ==========
+
+Events that name an older ``run_id`` (run ids sort by plain string order; a worker restarted
+the task) are ignored. A task marked ``ambient`` on any message is housekeeping: it is dropped,
+and withdrawn if it was already reported. Statuses are the SDK's own literals.
+
+The registry reports what changed as ``TaskChange`` values; the session core routes each one.
 """
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 from typing import Any, Literal
 
-TERMINAL_STATUSES = frozenset({"completed", "failed", "stopped", "killed"})
-LOST = "lost"
-"""The end of a task that left the level signal with no end event: how it ended is unknown."""
+from claude_agent_sdk import TERMINAL_TASK_STATUSES
+from claude_agent_sdk.types import TaskNotificationStatus, TaskUpdatedStatus
+
 ORPHAN_GRACE = 0.5
 """Seconds a task may be missing from the level before its end event is given up on."""
+AGENT_TASK_TYPES = ("local_agent", "remote_agent", "in_process_teammate")
+
+Status = TaskUpdatedStatus | TaskNotificationStatus
+EndStatus = Literal["completed", "failed", "killed", "stopped"]
+
+
+class Phase(enum.Enum):
+    LIVE = "live"
+    ENDED = "ended"
+    LOST = "lost"
 
 
 @dataclass
@@ -41,10 +59,9 @@ class Task:
     tool_use_id: str | None = None
     run_id: str | None = None
     subagent_type: str | None = None
-    parent_task_id: str | None = None
     backgrounded: bool | None = None
-    status: str = "running"
-    end_status: str | None = None
+    status: Status = "running"
+    phase: Phase = Phase.LIVE
     summary: str | None = None
     output_file: str | None = None
     prompt: str | None = None
@@ -55,15 +72,32 @@ class Task:
 
     @property
     def ended(self) -> bool:
-        return self.end_status is not None
+        return self.phase is not Phase.LIVE
+
+    @property
+    def end_status(self) -> EndStatus | None:
+        """How it ended, when that is known."""
+        if self.phase is Phase.ENDED and self.status in TERMINAL_TASK_STATUSES:
+            return self.status  # type: ignore[return-value]
+        return None
+
+    @property
+    def is_subagent(self) -> bool:
+        return self.task_type in AGENT_TASK_TYPES or self.subagent_type is not None
 
 
-ChangeKind = Literal["seen", "changed", "ended", "corrected", "resumed", "ambient"]
+class Change(enum.Enum):
+    SEEN = "seen"
+    CHANGED = "changed"
+    ENDED = "ended"
+    CORRECTED = "corrected"
+    RESUMED = "resumed"
+    AMBIENT = "ambient"
 
 
 @dataclass(frozen=True)
 class TaskChange:
-    kind: ChangeKind
+    kind: Change
     task: Task
 
 
@@ -71,10 +105,30 @@ class TaskRegistry:
     def __init__(self) -> None:
         self.tasks: dict[str, Task] = {}
         self.ambient: set[str] = set()
+        self.cli_session_id: str | None = None
+        """Claude Code's session id, from the first task event (it names the output folder)."""
+
+    def system(self, subtype: str, data: dict[str, Any], now: float) -> list[TaskChange]:
+        """A system message of Claude Code's; those that are not about tasks change nothing."""
+        self.cli_session_id = self.cli_session_id or _str(data.get("session_id"))
+        if subtype == "task_started":
+            changes = self._started(data, now)
+        elif subtype == "task_updated":
+            changes = self._updated(data, now)
+        elif subtype == "task_notification":
+            changes = self._notification(data, now)
+        elif subtype == "task_progress":
+            changes = self._progress(data, now)
+        elif subtype == "background_tasks_changed":
+            tasks = data.get("tasks")
+            changes = self._level(tasks if isinstance(tasks, list) else [], now)
+        else:
+            return []
+        return changes
 
     # --- the edge events ------------------------------------------------------------------------
 
-    def started(self, data: dict[str, Any], now: float) -> list[TaskChange]:
+    def _started(self, data: dict[str, Any], now: float) -> list[TaskChange]:
         task, changes = self._task(data, now)
         if task is None:
             return changes
@@ -83,9 +137,9 @@ class TaskRegistry:
         task.prompt = task.prompt or _str(data.get("prompt"))
         if data.get("is_backgrounded") is not None:
             task.backgrounded = bool(data["is_backgrounded"])
-        return changes or [TaskChange("changed", task)]
+        return changes or [TaskChange(Change.CHANGED, task)]
 
-    def updated(self, data: dict[str, Any], now: float) -> list[TaskChange]:
+    def _updated(self, data: dict[str, Any], now: float) -> list[TaskChange]:
         task, changes = self._task(data, now)
         if task is None:
             return changes
@@ -93,26 +147,27 @@ class TaskRegistry:
         status = _str(data.get("status")) or _str(patch.get("status"))
         if patch.get("is_backgrounded") is not None:
             task.backgrounded = bool(patch["is_backgrounded"])
-        if status in TERMINAL_STATUSES:
-            return changes + self._end(task, status)
-        if status is not None:
-            task.status = status
-        return changes or [TaskChange("changed", task)]
+        if status in TERMINAL_TASK_STATUSES:
+            return changes + self._end(task, status)  # type: ignore[arg-type]
+        if status in ("pending", "running", "paused"):
+            task.status = status  # type: ignore[assignment]
+        return changes or [TaskChange(Change.CHANGED, task)]
 
-    def notification(self, data: dict[str, Any], now: float) -> list[TaskChange]:
+    def _notification(self, data: dict[str, Any], now: float) -> list[TaskChange]:
         task, changes = self._task(data, now)
         if task is None:
             return changes
         task.summary = _str(data.get("summary")) or task.summary
         task.output_file = _str(data.get("output_file")) or task.output_file
         task.tool_use_id = task.tool_use_id or _str(data.get("tool_use_id"))
-        return changes + self._end(task, _str(data.get("status")) or "completed")
+        status = _str(data.get("status"))
+        return changes + self._end(task, status if status in TERMINAL_TASK_STATUSES else "completed")  # type: ignore[arg-type]
 
-    def progress(self, data: dict[str, Any], now: float) -> list[TaskChange]:
+    def _progress(self, data: dict[str, Any], now: float) -> list[TaskChange]:
         task, changes = self._task(data, now)
         if task is not None and not task.tool_use_id and _str(data.get("tool_use_id")):
             task.tool_use_id = _str(data.get("tool_use_id"))
-            return changes or [TaskChange("changed", task)]
+            return changes or [TaskChange(Change.CHANGED, task)]
         return changes
 
     def learned(
@@ -125,11 +180,11 @@ class TaskRegistry:
         task.tool_use_id = task.tool_use_id or tool_use_id
         task.output_file = task.output_file or output_file
         task.backgrounded = True  # the tool result says so, whatever an earlier event said
-        return changes or [TaskChange("changed", task)]
+        return changes or [TaskChange(Change.CHANGED, task)]
 
     # --- the level signal -----------------------------------------------------------------------
 
-    def level(self, entries: list[dict[str, Any]], now: float) -> list[TaskChange]:
+    def _level(self, entries: list[dict[str, Any]], now: float) -> list[TaskChange]:
         changes: list[TaskChange] = []
         live: set[str] = set()
         for entry in entries:
@@ -149,7 +204,8 @@ class TaskRegistry:
         changes: list[TaskChange] = []
         for task in self.tasks.values():
             if task.left_level_at is not None and not task.ended and now >= task.left_level_at + ORPHAN_GRACE:
-                changes += self._end(task, LOST)
+                task.phase = Phase.LOST
+                changes.append(TaskChange(Change.ENDED, task))
         return changes
 
     def next_deadline(self) -> float | None:
@@ -172,42 +228,40 @@ class TaskRegistry:
             # Only some events carry the flag: a task seen before it is withdrawn now.
             self.ambient.add(task_id)
             known = self.tasks.pop(task_id, None)
-            return None, [TaskChange("ambient", known)] if known is not None else []
+            return None, [TaskChange(Change.AMBIENT, known)] if known is not None else []
         task = self.tasks.get(task_id)
         changes: list[TaskChange] = []
         if task is None:
             task = self.tasks[task_id] = Task(task_id, first_seen_at=now)
-            changes.append(TaskChange("seen", task))
+            changes.append(TaskChange(Change.SEEN, task))
         run_id = _str(data.get("run_id"))
         if run_id is not None and task.run_id is not None and run_id < task.run_id:
             return None, []  # run ids sort by plain string order: this one is late
         if run_id is not None and run_id != task.run_id:
             if task.run_id is not None and task.ended:
                 # The same task started again (a resumed subagent): it is live once more.
-                task.end_status, task.status, task.left_level_at = None, "running", None
-                changes.append(TaskChange("resumed", task))
+                task.phase, task.status, task.left_level_at = Phase.LIVE, "running", None
+                changes.append(TaskChange(Change.RESUMED, task))
             task.run_id = run_id
         _fill(task, data)
         return task, changes
 
     @staticmethod
-    def _end(task: Task, status: str) -> list[TaskChange]:
-        if task.ended:
+    def _end(task: Task, status: EndStatus) -> list[TaskChange]:
+        if task.phase is Phase.LOST:
             # A late end event after an orphan was finalized may still say how it ended.
-            if task.end_status == LOST and status != LOST:
-                task.end_status, task.left_level_at = status, None
-                return [TaskChange("corrected", task)]
+            task.phase, task.status, task.left_level_at = Phase.ENDED, status, None
+            return [TaskChange(Change.CORRECTED, task)]
+        if task.ended:
             return []
-        task.end_status = status
-        task.status = status
-        return [TaskChange("ended", task)]
+        task.phase, task.status = Phase.ENDED, status
+        return [TaskChange(Change.ENDED, task)]
 
 
 def _fill(task: Task, data: dict[str, Any]) -> None:
     task.task_type = task.task_type or _str(data.get("task_type"))
     task.description = task.description or _str(data.get("description")) or ""
     task.subagent_type = task.subagent_type or _str(data.get("subagent_type"))
-    task.parent_task_id = task.parent_task_id or _str(data.get("parent_task_id"))
 
 
 def _str(value: Any) -> str | None:

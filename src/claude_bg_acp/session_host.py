@@ -1,7 +1,9 @@
-"""A live ACP session: the sans-IO core, its Claude Code runner, and the effects between them.
+"""Hosts one live ACP session: the sans-IO core, its Claude Code runner, its output tailer, and
+the effects between them.
 
-Every input (a client request, an SDK message, a permission answer) is fed to the core on the
-event loop, one at a time, and the effects it returns go into one ordered outbox. A single task
+Every input (a client request, an SDK message, a permission answer, tailed output, a tick)
+becomes one of the core's events and is handled on the event loop, one at a time; the effects
+it returns go into one ordered outbox. A single task
 performs them: updates are written in the order the core produced them, and a prompt's answer
 is released only after every update before it was written. SDK commands go to a second queue
 with its own task, so a slow ``interrupt`` never holds back output.
@@ -25,12 +27,11 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import count
-from typing import Any
+from typing import Any, assert_never
 
 import anyio
 from anyio.abc import TaskGroup
 from claude_agent_sdk.types import (
-    Message,
     PermissionResult,
     PermissionResultAllow,
     PermissionResultDeny,
@@ -41,8 +42,13 @@ from claude_agent_sdk.types import (
 from claude_bg_acp.acp.jsonrpc import INTERNAL_ERROR, RequestId, RpcError
 from claude_bg_acp.acp.schema import PermissionResponse, PromptParams
 from claude_bg_acp.acp.updates import session_update_line
-from claude_bg_acp.bridge.effects import (
+from claude_bg_acp.claude.conventions import tasks_root
+from claude_bg_acp.claude.options import session_options
+from claude_bg_acp.claude.runner import ClaudeRunner
+from claude_bg_acp.core import events as ev
+from claude_bg_acp.core.effects import (
     AskPermission,
+    Command,
     Decide,
     Effect,
     Fail,
@@ -52,24 +58,19 @@ from claude_bg_acp.bridge.effects import (
     Notify,
     Query,
     Reply,
-    SetMode,
+    SetPermissionMode,
     StopTask,
     Tail,
     Ticket,
     WithdrawPermission,
 )
-from claude_bg_acp.bridge.meta_terminals import Mode
-from claude_bg_acp.bridge.session import SessionCore
-from claude_bg_acp.bridge.turns import Version
-from claude_bg_acp.claude.options import session_options
-from claude_bg_acp.claude.paths import tasks_root
-from claude_bg_acp.claude.runner import ClaudeRunner
+from claude_bg_acp.core.presenting import Presenter
+from claude_bg_acp.core.session import SessionCore
 from claude_bg_acp.stdio import Endpoint
 from claude_bg_acp.tail import Chunk, Final, OutputTailer, Reset, Snapshot, TailerOptions, TailEvent, Vanished
 
 log = logging.getLogger(__name__)
 
-Command = Query | Interrupt | StopTask | SetMode
 MAX_RESTARTS = 3
 """Claude Code failures in a row (without a single message in between) before giving up."""
 RESTART_DELAY = 0.5
@@ -114,17 +115,15 @@ class Ask:
     scope: anyio.CancelScope
 
 
-class Session:
+class SessionHost:
     def __init__(
         self,
         session_id: str,
         cwd: str,
-        version: Version,
+        presenter: Presenter,
         endpoint: Endpoint,
         cli_path: str | None = None,
         tailer_options: TailerOptions | None = None,
-        expose_subagents: bool | None = None,
-        terminal_meta: Mode | None = None,
         mcp_servers: list[dict[str, Any]] | None = None,
         add_dirs: list[str] | None = None,
         clock: Callable[[], float] = anyio.current_time,
@@ -133,9 +132,7 @@ class Session:
         self._add_dirs = add_dirs or []
         self.session_id = session_id
         self.cwd = cwd
-        self.core = SessionCore(
-            session_id, version, cwd, tasks_root(cwd), expose_subagents, terminal_meta, os.geteuid() != 0
-        )
+        self.core = SessionCore(session_id, presenter, cwd, tasks_root(cwd), allow_bypass=os.geteuid() != 0)
         self._endpoint = endpoint
         self._cli_path = cli_path
         self._clock = clock
@@ -193,7 +190,7 @@ class Session:
                 self.cwd, self._can_use_tool, self._cli_path, resume, self._mcp_servers, self._add_dirs
             )
             options.permission_mode = self.core.modes.current  # type: ignore[assignment]
-            runner = ClaudeRunner(options, self._on_message)
+            runner = ClaudeRunner(options, lambda message: self.handle(ev.ClaudeMessage(message)))
             reason = await self._serve_runner(tg, runner)
             if reason is None:
                 return
@@ -202,7 +199,7 @@ class Session:
             resume = runner.cli_session_id if runner.delivered else None
             fatal = failures >= MAX_RESTARTS
             log.warning("session %s: %s%s", self.session_id, reason, "" if fatal else "; restarting")
-            self.feed(self.core.sdk_failed(reason, self._clock(), fatal=fatal))
+            self.handle(ev.ClaudeDied(reason, fatal))
             if fatal:
                 await self._closing.wait()
                 return
@@ -245,19 +242,23 @@ class Session:
         # (bounded) so their final updates go out, then finalize what stayed silent.
         with anyio.move_on_after(CLOSE_BOUND):
             await self._settled.wait()
-        self.feed(self.core.abandon(self._clock()))
+        self.handle(ev.CloseTimedOut())
         await runner.disconnect()
 
     async def close(self) -> None:
         """Cancel what is pending, stop Claude Code, and return once it is gone."""
         self._settled = anyio.Event()
-        self.feed(self.core.close(self._clock()))
+        self.handle(ev.Close())
         self._closing.set()
         await self._finished.wait()
 
     # --- inputs -------------------------------------------------------------------------------------
 
-    def feed(self, effects: list[Effect]) -> None:
+    def handle(self, event: ev.Event) -> None:
+        """Feed one event to the core; raises ``RpcError`` for a client request it refuses."""
+        self._feed(self.core.handle(event, self._clock()))
+
+    def _feed(self, effects: list[Effect]) -> None:
         try:
             for effect in effects:
                 self._outbox_in.send_nowait(effect)
@@ -282,7 +283,7 @@ class Session:
         ticket = next(self._tickets)
         waiter = self._prompts[ticket] = Waiter()
         self._prompt_requests[request_id] = ticket
-        self.feed(self.core.prompt(ticket, params.prompt, self._clock()))
+        self.handle(ev.Prompt(ticket, params.prompt))
         try:
             return await waiter.wait()
         finally:
@@ -294,47 +295,24 @@ class Session:
         ticket = self._prompt_requests.get(request_id)
         if ticket is None:
             return False
-        self.feed(self.core.withdraw(ticket, self._clock()))
+        self.handle(ev.WithdrawPrompt(ticket))
         return True
 
-    def cancel(self) -> None:
-        self.feed(self.core.cancel(self._clock()))
-
-    def set_mode(self, mode_id: str) -> None:
-        self.feed(self.core.set_mode(mode_id, self._clock()))
-
-    def cancel_child(self, child_id: str) -> None:
-        self.feed(self.core.cancel_child(child_id, self._clock()))
-
     def has_child(self, session_id: str) -> bool:
-        return session_id in self.core.subagents.children
-
-    def cancel_terminal(self, terminal_id: str) -> None:
-        """Raises -32602 for an unknown, finished or non-cancellable terminal."""
-        self.feed(self.core.cancel_terminal(terminal_id, self._clock()))
-
-    def cancel_tool_call(self, tool_call_id: str) -> None:
-        self.feed(self.core.cancel_tool_call(tool_call_id, self._clock()))
-
-    def _on_message(self, message: Message) -> None:
-        self.feed(self.core.sdk_message(message, self._clock()))
+        return self.core.has_child(session_id)
 
     async def _can_use_tool(
         self, tool_name: str, tool_input: dict[str, Any], context: ToolPermissionContext
     ) -> PermissionResult:
         ticket = next(self._tickets)
         question = self._questions[ticket] = Question(Waiter(), list(context.suggestions))
-        self.feed(
-            self.core.permission_requested(
-                ticket, tool_name, tool_input, context.tool_use_id, context.agent_id, self._clock()
-            )
-        )
+        self.handle(ev.PermissionAsked(ticket, tool_name, tool_input, context.tool_use_id, context.agent_id))
         try:
             result: PermissionResult = await question.waiter.wait()
             return result
         except anyio.get_cancelled_exc_class():
             # Claude Code withdrew the question (or went away): so does the client's prompt.
-            self.feed(self.core.question_abandoned(ticket, self._clock()))
+            self.handle(ev.PermissionAbandoned(ticket))
             raise
         finally:
             self._questions.pop(ticket, None)
@@ -349,66 +327,69 @@ class Session:
                 await self._perform(effect)
 
     async def _perform(self, effect: Effect) -> None:
-        if isinstance(effect, Notify):
-            await self._endpoint.send_line(session_update_line(effect.session_id, effect.update))
-        elif isinstance(effect, Reply):
-            self._settle_prompt(effect.ticket, value=effect.result)
-        elif isinstance(effect, Fail):
-            self._settle_prompt(effect.ticket, error=effect.error)
-        elif isinstance(effect, AskPermission):
-            assert self._tg is not None
-            self._tg.start_soon(self._ask, effect)
-        elif isinstance(effect, WithdrawPermission):
-            await self._withdraw(effect.ticket)
-        elif isinstance(effect, Decide):
-            self._decide(effect)
-        elif isinstance(effect, Tail):
-            self._tailer.follow(effect.task_id, effect.path)
-        elif isinstance(effect, FinishTail):
-            assert self._tg is not None
-            self._tg.start_soon(self._finish_tail, effect.task_id)
-        elif isinstance(effect, Log):
-            log.warning("session %s: %s", self.session_id, effect.message)
-        else:
-            self._commands_in.send_nowait(effect)
+        match effect:
+            case Notify(session_id, update):
+                await self._endpoint.send_line(session_update_line(session_id, update))
+            case Reply(ticket, result):
+                self._settle_prompt(ticket, value=result)
+            case Fail(ticket, error):
+                self._settle_prompt(ticket, error=error)
+            case AskPermission():
+                assert self._tg is not None
+                self._tg.start_soon(self._ask, effect)
+            case WithdrawPermission(ticket):
+                await self._withdraw(ticket)
+            case Decide():
+                self._decide(effect)
+            case Tail(task_id, path):
+                self._tailer.follow(task_id, path)
+            case FinishTail(task_id):
+                assert self._tg is not None
+                self._tg.start_soon(self._finish_tail, task_id)
+            case Log(message):
+                log.warning("session %s: %s", self.session_id, message)
+            case Query() | Interrupt() | StopTask() | SetPermissionMode():
+                self._commands_in.send_nowait(effect)
+            case _:
+                assert_never(effect)
 
     # --- background output ----------------------------------------------------------------------------
 
     async def _relay_output(self) -> None:
         async for event in self._tailer:
-            self.feed(self._output_effects(event))
+            self._relay(event)
             await self.written()
 
-    def _output_effects(self, event: TailEvent) -> list[Effect]:
-        now = self._clock()
-        if isinstance(event, Chunk):
-            return self.core.terminal_output(event.key, event.data, now)
-        if isinstance(event, Snapshot):
-            return self.core.terminal_snapshot(event.key, event.data, now)
-        if isinstance(event, Reset):
-            if event.key in self._vanished:
+    def _relay(self, event: TailEvent) -> None:
+        match event:
+            case Chunk(key, data):
+                self.handle(ev.OutputRead(key, data))
+            case Snapshot(key, data):
+                self.handle(ev.OutputReplaced(key, data))
+            case Reset(key) if key in self._vanished:
                 # Written anew after it vanished (Claude Code appends its closing line by path):
                 # what the client shows stays, and the new bytes follow it.
-                self._vanished.discard(event.key)
-                return []
-            return self.core.terminal_snapshot(event.key, b"", now)
-        if isinstance(event, Vanished):
-            log.warning("session %s: output file of %s vanished", self.session_id, event.key)
-            self._vanished.add(event.key)
-        return []
+                self._vanished.discard(key)
+            case Reset(key):
+                self.handle(ev.OutputReplaced(key, b""))
+            case Vanished(key):
+                log.warning("session %s: output file of %s vanished", self.session_id, key)
+                self._vanished.add(key)
+            case _:
+                assert_never(event)
 
     async def _finish_tail(self, task_id: str) -> None:
         """Relay the rest of a finished task's file (with backpressure), then how it exited."""
         try:
             async for event in self._tailer.drain(task_id, trailer_timeout=TRAILER_WAIT):
                 if isinstance(event, Final):
-                    self.feed(self.core.terminal_drained(task_id, event.remaining, event.exit, self._clock()))
+                    self.handle(ev.OutputEnded(task_id, event.remaining, event.exit))
                     return
-                self.feed(self._output_effects(event))
+                self._relay(event)
                 await self.written()
         except (KeyError, OSError) as exc:
             log.warning("session %s: could not read the end of %s: %s", self.session_id, task_id, exc)
-        self.feed(self.core.terminal_drained(task_id, b"", None, self._clock()))
+        self.handle(ev.OutputEnded(task_id, b"", None))
 
     async def _tick(self, scope: anyio.CancelScope) -> None:
         with scope:
@@ -424,7 +405,7 @@ class Session:
             with anyio.move_on_after(max(0.0, deadline - self._clock())):
                 await self._deadline_moved.wait()
             if self._clock() >= deadline:
-                self.feed(self.core.tick(self._clock()))
+                self.handle(ev.Tick())
 
     def _settle_prompt(self, ticket: Ticket, value: Any = None, error: RpcError | None = None) -> None:
         waiter = self._prompts.get(ticket)
@@ -437,17 +418,24 @@ class Session:
             runner = self._runner
             assert runner is not None
             try:
-                if isinstance(command, Query):
-                    await runner.query(command.content, command.uuid)
-                elif isinstance(command, Interrupt):
-                    await runner.interrupt()
-                elif isinstance(command, SetMode):
-                    await runner.set_mode(command.mode)
-                else:
-                    await runner.stop_task(command.task_id)
+                await self._command(runner, command)
             except Exception:
                 # The stream's end reports a dead CLI; one failed command must not stop the rest.
                 log.exception("session %s: %s failed", self.session_id, type(command).__name__)
+
+    @staticmethod
+    async def _command(runner: ClaudeRunner, command: Command) -> None:
+        match command:
+            case Query(content, uuid):
+                await runner.query(content, uuid)
+            case Interrupt():
+                await runner.interrupt()
+            case SetPermissionMode(mode):
+                await runner.set_mode(mode)
+            case StopTask(task_id):
+                await runner.stop_task(task_id)
+            case _:
+                assert_never(command)
 
     async def _ask(self, effect: AskPermission) -> None:
         ask = self._asks[effect.ticket] = Ask(self._endpoint.new_request_id(), anyio.CancelScope())
@@ -463,7 +451,7 @@ class Session:
                 log.warning("permission request failed, treated as rejected: %s", exc)
         self._asks.pop(effect.ticket, None)
         if not ask.scope.cancelled_caught:
-            self.feed(self.core.permission_answered(effect.ticket, option_id, self._clock()))
+            self.handle(ev.PermissionAnswered(effect.ticket, option_id))
 
     async def _withdraw(self, ticket: Ticket) -> None:
         ask = self._asks.pop(ticket, None)

@@ -34,23 +34,6 @@ KINDS = {
 }
 
 
-FINAL_STATUSES = ("completed", "failed", "cancelled")
-
-
-@dataclass
-class ToolUse:
-    """What the session knows of one tool use, in the index all transcripts share."""
-
-    name: str
-    tool_input: dict[str, Any]
-    session_id: str
-    """The transcript (root or subagent session) the tool use belongs to."""
-    announced: bool = False
-    finished: bool = False
-    subagent_tool_use: str | None = None
-    """For a subagent's own tool use, the Agent tool use that launched the subagent."""
-
-
 @dataclass(frozen=True)
 class ToolView:
     title: str
@@ -107,12 +90,3 @@ def _text(tool_input: dict[str, Any], key: str) -> str | None:
 
 def text_content(text: str) -> dict[str, Any]:
     return {"type": "content", "content": {"type": "text", "text": text}}
-
-
-def result_text(content: str | list[dict[str, Any]] | None) -> str:
-    """The text of a tool_result block (a string, or a list of content blocks)."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    return "\n".join(block.get("text", "") for block in content if block.get("type") == "text")

@@ -1,25 +1,34 @@
-"""Foreground work: prompts, turns, and the session state a v2 client sees.
+"""Foreground work: prompts, turns, and the session state a client sees.
 
-Theory of operation. Two facts decide whether foreground work is going on:
+Theory of operation. The foreground is in one of four phases:
 
-- ``prompt``: a user prompt we inserted whose own result has not arrived yet. A result whose
-  ``origin`` names a task notification belongs to a follow-up turn, never to a prompt.
-- ``cli_busy``: Claude Code said ``running`` (session_state_changed) and no result or ``idle``
-  has come since. This is how a follow-up turn that no prompt started becomes visible.
+===============  ========================================================  ===============
+phase            what happens                                              next phase
+===============  ========================================================  ===============
+``IDLE``         the next waiting prompt is written to Claude Code         ``PROMPTED``
+``PROMPTED``     its own result (or an ``idle`` after it was cancelled)    ``IDLE``
+``IDLE``,        Claude Code says ``running``, or output of the main       ``CLAUDE_TURN``
+``EXPECTING``    conversation arrives (a turn Claude Code started itself)
+``CLAUDE_TURN``  a result, or Claude Code says ``idle``                    ``IDLE``
+``IDLE``         finished background work promises a follow-up turn       ``EXPECTING``
+``EXPECTING``    ``FOLLOW_UP_WAIT`` passes without one                     ``IDLE``
+any              Claude Code died, or the session closes                   ``IDLE``
+===============  ========================================================  ===============
 
-The v2 state is ``running`` while either holds (``requires_action`` while a foreground
-permission question is open) and ``idle`` otherwise, with the stop reason of the last result.
-A result clears ``cli_busy`` at once, so ``idle`` follows the result without waiting for the
-CLI's own trailing ``idle``; a late trailing ``idle`` cannot end a newer prompt, because the
-prompt fact alone keeps the state ``running``.
+A result whose ``origin`` names a task notification belongs to a follow-up turn, never to a
+prompt; Claude Code lists the prompts a result covers (``user_message_uuids``), so a prompt it
+took into a turn it started itself is settled by that turn's result.
 
-Prompts that arrive while foreground work is going on wait and are inserted in order when it
-ends. Insertion is the moment the prompt is written to Claude Code: a v2 prompt is answered
-with its ``messageId`` then; a v1 prompt is answered with its stop reason at its result.
-``session/cancel`` answers waiting prompts (-32800 in v2, ``cancelled`` in v1) and interrupts
-the turn; the interrupted turn's result then reports ``cancelled``.
+The state a client sees is ``running`` in every phase but ``IDLE`` (``requires_action`` while a
+foreground permission question is open), ``idle`` otherwise with the stop reason of the last
+result. A result ends the phase at once, so ``idle`` follows the result without waiting for
+Claude Code's own trailing ``idle``; a late trailing ``idle`` cannot end a newer prompt.
 
-Held v1 turns. A v1 client stops listening at the prompt's answer, so a turn whose result
+Prompts that arrive while the foreground is busy wait and are inserted in order once it is
+idle. ``session/cancel`` cancels the waiting prompts and interrupts the turn; the interrupted
+turn's result then reports ``cancelled``.
+
+Held turns (for clients that stop listening at a prompt's answer, v1). A turn whose result
 arrives while subagents it spawned (during the turn or while held) are still live keeps its
 answer back, with the outcome stored: the subagents' output and permission requests then
 arrive inside the turn. It is released with the stored outcome at the result of a follow-up
@@ -32,16 +41,16 @@ answered at its result.
 
 from __future__ import annotations
 
+import enum
 import uuid
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from claude_bg_acp.acp.jsonrpc import INTERNAL_ERROR, REQUEST_CANCELLED, RpcError
-from claude_bg_acp.acp.updates import ErrorObject, StateUpdate, UserMessage
-from claude_bg_acp.bridge.effects import Effect, Fail, Interrupt, Notify, Query, Reply, Ticket
+from claude_bg_acp.core.effects import Fail, Interrupt, Query, Ticket
 
-Version = Literal[1, 2]
 State = Literal["running", "idle", "requires_action"]
 
 AUTH_REQUIRED = -32000
@@ -59,8 +68,15 @@ RESULT_STOP_REASONS = {
 }
 
 
-@dataclass
-class PendingPrompt:
+class Phase(enum.Enum):
+    IDLE = "idle"
+    PROMPTED = "prompted"
+    CLAUDE_TURN = "claude_turn"
+    EXPECTING = "expecting"
+
+
+@dataclass(frozen=True)
+class WaitingPrompt:
     ticket: Ticket
     content: list[dict[str, Any]]
     claude_content: list[dict[str, Any]]
@@ -87,27 +103,71 @@ class Outcome:
     error: RpcError | None = None
 
 
+# --- what happened in the foreground, for the presenter ---------------------------------------
+
+
+@dataclass(frozen=True)
+class StateReported:
+    """The session's state, with the background list when one is kept. ``outcome`` is set when
+    the state is a new ``idle`` (not a repeated snapshot)."""
+
+    session_id: str
+    state: State
+    background: Sequence[Any] | None
+    outcome: Outcome | None = None
+
+
+@dataclass(frozen=True)
+class PromptInserted:
+    session_id: str
+    ticket: Ticket
+    message_id: str
+    content: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class PromptAnswered:
+    """The turn of a prompt is over (or was handed off): its answer is due."""
+
+    ticket: Ticket
+    outcome: Outcome
+
+
+@dataclass(frozen=True)
+class PromptCancelled:
+    """A prompt that was still waiting for insertion is cancelled."""
+
+    ticket: Ticket
+
+
+ForegroundFact = StateReported | PromptInserted | PromptAnswered | PromptCancelled
+ForegroundOut = ForegroundFact | Fail | Interrupt | Query
+
+
 class Foreground:
-    def __init__(self, session_id: str, version: Version) -> None:
+    def __init__(self, session_id: str, holds_turns: bool, lists_background: bool) -> None:
         self.session_id = session_id
-        self.version = version
+        self.holds_turns = holds_turns
+        self.phase = Phase.IDLE
         self.prompt: PromptTurn | None = None
-        self.cli_busy = False
+        """The inserted prompt, while ``PROMPTED``."""
+        self.follow_up_until: float | None = None
+        """While ``EXPECTING``: when to stop waiting for the follow-up turn."""
         self.blocked = False
-        self.waiting: deque[PendingPrompt] = deque()
+        """A foreground permission question is open."""
+        self.waiting: deque[WaitingPrompt] = deque()
         self.reported: State = "idle"
         self.last_outcome: Outcome | None = None
-        self.background: list[dict[str, Any]] | None = [] if version == 2 else None
+        self.background: Sequence[Any] | None = [] if lists_background else None
         self._next_message = 0
         self.gone: RpcError | None = None
-        self.follow_up_until: float | None = None
         self.live_subagents: set[str] = set()
         self.holding: PromptTurn | None = None
         self.release_at: float | None = None
 
     @property
     def busy(self) -> bool:
-        return self.prompt is not None or self.cli_busy or self.follow_up_until is not None
+        return self.phase is not Phase.IDLE
 
     def state(self) -> State:
         if not self.busy:
@@ -116,21 +176,20 @@ class Foreground:
 
     # --- inputs ---------------------------------------------------------------------------
 
-    def submit(self, held: PendingPrompt) -> list[Effect]:
+    def submit(self, prompt: WaitingPrompt) -> list[ForegroundOut]:
         if self.gone is not None:
-            return [Fail(held.ticket, self.gone)]
+            return [Fail(prompt.ticket, self.gone)]
         # The next prompt hands a held turn off with the outcome it recorded.
-        effects = self._release()
-        self.waiting.append(held)
-        return effects + self._report()
+        out = self._release()
+        self.waiting.append(prompt)
+        return out + self._report()
 
-    def cli_state(self, state: str) -> list[Effect]:
+    def cli_state(self, state: str) -> list[ForegroundOut]:
         if state in ("running", "requires_action"):
-            self.cli_busy = True
-            self.follow_up_until = None
-            self.release_at = None
+            self._claude_turn()
         elif state == "idle":
-            self.cli_busy = False
+            if self.phase is Phase.CLAUDE_TURN:
+                self.phase = Phase.IDLE
             if self.prompt is not None and self.prompt.cancelled:
                 # An interrupt that produced no result still ends the cancelled prompt.
                 return self._settle(Outcome("cancelled"))
@@ -138,24 +197,22 @@ class Foreground:
                 return self._release() + self._report()
         return self._report()
 
-    def withdraw(self, ticket: Ticket) -> list[Effect]:
+    def withdraw(self, ticket: Ticket) -> list[ForegroundOut]:
         waiting = next((prompt for prompt in self.waiting if prompt.ticket == ticket), None)
         if waiting is None:
             return []  # inserted already: its answer stands
         self.waiting.remove(waiting)
         return [Fail(ticket, RpcError(REQUEST_CANCELLED, "Prompt withdrawn before insertion"))]
 
-    def work_seen(self) -> list[Effect]:
+    def work_seen(self) -> list[ForegroundOut]:
         """Output of the main conversation arrived: Claude Code is working, whatever it said.
 
         A follow-up turn may start with output and no ``running``; from here on it is the
         turn's own result, not a timer, that ends the wait for it.
         """
-        if self.prompt is not None or self.cli_busy:
+        if self.phase in (Phase.PROMPTED, Phase.CLAUDE_TURN):
             return []
-        self.cli_busy = True
-        self.follow_up_until = None
-        self.release_at = None
+        self._claude_turn()
         return self._report()
 
     def outcome_of(
@@ -193,8 +250,9 @@ class Foreground:
             return self.prompt.uuid in uuids
         return origin_kind == "human"
 
-    def result(self, outcome: Outcome, follow_up: bool) -> list[Effect]:
-        self.cli_busy = False
+    def result(self, outcome: Outcome, follow_up: bool) -> list[ForegroundOut]:
+        if self.phase is not Phase.PROMPTED:
+            self.phase = Phase.IDLE
         self.follow_up_until = None
         if follow_up and self.prompt is not None:
             return self._report()
@@ -213,11 +271,11 @@ class Foreground:
             if turn is not None:
                 turn.spawned.add(task_id)
 
-    def subagent_ended(self, task_id: str, status: str | None, now: float) -> list[Effect]:
+    def subagent_ended(self, task_id: str, status: str | None, now: float) -> list[ForegroundOut]:
         self.live_subagents.discard(task_id)
         if self.holding is None or self._hold_needed():
             return []
-        if self.cli_busy:
+        if self.phase is Phase.CLAUDE_TURN:
             return []  # the turn that runs now releases the hold at its result
         if status in ("completed", "failed"):
             # Claude Code follows a finished subagent up with a turn; its result releases.
@@ -225,24 +283,25 @@ class Foreground:
             return []
         return self._release() + self._report()
 
-    def cancel(self) -> list[Effect]:
-        effects = self._release(Outcome("cancelled")) + self._refuse_waiting()
+    def cancel(self) -> list[ForegroundOut]:
+        out = self._release(Outcome("cancelled")) + self._refuse_waiting()
         if self.prompt is not None and not self.prompt.cancelled:
             self.prompt.cancelled = True
-            effects.append(Interrupt())
-        elif self.prompt is None and self.cli_busy:
-            effects.append(Interrupt())
-        return effects
+            out.append(Interrupt())
+        elif self.phase is Phase.CLAUDE_TURN:
+            out.append(Interrupt())
+        return out
 
-    def close(self) -> list[Effect]:
+    def close(self) -> list[ForegroundOut]:
         """The session closes: nothing more is inserted, and the turn ends as cancelled."""
-        effects = self._release() + self._refuse_waiting()
-        self.cli_busy = False
-        if self.prompt is not None or self.reported != "idle":
-            effects += self._settle(Outcome("cancelled"))
-        return effects
+        out = self._release() + self._refuse_waiting()
+        was_busy = self.prompt is not None or self.reported != "idle"
+        self._stop()
+        if was_busy:
+            out += self._settle(Outcome("cancelled"))
+        return out
 
-    def set_blocked(self, blocked: bool) -> list[Effect]:
+    def set_blocked(self, blocked: bool) -> list[ForegroundOut]:
         self.blocked = blocked
         return self._report()
 
@@ -253,133 +312,123 @@ class Foreground:
         ``FOLLOW_UP_WAIT``, ``tick`` reports ``idle`` again, with no stop reason.
         """
         if not self.busy:
+            self.phase = Phase.EXPECTING
             self.follow_up_until = now + FOLLOW_UP_WAIT
             self.last_outcome = None
 
-    def tick(self, now: float) -> list[Effect]:
-        effects: list[Effect] = []
+    def tick(self, now: float) -> list[ForegroundOut]:
+        out: list[ForegroundOut] = []
         if self.follow_up_until is not None and now >= self.follow_up_until:
-            self.follow_up_until = None
+            self.phase, self.follow_up_until = Phase.IDLE, None
         if self.release_at is not None and now >= self.release_at:
-            effects += self._release()
-        return effects + self._report()
+            out += self._release()
+        return out + self._report()
 
     def next_deadline(self) -> float | None:
         deadlines = [d for d in (self.follow_up_until, self.release_at) if d is not None]
         return min(deadlines) if deadlines else None
 
-    def set_background(self, background: list[dict[str, Any]]) -> list[Effect]:
+    def set_background(self, background: Sequence[Any]) -> list[ForegroundOut]:
         """A new list (or a state change that came with it) goes out in one snapshot."""
-        if self.version != 2:
-            return []
         changed = background != self.background
         self.background = background
         if self.state() != self.reported:
             return self._report()
-        return [self._state_update(self.reported, repeat=True)] if changed else []
+        return [StateReported(self.session_id, self.reported, self.background)] if changed else []
 
-    def fail(self, error: RpcError) -> list[Effect]:
+    def fail(self, error: RpcError) -> list[ForegroundOut]:
         """Claude Code is gone: end the turn with an error and refuse what was held and what comes."""
         self.gone = error
-        self.cli_busy = False
-        effects = self._release()
+        out = self._release()
+        self._stop()
         while self.waiting:
-            held = self.waiting.popleft()
-            effects.append(Fail(held.ticket, error))
-        return effects + self._settle(Outcome("error", error=error))
+            waiting = self.waiting.popleft()
+            out.append(Fail(waiting.ticket, error))
+        return out + self._settle(Outcome("error", error=error))
 
-    def crashed(self, error: RpcError) -> list[Effect]:
+    def crashed(self, error: RpcError) -> list[ForegroundOut]:
         """Claude Code died and another one takes over: the running turn ends with ``error``."""
-        self.cli_busy = False
-        self.follow_up_until = None
         self.live_subagents.clear()
-        effects = self._release()
-        if self.prompt is None and self.reported == "idle":
-            return effects + self._report()
-        return effects + self._settle(Outcome("error", error=error))
+        out = self._release()
+        quiet = self.prompt is None and self.reported == "idle"
+        self._stop()
+        if quiet:
+            return out + self._report()
+        return out + self._settle(Outcome("error", error=error))
 
     # --- transitions ------------------------------------------------------------------------
 
-    def _insert_next(self) -> list[Effect]:
+    def _claude_turn(self) -> None:
+        """Claude Code is running a turn: ours, if a prompt is in, else one of its own."""
+        if self.phase is not Phase.PROMPTED:
+            self.phase = Phase.CLAUDE_TURN
+        self.follow_up_until = None
+        self.release_at = None
+
+    def _stop(self) -> None:
+        """Whatever ran in the foreground is over; an inserted prompt is settled by the caller."""
+        if self.phase is not Phase.PROMPTED:
+            self.phase = Phase.IDLE
+        self.follow_up_until = None
+
+    def _insert_next(self) -> list[ForegroundOut]:
         # The next prompt hands a held turn off, also when it waited while that turn ran.
-        effects = self._release()
-        held = self.waiting.popleft()
+        out = self._release()
+        waiting = self.waiting.popleft()
         self._next_message += 1
         message_id = f"user-{self._next_message}"
         # A name-based UUID keeps replays deterministic and is unique per session and message.
         prompt_uuid = str(uuid.uuid5(uuid.NAMESPACE_URL, f"acp:{self.session_id}/{message_id}"))
-        self.prompt = PromptTurn(held.ticket, message_id, prompt_uuid)
-        effects += self._report()
-        if self.version == 2:
-            effects += [
-                Notify(
-                    self.session_id,
-                    UserMessage.model_validate({"messageId": message_id, "content": held.content}),
-                ),
-                Reply(held.ticket, {"messageId": message_id}),
-            ]
-        effects.append(Query(held.claude_content, prompt_uuid))
-        return effects
+        self.prompt = PromptTurn(waiting.ticket, message_id, prompt_uuid)
+        self.phase = Phase.PROMPTED
+        out += self._report()
+        out.append(PromptInserted(self.session_id, waiting.ticket, message_id, waiting.content))
+        out.append(Query(waiting.claude_content, prompt_uuid))
+        return out
 
-    def _settle(self, outcome: Outcome) -> list[Effect]:
-        effects: list[Effect] = []
+    def _settle(self, outcome: Outcome) -> list[ForegroundOut]:
+        out: list[ForegroundOut] = []
         prompt, self.prompt = self.prompt, None
+        if self.phase is Phase.PROMPTED:
+            self.phase = Phase.IDLE
         self.last_outcome = outcome
-        if prompt is not None and self.version == 1:
-            if prompt.spawned & self.live_subagents and outcome.stop_reason != "cancelled":
+        if prompt is not None:
+            spawned_live = prompt.spawned & self.live_subagents
+            if self.holds_turns and spawned_live and outcome.stop_reason != "cancelled":
                 prompt.outcome, self.holding = outcome, prompt
             else:
-                effects.append(_v1_answer(prompt.ticket, outcome))
-        return effects + self._report()
+                out.append(PromptAnswered(prompt.ticket, outcome))
+        return out + self._report()
 
     def _hold_needed(self) -> bool:
         return self.holding is not None and bool(self.holding.spawned & self.live_subagents)
 
-    def _release(self, outcome: Outcome | None = None) -> list[Effect]:
+    def _release(self, outcome: Outcome | None = None) -> list[ForegroundOut]:
         """Answer the held turn: with ``outcome`` if given, else with the one it recorded."""
         held, self.holding = self.holding, None
         self.release_at = None
         if held is None or held.outcome is None:
             return []
-        return [_v1_answer(held.ticket, outcome or held.outcome)]
+        return [PromptAnswered(held.ticket, outcome or held.outcome)]
 
-    def _refuse_waiting(self) -> list[Effect]:
-        """Answer every prompt not inserted yet as cancelled (-32800 in v2)."""
-        effects: list[Effect] = []
+    def _refuse_waiting(self) -> list[ForegroundOut]:
+        """Every prompt not inserted yet is cancelled."""
+        out: list[ForegroundOut] = []
         while self.waiting:
-            held = self.waiting.popleft()
-            if self.version == 2:
-                effects.append(
-                    Fail(held.ticket, RpcError(REQUEST_CANCELLED, "Prompt cancelled before insertion"))
-                )
-            else:
-                effects.append(Reply(held.ticket, {"stopReason": "cancelled"}))
-        return effects
+            out.append(PromptCancelled(self.waiting.popleft().ticket))
+        return out
 
-    def _report(self) -> list[Effect]:
-        """Report a changed state; once idle, insert the next held prompt (after the idle)."""
-        effects: list[Effect] = []
+    def _report(self) -> list[ForegroundOut]:
+        """Report a changed state; once idle, insert the next waiting prompt (after the idle)."""
+        out: list[ForegroundOut] = []
         state = self.state()
         if state != self.reported:
             self.reported = state
-            if self.version == 2:
-                effects.append(self._state_update(state, repeat=False))
+            outcome = self.last_outcome if state == "idle" else None
+            out.append(StateReported(self.session_id, state, self.background, outcome))
         if not self.busy and self.waiting and self.gone is None:
-            effects += self._insert_next()
-        return effects
-
-    def _state_update(self, state: State, repeat: bool) -> Notify:
-        update = StateUpdate(state=state)
-        if self.background is not None:
-            update.background = self.background
-        outcome = self.last_outcome
-        if state == "idle" and outcome is not None and not repeat:
-            update.stop_reason = outcome.stop_reason
-            if outcome.usage is not None:
-                update.usage = outcome.usage
-            if outcome.error is not None:
-                update.error = ErrorObject(code=outcome.error.code, message=outcome.error.message)
-        return Notify(self.session_id, update)
+            out += self._insert_next()
+        return out
 
 
 def _usage(usage: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -396,12 +445,3 @@ def _usage(usage: dict[str, Any] | None) -> dict[str, Any] | None:
         "cachedReadTokens": cache_read,
         "cachedWriteTokens": cache_write,
     }
-
-
-def _v1_answer(ticket: Ticket, outcome: Outcome) -> Effect:
-    if outcome.error is not None:
-        return Fail(ticket, outcome.error)
-    result: dict[str, Any] = {"stopReason": outcome.stop_reason}
-    if outcome.usage is not None:
-        result["usage"] = outcome.usage
-    return Reply(ticket, result)

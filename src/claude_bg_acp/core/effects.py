@@ -1,13 +1,20 @@
-"""What the core asks its edges to do. The core returns these; the session driver performs them
-in order: ACP messages through the stdio endpoint, SDK commands through the Claude runner."""
+"""What the core asks its edges to do: the outputs of ``SessionCore.handle``.
+
+The session host performs them in order: messages to the client through the stdio endpoint
+(``ClientEffect``), commands to Claude Code through the runner (``Command``), a decision on a
+permission question of Claude Code's (``Decide``), output files through the tailer (``Tail``,
+``FinishTail``), and lines for the log.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from claude_bg_acp.acp.jsonrpc import RpcError
-from claude_bg_acp.acp.updates import SessionUpdate
+
+if TYPE_CHECKING:
+    from claude_bg_acp.acp.updates import SessionUpdate
 
 Ticket = int
 """Names one pending client request (a prompt) or one pending permission question."""
@@ -31,6 +38,8 @@ class Reply:
 
 @dataclass(frozen=True)
 class Fail:
+    """Answer the client request behind ``ticket`` with an error."""
+
     ticket: Ticket
     error: RpcError
 
@@ -76,7 +85,7 @@ class Interrupt:
 
 
 @dataclass(frozen=True)
-class SetMode:
+class SetPermissionMode:
     """Switch Claude Code's permission mode."""
 
     mode: str
@@ -84,6 +93,8 @@ class SetMode:
 
 @dataclass(frozen=True)
 class StopTask:
+    """Stop one background task; its own end events confirm it."""
+
     task_id: str
 
 
@@ -109,18 +120,7 @@ class Log:
     message: str
 
 
-Effect = (
-    Notify
-    | Reply
-    | Fail
-    | AskPermission
-    | WithdrawPermission
-    | Decide
-    | Query
-    | Interrupt
-    | StopTask
-    | SetMode
-    | Tail
-    | FinishTail
-    | Log
-)
+ClientEffect = Notify | Reply | Fail | AskPermission | WithdrawPermission
+Command = Query | Interrupt | StopTask | SetPermissionMode
+"""What goes to Claude Code, in order, through the runner."""
+Effect = ClientEffect | Command | Decide | Tail | FinishTail | Log

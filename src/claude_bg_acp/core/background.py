@@ -1,0 +1,536 @@
+"""Background work as items a client can follow: terminals, tool calls, child sessions.
+
+Theory of operation. The task registry says which tasks are live; this module decides what
+each one is to the client and keeps the RFD's ordering rules:
+
+- A background shell (``local_bash`` launched by Bash, or by something we cannot name) is an
+  agent-owned terminal whose id is the task id. It is opened (command, cwd, cancellable)
+  before the first list that names it, and its output file is tailed from then on. The Bash
+  tool call completes at hand-off, as Claude Code's does, and references the terminal.
+- Work without a process (Monitor, workflows, MCP tasks, remote agents) stays on the tool call
+  that launched it, which is then detached (``in_progress``, ``paused`` while paused,
+  cancellable). Work whose launching tool call already has a final status, or that no tool
+  call started, gets a tool call of our own. Scheduled work is ``schedules``' business.
+- A subagent is a child session (``subagents``), listed while it runs detached.
+- When a task ends, its terminal's file is read to the end first; then its exit (or the tool
+  call's final status, or the child's end); only then the list without it.
+- A task that ended by itself makes Claude Code start a follow-up turn
+  (``FollowUpExpected``), so the snapshot that removes it already says ``running``.
+- ``terminal/cancel`` and ``tool_call/cancel`` send ``stop_task``; only the SDK's events confirm
+  the stop, unless none comes within ``STOP_BOUND``, when the item is finalized with an unknown
+  exit and the log says why.
+
+A task is classified once its launching tool is known (``task_started`` or the tool result),
+or after ``CLASSIFY_GRACE`` on the level signal alone. What the client can see (``Visibility``,
+from the presenter) decides which tasks become which items; a task it cannot see is a
+``HIDDEN`` item, kept for the end of its lifecycle. An item's lifecycle:
+
+============  ========================================================  ============
+phase         what happens                                              next phase
+============  ========================================================  ============
+(task)        classified                                                ``LIVE``
+``LIVE``      a terminal's task ended: its file is read to the end      ``DRAINING``
+``LIVE``      any other item's task ended; a stop was not confirmed in  ``FINAL``
+              time; the session closed or Claude Code is gone
+``DRAINING``  the file's end was read (or a stop went unconfirmed)      ``FINAL``
+``FINAL``     a new run of its task (a resumed subagent): shown anew    (task)
+============  ========================================================  ============
+
+A stop request (``stop_sent_at``) is orthogonal: it waits for the task's end in any phase.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Literal
+
+from claude_bg_acp.acp.jsonrpc import INVALID_PARAMS, RpcError
+from claude_bg_acp.claude.conventions import KILLED_SIGNAL, summary_exit_code
+from claude_bg_acp.closing_line import ExitInfo
+from claude_bg_acp.core.effects import FinishTail, Log, StopTask, Tail
+from claude_bg_acp.core.tasks import Task
+from claude_bg_acp.core.tool_uses import ToolUse
+
+CLASSIFY_GRACE = 0.5
+STOP_BOUND = 10.0
+SHELL_TOOLS = ("Bash",)
+FOLLOW_UP_STATUSES = ("completed", "failed")
+LiveStatus = Literal["pending", "in_progress", "paused"]
+FinalStatus = Literal["completed", "failed", "cancelled"]
+TOOL_STATUS: dict[str, FinalStatus] = {
+    "completed": "completed",
+    "failed": "failed",
+    "stopped": "cancelled",
+    "killed": "cancelled",
+}
+"""A task's end as a tool call's final status; one whose end is unknown (lost) left the level by
+itself, most likely done, so ``completed``."""
+
+
+@dataclass(frozen=True)
+class Visibility:
+    """What of background work the client can see; the presenter declares it."""
+
+    terminals: Literal["all", "with_tool_call", "none"]
+    """Which background shells become terminals (and have their output read)."""
+    detached_work: bool
+    """Tool calls may outlive their turn and a ``background`` list is kept (v2)."""
+    children: bool
+    """Subagents are child sessions."""
+
+
+class Kind(enum.Enum):
+    TERMINAL = "terminal"
+    TOOL_CALL = "tool_call"
+    SUBAGENT = "subagent"
+    HIDDEN = "hidden"
+    """A task we keep track of but do not show (shells of a v1 client, children we may not expose)."""
+
+
+class Phase(enum.Enum):
+    LIVE = "live"
+    DRAINING = "draining"
+    FINAL = "final"
+
+
+@dataclass(frozen=True)
+class Listed:
+    """One entry of the ``background`` list."""
+
+    kind: Literal["terminal", "tool_call", "subagent"]
+    ref: str
+
+
+@dataclass
+class Item:
+    task: Task
+    kind: Kind
+    ref: str
+    """The terminal id, tool call id or child session id the client knows it by."""
+    phase: Phase = Phase.LIVE
+    stop_sent_at: float | None = None
+    path: str | None = None
+    """The output file being tailed."""
+
+    @property
+    def final(self) -> bool:
+        return self.phase is Phase.FINAL
+
+    @property
+    def tool_call_id(self) -> str:
+        """The tool call that shows this item's work (a terminal's, for ``_meta`` clients)."""
+        return self.task.tool_use_id or f"task-{self.task.task_id}"
+
+
+# --- what happened, for the presenter -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TerminalOpened:
+    session_id: str
+    terminal_id: str
+    tool_call_id: str
+    command: str
+    cwd: str
+
+
+@dataclass(frozen=True)
+class TerminalOutput:
+    session_id: str
+    terminal_id: str
+    tool_call_id: str
+    data: bytes
+
+
+@dataclass(frozen=True)
+class TerminalReplaced:
+    """The client fell behind: the latest bytes replace what it shows."""
+
+    session_id: str
+    terminal_id: str
+    tool_call_id: str
+    data: bytes
+
+
+@dataclass(frozen=True)
+class TerminalExited:
+    """``exit`` None: how it ended is unknown. ``corrected``: it was reported exited already, and
+    a late end event says how."""
+
+    session_id: str
+    terminal_id: str
+    tool_call_id: str
+    exit: ExitInfo | None
+    corrected: bool = False
+
+
+@dataclass(frozen=True)
+class WorkOpened:
+    """Work continues on a tool call: its launching one, or one of ours (``title`` set)."""
+
+    session_id: str
+    tool_call_id: str
+    status: LiveStatus
+    title: str | None = None
+
+
+@dataclass(frozen=True)
+class WorkStatus:
+    session_id: str
+    tool_call_id: str
+    status: LiveStatus
+
+
+@dataclass(frozen=True)
+class WorkEnded:
+    session_id: str
+    tool_call_id: str
+    status: FinalStatus
+    summary: str | None
+
+
+# --- what happened, for the session core to route ---------------------------------------------
+
+
+@dataclass(frozen=True)
+class ChildEnded:
+    """A child's task ended (or its end can no longer be observed)."""
+
+    task: Task
+
+
+@dataclass(frozen=True)
+class FollowUpExpected:
+    """A task ended by itself: Claude Code will start a turn about it."""
+
+
+@dataclass(frozen=True)
+class ToolCallDetached:
+    """The work reports through its launching tool call from now on."""
+
+    tool_use_id: str
+
+
+@dataclass(frozen=True)
+class HandOff:
+    """A tool result handed its work to a terminal (``terminal_id``) or kept it on the call."""
+
+    terminal_id: str | None
+    status: LiveStatus = "in_progress"
+
+
+BackgroundFact = (
+    TerminalOpened
+    | TerminalOutput
+    | TerminalReplaced
+    | TerminalExited
+    | WorkOpened
+    | WorkStatus
+    | WorkEnded
+    | ChildEnded
+    | FollowUpExpected
+    | ToolCallDetached
+)
+BackgroundOut = BackgroundFact | Tail | FinishTail | StopTask | Log
+
+
+class Background:
+    def __init__(self, session_id: str, cwd: str, visibility: Visibility) -> None:
+        self.session_id = session_id
+        self.cwd = cwd
+        self.visibility = visibility
+        self.items: dict[str, Item] = {}
+        self._stalled: set[str] = set()
+
+    # --- tasks becoming items -------------------------------------------------------------------
+
+    def knows(self, task_id: str) -> bool:
+        return task_id in self.items
+
+    def consider(
+        self, task: Task, tool: ToolUse | None, output_file: str | None, force: bool = False
+    ) -> list[BackgroundOut]:
+        """Make a live task (not an exposed subagent) an item once we know enough to say what it is."""
+        if task.ended or not (force or task.started or task.tool_use_id):
+            return []
+        shows = self.visibility
+        if task.is_subagent and shows.children:
+            if not force or not shows.detached_work:
+                return []
+            # Its parent stays unknown: never guessed, the work is shown as a tool call of ours.
+            return self._open_tool_call(task, None)
+        if task.backgrounded is False:
+            return []
+        # Known by its tool when it has one: a Bash hand-off may come before any task event.
+        shell = tool.name in SHELL_TOOLS if tool is not None else task.task_type == "local_bash"
+        if shell and (shows.terminals == "all" or (shows.terminals == "with_tool_call" and task.tool_use_id)):
+            return self._open_terminal(task, tool, output_file)
+        if shows.detached_work and not shell:
+            return self._open_tool_call(task, tool)
+        self.items[task.task_id] = Item(task, Kind.HIDDEN, task.task_id)
+        return []
+
+    def open_child(self, task: Task) -> None:
+        """An exposed subagent: listed while it runs detached."""
+        self.items[task.task_id] = Item(task, Kind.SUBAGENT, task.task_id)
+
+    def _open_terminal(
+        self, task: Task, tool: ToolUse | None, output_file: str | None
+    ) -> list[BackgroundOut]:
+        item = self.items[task.task_id] = Item(task, Kind.TERMINAL, task.task_id)
+        command = tool.tool_input.get("command") if tool else None
+        if not isinstance(command, str) or not command:
+            command = task.description
+        opened = TerminalOpened(self.session_id, item.ref, item.tool_call_id, command, self.cwd)
+        return [opened, *self._follow(item, task.output_file or output_file)]
+
+    def _open_tool_call(self, task: Task, tool: ToolUse | None) -> list[BackgroundOut]:
+        if tool is not None and task.tool_use_id and not tool.final:
+            item = self.items[task.task_id] = Item(task, Kind.TOOL_CALL, task.tool_use_id)
+            return [
+                ToolCallDetached(item.ref),
+                WorkOpened(self.session_id, item.ref, _live_status(task)),
+            ]
+        item = self.items[task.task_id] = Item(task, Kind.TOOL_CALL, f"task-{task.task_id}")
+        return [WorkOpened(self.session_id, item.ref, _live_status(task), _own_title(task))]
+
+    def changed(self, task: Task) -> list[BackgroundOut]:
+        item = self.items[task.task_id]
+        if item.kind is not Kind.TOOL_CALL or item.final:
+            return []
+        return [WorkStatus(self.session_id, item.ref, _live_status(task))]
+
+    def resumed(self, task: Task) -> None:
+        """A new run of a task whose item is final: it is shown anew (a final status never reopens)."""
+        item = self.items.get(task.task_id)
+        if item is not None and item.final:
+            del self.items[task.task_id]
+
+    def withdrawn(self, task: Task, now: float) -> list[BackgroundOut]:
+        """A task turned out to be housekeeping: end whatever showed it, then forget it."""
+        item = self.items.pop(task.task_id, None)
+        if item is None or item.final:
+            return []
+        return self._finalize(item, None, now, unknown=True, known_task=False)
+
+    # --- tasks ending ----------------------------------------------------------------------------
+
+    def ended(self, task: Task, now: float) -> list[BackgroundOut]:
+        item = self.items.get(task.task_id)
+        if item is None:
+            return []
+        if item.final:
+            return self._corrected(item)
+        if item.kind is Kind.TERMINAL and item.path is not None:
+            if item.phase is Phase.DRAINING:
+                return []
+            item.phase = Phase.DRAINING
+            return [*self._follow(item, task.output_file), FinishTail(task.task_id)]
+        return self._finalize(item, None, now)
+
+    def drained(
+        self, task_id: str, rest: bytes, exit_info: ExitInfo | None, now: float
+    ) -> list[BackgroundOut]:
+        """The tail read the file to its end after the task ended."""
+        item = self.items.get(task_id)
+        if item is None or item.final:
+            return []
+        return self.output(task_id, rest) + self._finalize(item, exit_info, now)
+
+    def _finalize(
+        self,
+        item: Item,
+        exit_info: ExitInfo | None,
+        now: float,
+        unknown: bool = False,
+        known_task: bool = True,
+    ) -> list[BackgroundOut]:
+        task = item.task if known_task else None
+        item.phase = Phase.FINAL
+        out: list[BackgroundOut] = []
+        if item.kind is Kind.TERMINAL:
+            exit = None if unknown else _exit(task, exit_info)
+            out.append(TerminalExited(self.session_id, item.ref, item.tool_call_id, exit))
+        elif item.kind is Kind.TOOL_CALL:
+            end = (
+                "cancelled"
+                if unknown or task is None
+                else TOOL_STATUS.get(task.end_status or "", "completed")
+            )
+            out.append(WorkEnded(self.session_id, item.ref, end, task.summary if task else None))
+        elif item.kind is Kind.SUBAGENT and task is not None:
+            out.append(ChildEnded(task))
+        if task is not None and task.end_status in FOLLOW_UP_STATUSES and item.stop_sent_at is None:
+            out.append(FollowUpExpected())
+        return out
+
+    def _corrected(self, item: Item) -> list[BackgroundOut]:
+        """An end event after the orphan timeout: tell the client how it really ended."""
+        if item.kind is not Kind.TERMINAL:
+            return []
+        return [TerminalExited(self.session_id, item.ref, item.tool_call_id, _exit(item.task, None), True)]
+
+    # --- tool results --------------------------------------------------------------------------
+
+    def hand_off(
+        self, tool_use_id: str, output_file: str | None
+    ) -> tuple[list[BackgroundOut], HandOff | None]:
+        """A tool result arrived: how its tool call goes on, if background work owns it.
+
+        ``output_file`` is the path the result names (Claude Code's own word for it wins over
+        the one we derived). None when the tool call is ordinary and completes as usual.
+        """
+        item = self._live_item_of(tool_use_id)
+        if item is None or item.kind in (Kind.SUBAGENT, Kind.HIDDEN):
+            return [], None
+        if item.kind is Kind.TERMINAL:
+            return self._follow(item, output_file), HandOff(item.ref)
+        if item.ref != tool_use_id:
+            return [], None  # the work has a tool call of its own; this one just completes
+        return [], HandOff(None, "paused" if item.task.status == "paused" else "in_progress")
+
+    def _live_item_of(self, tool_use_id: str) -> Item | None:
+        return next(
+            (i for i in self.items.values() if i.task.tool_use_id == tool_use_id and not i.final), None
+        )
+
+    # --- output of tailed files ----------------------------------------------------------------
+
+    def output(self, task_id: str, data: bytes) -> list[BackgroundOut]:
+        item = self.items.get(task_id)
+        if item is None or item.final or not data:
+            return []
+        return [TerminalOutput(self.session_id, item.ref, item.tool_call_id, data)]
+
+    def replaced(self, task_id: str, data: bytes) -> list[BackgroundOut]:
+        item = self.items.get(task_id)
+        if item is None or item.final:
+            return []
+        return [TerminalReplaced(self.session_id, item.ref, item.tool_call_id, data)]
+
+    # --- stopping ---------------------------------------------------------------------------------
+
+    def cancel(self, kind: Literal["terminal", "tool_call"], ref: str, now: float) -> list[BackgroundOut]:
+        """``terminal/cancel`` or ``tool_call/cancel``: raises -32602 for what cannot be cancelled."""
+        item = next((i for i in self.items.values() if i.kind.value == kind and i.ref == ref), None)
+        noun = "terminal" if kind == "terminal" else "tool call"
+        if item is None:
+            raise RpcError(INVALID_PARAMS, f"Invalid params: unknown {noun} {ref}")
+        if item.final:
+            raise RpcError(INVALID_PARAMS, f"Invalid params: {noun} {ref} has already finished")
+        if item.stop_sent_at is not None:
+            return []
+        item.stop_sent_at = now
+        return [StopTask(item.task.task_id)]
+
+    def stop_all(self, live: list[Task], now: float) -> list[BackgroundOut]:
+        """The session closes: stop every live task; the normal end path finalizes them."""
+        out: list[BackgroundOut] = []
+        for task in live:
+            item = self.items.get(task.task_id)
+            if item is None or item.stop_sent_at is None:
+                out.append(StopTask(task.task_id))
+                if item is not None:
+                    item.stop_sent_at = now
+        return out
+
+    def abandon(self, now: float) -> list[BackgroundOut]:
+        """Finalize whatever did not confirm its end in time, so nothing stays listed."""
+        out: list[BackgroundOut] = []
+        for item in list(self.items.values()):
+            if not item.final:
+                out += self._finalize(item, None, now, unknown=True)
+        return out
+
+    def forget(self) -> None:
+        """Claude Code is gone: its tasks with it (finalize them first)."""
+        self.items.clear()
+
+    @property
+    def settled(self) -> bool:
+        return all(item.final for item in self.items.values())
+
+    # --- time -----------------------------------------------------------------------------------------
+
+    def due(self, live: list[Task], now: float) -> list[Task]:
+        """Tasks that waited ``CLASSIFY_GRACE`` to be classified: to be considered by force now."""
+        return [t for t in live if self._unclassified(t) and now >= t.first_seen_at + CLASSIFY_GRACE]
+
+    def stall(self, task: Task) -> None:
+        """Nothing to show yet (a foreground shell, a child whose parent is unknown): no timer
+        helps; its next event is considered as it comes."""
+        if task.task_id not in self.items:
+            self._stalled.add(task.task_id)
+
+    def overdue(self, now: float) -> list[BackgroundOut]:
+        out: list[BackgroundOut] = []
+        for item in list(self.items.values()):
+            if not item.final and item.stop_sent_at is not None and now >= item.stop_sent_at + STOP_BOUND:
+                out.append(
+                    Log(f"task {item.task.task_id}: no confirmation {STOP_BOUND:.0f}s after stop_task")
+                )
+                out += self._finalize(item, None, now, unknown=True)
+        return out
+
+    def next_deadline(self, live: list[Task]) -> float | None:
+        deadlines = [t.first_seen_at + CLASSIFY_GRACE for t in live if self._unclassified(t)]
+        deadlines += [
+            i.stop_sent_at + STOP_BOUND
+            for i in self.items.values()
+            if i.stop_sent_at is not None and not i.final
+        ]
+        return min(deadlines) if deadlines else None
+
+    def _unclassified(self, task: Task) -> bool:
+        """Waiting to be shown on a timer: the level signal or ``task_started`` vouched for it
+        (an event that names no task type, like ``task_progress``, does not say it is not
+        housekeeping), yet nothing says what it is."""
+        vouched = task.in_level or task.started
+        return vouched and task.task_id not in self.items and task.task_id not in self._stalled
+
+    def listed(self) -> list[Listed]:
+        """The work to list now (with the list kept only for clients that track detached work)."""
+        return [entry for item in self.items.values() if (entry := self._entry(item)) is not None]
+
+    def _entry(self, item: Item) -> Listed | None:
+        if item.final or not self.visibility.detached_work:
+            return None
+        if item.kind is Kind.TERMINAL:
+            return Listed("terminal", item.ref)
+        if item.kind is Kind.TOOL_CALL:
+            return Listed("tool_call", item.ref)
+        if item.kind is Kind.SUBAGENT and item.task.backgrounded is not False:
+            return Listed("subagent", item.ref)
+        return None
+
+    def _follow(self, item: Item, path: str | None) -> list[BackgroundOut]:
+        """Tail ``path`` for the item, unless it is already (Claude Code's own word for the path,
+        in a tool result or a notification, wins over the one we derived)."""
+        if path is None or path == item.path:
+            return []
+        item.path = path
+        return [Tail(item.task.task_id, path)]
+
+
+def _live_status(task: Task) -> LiveStatus:
+    return "paused" if task.status == "paused" else "pending" if task.status == "pending" else "in_progress"
+
+
+def _own_title(task: Task) -> str:
+    kind = (task.task_type or "task").replace("_", " ")
+    return f"{task.description} ({kind})" if task.description else f"Background {kind}"
+
+
+def _exit(task: Task | None, exit_info: ExitInfo | None) -> ExitInfo | None:
+    """How a terminal's command ended: its file's closing line, else what the task said."""
+    if exit_info is not None and (exit_info.exit_code is not None or exit_info.signal is not None):
+        return exit_info
+    code = summary_exit_code(task.summary) if task is not None else None
+    if code is not None:
+        return ExitInfo(code, None)
+    if task is not None and task.end_status in ("killed", "stopped"):
+        return ExitInfo(None, KILLED_SIGNAL)
+    if task is not None and task.end_status == "completed":
+        return ExitInfo(0, None)
+    return None

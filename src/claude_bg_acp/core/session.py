@@ -1,0 +1,508 @@
+"""One ACP session's core: events in, effects out; the only place where its parts meet.
+
+``SessionCore.handle(event, now)`` is the one way in (``events``); what comes out are
+``effects``. Inside, each concept keeps its own lifecycle and reports what happened as facts;
+this module routes them and never lets the parts call each other:
+
+- Claude Code's messages of the main conversation go to the root ``Transcript``; messages of a
+  subagent (``parent_tool_use_id`` naming the Agent tool use that launched it) go to that
+  child's transcript once the child is exposed, and wait in a bounded buffer until then.
+  Their tool facts go to ``ToolUses``, which owns every tool call's lifecycle; a tool result
+  may hand its work to ``Background`` or ``Schedules``.
+- Task events go to the ``TaskRegistry``; each change it reports goes to ``Subagents`` (a
+  subagent the client sees as a child), to ``Background`` (everything else) and, for
+  subagents, to the ``Foreground`` (held turns).
+- Results and ``session_state_changed`` drive the ``Foreground``; ``can_use_tool`` becomes a
+  permission question, asked under the session the tool use belongs to.
+- After task changes, the ``background`` list goes to the foreground, which sends it with the
+  state when the client keeps one.
+
+Every fact meant for the client goes through the ``Presenter`` chosen for the client kind at
+``session/new``: it alone decides how the session looks on the wire.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, assert_never
+
+from claude_agent_sdk import AssistantMessage, ResultMessage, SystemMessage, UserMessage
+from claude_agent_sdk.types import Message, StreamEvent
+
+from claude_bg_acp.acp.jsonrpc import INTERNAL_ERROR, RpcError
+from claude_bg_acp.claude import conventions
+from claude_bg_acp.core import events as ev
+from claude_bg_acp.core.background import (
+    Background,
+    BackgroundOut,
+    ChildEnded,
+    FollowUpExpected,
+    Listed,
+    TerminalExited,
+    TerminalOpened,
+    TerminalOutput,
+    TerminalReplaced,
+    ToolCallDetached,
+    WorkEnded,
+    WorkOpened,
+    WorkStatus,
+)
+from claude_bg_acp.core.effects import (
+    AskPermission,
+    Decide,
+    Effect,
+    Fail,
+    FinishTail,
+    Interrupt,
+    Log,
+    Query,
+    StopTask,
+    Tail,
+    Ticket,
+    WithdrawPermission,
+)
+from claude_bg_acp.core.foreground import Foreground, ForegroundOut, WaitingPrompt
+from claude_bg_acp.core.permission_modes import PermissionModes
+from claude_bg_acp.core.presenting import Fact, Presenter
+from claude_bg_acp.core.prompts import to_claude_content
+from claude_bg_acp.core.schedules import ScheduleEnded, Schedules
+from claude_bg_acp.core.subagents import ChildAnnounced, ChildFact, Subagents
+from claude_bg_acp.core.tasks import Change, Task, TaskChange, TaskRegistry
+from claude_bg_acp.core.tool_uses import ToolCallHandedOff, ToolUses
+from claude_bg_acp.core.transcript import (
+    MessageChunk,
+    ToolInput,
+    ToolResulted,
+    ToolStreamed,
+    Transcript,
+    TranscriptFact,
+)
+
+ALLOW_ONCE, ALLOW_ALWAYS, REJECT_ONCE = "allow_once", "allow_always", "reject_once"
+BUFFER_LIMIT = 1000
+"""Messages kept per subagent that is not exposed yet (its parent is unknown)."""
+
+
+@dataclass
+class Question:
+    tool_use_id: str | None
+    foreground: bool
+
+
+class SessionCore:
+    def __init__(
+        self,
+        session_id: str,
+        presenter: Presenter,
+        cwd: str = "/",
+        tasks_root: str | None = None,
+        allow_bypass: bool = True,
+    ) -> None:
+        """``tasks_root``: where Claude Code keeps task output files, up to its session id
+        (``conventions.tasks_root``). ``allow_bypass``: whether the bypassPermissions mode is
+        offered (Claude Code refuses it to root)."""
+        self.session_id = session_id
+        self.presenter = presenter
+        self._tasks_root = tasks_root
+        self._visibility = presenter.visibility
+        self.foreground = Foreground(session_id, presenter.holds_turns, presenter.visibility.detached_work)
+        self.background = Background(session_id, cwd, presenter.visibility)
+        self.subagents = Subagents(session_id)
+        self.schedules = Schedules(session_id)
+        self.registry = TaskRegistry()
+        self.tool_uses = ToolUses()
+        self.modes = PermissionModes(session_id, allow_bypass)
+        self.transcripts = {session_id: Transcript(session_id)}
+        self.questions: dict[Ticket, Question] = {}
+        self._buffered: defaultdict[str, list[Message]] = defaultdict(list)
+        self._turn_error: str | None = None
+        """The API error an assistant message of this turn reported (e.g. ``max_output_tokens``)."""
+
+    # --- the one way in ------------------------------------------------------------------------
+
+    def handle(self, event: ev.Event, now: float) -> list[Effect]:
+        match event:
+            case ev.Prompt(ticket, content):
+                wire = [block.wire() for block in content]
+                return self._foreground(
+                    self.foreground.submit(WaitingPrompt(ticket, wire, to_claude_content(wire)))
+                )
+            case ev.WithdrawPrompt(ticket):
+                return self._foreground(self.foreground.withdraw(ticket))
+            case ev.CancelTurn():
+                return self._cancel_turn()
+            case ev.CancelChild(session_id):
+                return list(self.subagents.cancel(session_id))
+            case ev.CancelTerminal(terminal_id):
+                return self._background(self.background.cancel("terminal", terminal_id, now), now)
+            case ev.CancelToolCall(tool_call_id):
+                return self._background(self.background.cancel("tool_call", tool_call_id, now), now)
+            case ev.ChooseMode(mode_id):
+                commands, changed = self.modes.choose(mode_id)
+                return [*commands, *self._present(changed)]
+            case ev.PermissionAnswered(ticket, option_id):
+                return self._answered(ticket, option_id)
+            case ev.Close():
+                return self._close(now)
+            case ev.CloseTimedOut():
+                return self._abandon(now)
+            case ev.ClaudeMessage(message):
+                return self._claude_message(message, now)
+            case ev.PermissionAsked():
+                return self._asked(event)
+            case ev.PermissionAbandoned(ticket):
+                return (
+                    self._withdraw(ticket, "Claude Code withdrew the question")
+                    if ticket in self.questions
+                    else []
+                )
+            case ev.ClaudeDied(reason, fatal):
+                return self._claude_died(reason, fatal, now)
+            case ev.OutputRead(task_id, data):
+                return self._background(self.background.output(task_id, data), now)
+            case ev.OutputReplaced(task_id, data):
+                return self._background(self.background.replaced(task_id, data), now)
+            case ev.OutputEnded(task_id, rest, exit_info):
+                return (
+                    self._background(self.background.drained(task_id, rest, exit_info, now), now)
+                    + self._publish()
+                )
+            case ev.Tick():
+                return self._tick(now)
+            case _:
+                assert_never(event)
+
+    # --- read-only views for the host ----------------------------------------------------------
+
+    @property
+    def settled(self) -> bool:
+        """Every background item has its final status (what a close waits for)."""
+        return self.background.settled
+
+    def next_deadline(self) -> float | None:
+        live = self.registry.live()
+        candidates = (
+            self.registry.next_deadline(),
+            self.background.next_deadline(live),
+            self.foreground.next_deadline(),
+        )
+        deadlines = [d for d in candidates if d is not None]
+        return min(deadlines) if deadlines else None
+
+    def has_child(self, session_id: str) -> bool:
+        return session_id in self.subagents.children
+
+    # --- client requests -------------------------------------------------------------------------
+
+    def _cancel_turn(self) -> list[Effect]:
+        effects = self._foreground(self.foreground.cancel())
+        for ticket in [t for t, q in self.questions.items() if q.foreground]:
+            effects += self._withdraw(ticket, "The user cancelled the turn")
+        return effects
+
+    def _close(self, now: float) -> list[Effect]:
+        """Closing starts: withdraw questions, end the turn, and stop every background task.
+
+        The tasks' own end events finalize them (``settled`` tells when); ``CloseTimedOut``
+        finalizes whatever did not confirm in time.
+        """
+        effects: list[Effect] = []
+        for ticket in list(self.questions):
+            effects += self._withdraw(ticket, "The session was closed")
+        effects += self._foreground(self.foreground.close())
+        return effects + self._background(self.background.stop_all(self.registry.live(), now), now)
+
+    def _abandon(self, now: float) -> list[Effect]:
+        """Finalize whatever did not confirm its end in time, so nothing stays listed."""
+        effects = self._present(self.schedules.cancel_all())
+        return effects + self._background(self.background.abandon(now), now) + self._publish()
+
+    # --- Claude Code -------------------------------------------------------------------------------
+
+    def _claude_message(self, message: Message, now: float) -> list[Effect]:
+        parent = getattr(message, "parent_tool_use_id", None)
+        if parent:
+            return self._child_message(parent, message, now)
+        if isinstance(message, ResultMessage):
+            return self._result(message)
+        if isinstance(message, SystemMessage):
+            if message.subtype == "session_state_changed":
+                return self._foreground(self.foreground.cli_state(str(message.data.get("state"))))
+            changes = self.registry.system(message.subtype, message.data, now)
+            return [] if changes is None else self._task_changes(changes, now) + self._flush(now)
+        if isinstance(message, AssistantMessage) and message.error is not None:
+            self._turn_error = str(message.error)
+        return self._foreground(self.foreground.work_seen()) + self._translate(self.session_id, message, now)
+
+    def _translate(self, session_id: str, message: Message, now: float) -> list[Effect]:
+        transcript = self.transcripts[session_id]
+        facts: list[TranscriptFact]
+        if isinstance(message, StreamEvent):
+            facts = transcript.stream_event(message.event)
+        elif isinstance(message, AssistantMessage):
+            facts = transcript.assistant(message)
+        elif isinstance(message, UserMessage):
+            facts = transcript.tool_results(message)
+        else:
+            return []
+        effects: list[Effect] = []
+        for fact in facts:
+            effects += self._transcript_fact(session_id, fact, now)
+        return effects
+
+    def _transcript_fact(self, session_id: str, fact: TranscriptFact, now: float) -> list[Effect]:
+        match fact:
+            case MessageChunk():
+                return self._present([fact])
+            case ToolStreamed(tool_use_id, name):
+                return self._present(self.tool_uses.streaming(session_id, tool_use_id, name))
+            case ToolInput(tool_use_id, name, tool_input, launched_by):
+                return self._present(
+                    self.tool_uses.input_known(session_id, tool_use_id, name, tool_input, launched_by)
+                )
+            case ToolResulted():
+                return self._tool_result(session_id, fact, now)
+            case _:
+                assert_never(fact)
+
+    def _child_message(self, parent_tool_use_id: str, message: Message, now: float) -> list[Effect]:
+        if not self._visibility.children:
+            # A client that does not know child sessions sees subagents' work in the session
+            # that launched them, as the official adapter shows it.
+            return self._translate(self.session_id, message, now)
+        child = self.subagents.child_launched_by(parent_tool_use_id)
+        if child is not None:
+            return self._translate(child, message, now)
+        # Its child is not exposed yet: never guess where it belongs, wait.
+        pending = self._buffered[parent_tool_use_id]
+        if len(pending) < BUFFER_LIMIT:
+            pending.append(message)
+        return []
+
+    def _flush(self, now: float) -> list[Effect]:
+        """Send what waited for a child that is exposed now."""
+        effects: list[Effect] = []
+        for tool_use_id in list(self._buffered):
+            child = self.subagents.child_launched_by(tool_use_id)
+            if child is not None:
+                for message in self._buffered.pop(tool_use_id):
+                    effects += self._translate(child, message, now)
+        return effects
+
+    def _result(self, message: ResultMessage) -> list[Effect]:
+        origin: dict[str, Any] = dict(message.origin or {})
+        uuids = set(message.user_message_uuids or [])
+        if message.user_message_uuid:
+            uuids.add(message.user_message_uuid)
+        follow_up = not self.foreground.answers_prompt(uuids, str(origin.get("kind", "human")))
+        effects: list[Effect] = []
+        if origin.get("subkind") == "scheduled-trigger":
+            # A wakeup that fired started this turn: its pending tool call is done.
+            effects += self._schedules_ended(self.schedules.fired())
+        if message.subtype != "success":
+            effects += self._present(self.tool_uses.cut(self.session_id))
+        errors = message.errors or ([message.result] if message.is_error and message.result else [])
+        outcome = self.foreground.outcome_of(
+            message.subtype, message.stop_reason, message.usage, message.is_error, errors, self._turn_error
+        )
+        self._turn_error = None
+        return effects + self._foreground(self.foreground.result(outcome, follow_up))
+
+    def _claude_died(self, reason: str, fatal: bool, now: float) -> list[Effect]:
+        """Claude Code died. Its turn ends with an error and what it ran is gone with it.
+
+        Unless ``fatal``, the session goes on with a new Claude Code: waiting prompts stay.
+        """
+        effects: list[Effect] = []
+        for ticket in list(self.questions):
+            effects += self._withdraw(ticket, "Claude Code stopped")
+        effects += self._children(self.subagents.lost()) + self._abandon(now)
+        self.background.forget()
+        self.registry = TaskRegistry()
+        error = RpcError(INTERNAL_ERROR, reason)
+        return effects + self._foreground(
+            self.foreground.fail(error) if fatal else self.foreground.crashed(error)
+        )
+
+    # --- tool results ---------------------------------------------------------------------------
+
+    def _tool_result(self, session_id: str, fact: ToolResulted, now: float) -> list[Effect]:
+        use = self.tool_uses.get(fact.tool_use_id)
+        if use is None or use.final:
+            return []
+        effects: list[Effect] = []
+        handed = conventions.hand_off(fact.text)
+        if handed is not None:
+            changes = self.registry.learned(handed.task_id, fact.tool_use_id, handed.output_file, now)
+            effects += self._task_changes(changes, now)
+        outs, target = self.background.hand_off(fact.tool_use_id, handed.output_file if handed else None)
+        effects += self._background(outs, now)
+        if target is not None:
+            if target.terminal_id is not None:
+                self.tool_uses.finish(fact.tool_use_id)
+            handoff = ToolCallHandedOff(
+                session_id, fact.tool_use_id, fact.text, target.terminal_id, target.status
+            )
+            return effects + self._present([handoff])
+        if self._visibility.detached_work and not fact.is_error:
+            scheduled, ended = self.schedules.tool_result(
+                fact.tool_use_id, use.name, use.tool_input, fact.text
+            )
+            effects += self._schedules_ended(ended, publish=not scheduled)
+            if scheduled:
+                self.tool_uses.detach(fact.tool_use_id)
+                handoff = ToolCallHandedOff(session_id, fact.tool_use_id, fact.text, None, "pending")
+                return effects + self._present([handoff]) + self._publish()
+        return effects + self._present(
+            self.tool_uses.result(fact.tool_use_id, fact.is_error, fact.text, fact.raw)
+        )
+
+    def _schedules_ended(self, ended: list[ScheduleEnded], publish: bool = True) -> list[Effect]:
+        for end in ended:
+            self.tool_uses.finish(end.tool_call_id)
+        return self._present(ended) + (self._publish() if ended and publish else [])
+
+    # --- background work ----------------------------------------------------------------------------
+
+    def _task_changes(self, changes: list[TaskChange], now: float) -> list[Effect]:
+        effects: list[Effect] = []
+        for change in changes:
+            effects += self._task_change(change, now)
+        return effects + self._publish()
+
+    def _task_change(self, change: TaskChange, now: float) -> list[Effect]:
+        task = change.task
+        if change.kind is Change.AMBIENT:
+            return self._background(self.background.withdrawn(task, now), now)
+        if change.kind is Change.RESUMED:
+            self.background.resumed(task)
+        if change.kind in (Change.ENDED, Change.CORRECTED):
+            effects = self._background(self.background.ended(task, now), now)
+            if task.is_subagent:
+                effects += self._foreground(
+                    self.foreground.subagent_ended(task.task_id, task.end_status, now)
+                )
+            return effects
+        if task.is_subagent:
+            self.foreground.subagent_started(task.task_id)
+        if self.background.knows(task.task_id):
+            return self._background(self.background.changed(task), now)
+        return self._consider(task, now)
+
+    def _consider(self, task: Task, now: float, force: bool = False) -> list[Effect]:
+        """Show a live task once we know enough to say what it is."""
+        if task.ended or not (force or task.started or task.tool_use_id):
+            return []
+        tool = self.tool_uses.get(task.tool_use_id)
+        if task.is_subagent and self._visibility.children:
+            announced = self.subagents.announce(task, tool)
+            if announced is not None:
+                self.background.open_child(task)
+                return self._children(announced)
+        output_file = None
+        if self._tasks_root is not None and self.registry.cli_session_id is not None:
+            output_file = conventions.output_file(
+                self._tasks_root, self.registry.cli_session_id, task.task_id
+            )
+        return self._background(self.background.consider(task, tool, output_file, force), now)
+
+    def _tick(self, now: float) -> list[Effect]:
+        effects = self._task_changes(self.registry.tick(now), now)
+        for task in self.background.due(self.registry.live(), now):
+            effects += self._consider(task, now, force=True)
+            self.background.stall(task)
+        effects += self._background(self.background.overdue(now), now) + self._publish()
+        return effects + self._foreground(self.foreground.tick(now)) + self._flush(now)
+
+    def _publish(self) -> list[Effect]:
+        """The ``background`` list, for clients that keep one."""
+        if not self._visibility.detached_work:
+            return []
+        listed = self.background.listed() + [Listed("tool_call", ref) for ref in self.schedules.listed()]
+        return self._foreground(self.foreground.set_background(listed))
+
+    # --- permission questions ------------------------------------------------------------------
+
+    def _asked(self, asked: ev.PermissionAsked) -> list[Effect]:
+        session_id = self.subagents.session_of_agent(asked.agent_id)
+        foreground = asked.agent_id is None
+        self.questions[asked.ticket] = Question(asked.tool_use_id, foreground)
+        tool_call_id = asked.tool_use_id or f"permission-{asked.ticket}"
+        params = self.presenter.permission_request(
+            session_id, tool_call_id, asked.tool_name, asked.tool_input
+        )
+        effects: list[Effect] = [AskPermission(asked.ticket, params)]
+        if foreground:
+            effects += self._foreground(self.foreground.set_blocked(True))
+        return effects
+
+    def _answered(self, ticket: Ticket, option_id: str | None) -> list[Effect]:
+        """``option_id`` is None when the client cancelled the question."""
+        if ticket not in self.questions:
+            return []
+        allow = option_id in (ALLOW_ONCE, ALLOW_ALWAYS)
+        message = "" if allow else "The user rejected this tool use"
+        decision = Decide(ticket, allow, always=option_id == ALLOW_ALWAYS, message=message)
+        return [decision, *self._forget_question(ticket)]
+
+    def _withdraw(self, ticket: Ticket, why: str) -> list[Effect]:
+        # Withdraw first: once decided, the host forgets the question and its request id.
+        return [
+            WithdrawPermission(ticket),
+            Decide(ticket, False, message=why, interrupt=True),
+            *self._forget_question(ticket),
+        ]
+
+    def _forget_question(self, ticket: Ticket) -> list[Effect]:
+        question = self.questions.pop(ticket)
+        if question.foreground and not any(q.foreground for q in self.questions.values()):
+            return self._foreground(self.foreground.set_blocked(False))
+        return []
+
+    # --- routing facts -------------------------------------------------------------------------
+
+    def _present(self, facts: Sequence[Fact]) -> list[Effect]:
+        effects: list[Effect] = []
+        for fact in facts:
+            effects += self.presenter.render(fact)
+        return effects
+
+    def _foreground(self, outs: list[ForegroundOut]) -> list[Effect]:
+        effects: list[Effect] = []
+        for out in outs:
+            if isinstance(out, (Fail, Interrupt, Query)):
+                effects.append(out)
+            else:
+                effects += self.presenter.render(out)
+        return effects
+
+    def _children(self, facts: list[ChildFact]) -> list[Effect]:
+        for fact in facts:
+            if isinstance(fact, ChildAnnounced):
+                self.transcripts[fact.child_id] = Transcript(fact.child_id)
+        return self._present(facts)
+
+    def _background(self, outs: list[BackgroundOut], now: float) -> list[Effect]:
+        effects: list[Effect] = []
+        for out in outs:
+            match out:
+                case Tail() | FinishTail() | StopTask() | Log():
+                    effects.append(out)
+                case ToolCallDetached(tool_use_id):
+                    self.tool_uses.detach(tool_use_id)
+                case FollowUpExpected():
+                    self.foreground.expect_follow_up(now)
+                case ChildEnded(task):
+                    effects += self._children(self.subagents.ended(task))
+                case WorkEnded():
+                    self.tool_uses.finish(out.tool_call_id)
+                    effects += self.presenter.render(out)
+                case TerminalOpened() | TerminalOutput() | TerminalReplaced() | TerminalExited():
+                    effects += self.presenter.render(out)
+                case WorkOpened() | WorkStatus():
+                    effects += self.presenter.render(out)
+                case _:
+                    assert_never(out)
+        return effects

@@ -1,0 +1,163 @@
+"""Subagent sessions: each Agent/Task subagent as a child session of the session that launched it.
+
+Theory of operation (the Subagent Sessions RFD). Whether children are exposed at all is the
+client's business (the presenter says); when they are not, a subagent stays an ordinary tool
+call and its traffic shows in the session that launched it.
+
+- Identity: the child's session id is Claude Code's agent id (the task id of the
+  ``local_agent`` task), which is also the ``agent_id`` of its permission requests.
+- Parent: the session whose transcript holds the Agent tool use that launched it (the root, or
+  another child for a nested one). A child whose parent is not exposed yet waits, unexposed;
+  its traffic is buffered by the session core. A parent is never guessed.
+- Announcement, before any of the child's traffic: the child with its title (the agent's name
+  and type), its description (the tool input's ``description``) and the launching prompt,
+  sent by the parent.
+- ``session/cancel`` with a child's id stops that child's task only.
+- The Agent tool call stays a tool call of the session that made it.
+
+A child's lifecycle:
+
+=============  =======================================================  =============
+state          what happens                                             next state
+=============  =======================================================  =============
+(task)         announced, its parent being exposed                      ``RUNNING``
+``RUNNING``    its task ended (``end_turn``, ``cancelled``, ``error``;  ``IDLE``
+               no stop reason when how it ended is unknown)
+``RUNNING``    Claude Code is gone                                      ``UNKNOWN``
+``IDLE``       a new run of its task (a resumed subagent)               ``RUNNING``
+=============  =======================================================  =============
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from claude_bg_acp.acp.jsonrpc import INVALID_PARAMS, RpcError
+from claude_bg_acp.core.effects import StopTask
+from claude_bg_acp.core.tasks import Task
+from claude_bg_acp.core.tool_uses import ToolUse
+
+StopReason = Literal["end_turn", "cancelled", "error"]
+END_STATES: dict[str, StopReason] = {
+    "completed": "end_turn",
+    "failed": "error",
+    "killed": "cancelled",
+    "stopped": "cancelled",
+}
+
+
+class State(enum.Enum):
+    RUNNING = "running"
+    IDLE = "idle"
+    UNKNOWN = "unknown"
+
+
+@dataclass
+class Child:
+    session_id: str
+    task_id: str
+    tool_use_id: str
+    parent_id: str
+    state: State = State.RUNNING
+
+
+# --- what happened to a child, for the presenter ----------------------------------------------
+
+
+@dataclass(frozen=True)
+class ChildAnnounced:
+    parent_id: str
+    child_id: str
+    tool_use_id: str
+    title: str
+    description: str | None
+    prompt: str | None
+
+
+@dataclass(frozen=True)
+class ChildStateChanged:
+    parent_id: str
+    child_id: str
+    state: State
+    stop_reason: StopReason | None = None
+    error: str | None = None
+    """With the ``error`` stop reason: what Claude Code said of the failure."""
+
+
+ChildFact = ChildAnnounced | ChildStateChanged
+
+
+class Subagents:
+    def __init__(self, root_id: str) -> None:
+        self.root_id = root_id
+        self.children: dict[str, Child] = {}
+
+    def announce(self, task: Task, tool: ToolUse | None) -> list[ChildFact] | None:
+        """Expose a subagent task as a child session; None while its parent is not known."""
+        if tool is None or not task.tool_use_id:
+            return None
+        parent = tool.session_id
+        if parent != self.root_id and parent not in self.children:
+            return None
+        known = self.children.get(task.task_id)
+        if known is not None:
+            return self._report(known, State.RUNNING)  # the same child, working again
+        child = Child(task.task_id, task.task_id, task.tool_use_id, parent)
+        self.children[child.session_id] = child
+        description = _text(tool.tool_input.get("description")) or task.description or None
+        prompt = task.prompt or _text(tool.tool_input.get("prompt"))
+        title = _title(tool.tool_input, task)
+        return [ChildAnnounced(parent, child.session_id, task.tool_use_id, title, description, prompt)]
+
+    def ended(self, task: Task) -> list[ChildFact]:
+        child = self.children.get(task.task_id)
+        if child is None or child.state is not State.RUNNING:
+            return []
+        stop_reason = END_STATES.get(task.end_status or "")
+        error = (task.summary or "The subagent failed") if stop_reason == "error" else None
+        return self._report(child, State.IDLE, stop_reason, error)
+
+    def lost(self) -> list[ChildFact]:
+        """Claude Code is gone: what its children were doing can no longer be observed."""
+        facts: list[ChildFact] = []
+        for child in self.children.values():
+            if child.state is State.RUNNING:
+                facts += self._report(child, State.UNKNOWN)
+        return facts
+
+    def cancel(self, session_id: str) -> list[StopTask]:
+        child = self.children.get(session_id)
+        if child is None:
+            raise RpcError(INVALID_PARAMS, f"Invalid params: unknown session {session_id}")
+        return [StopTask(child.task_id)] if child.state is State.RUNNING else []
+
+    def child_launched_by(self, tool_use_id: str) -> str | None:
+        """The child session whose subagent the Agent tool use ``tool_use_id`` launched."""
+        return next((c.session_id for c in self.children.values() if c.tool_use_id == tool_use_id), None)
+
+    def session_of_agent(self, agent_id: str | None) -> str:
+        """Where a permission request of ``agent_id`` belongs: its child session, else the root."""
+        if agent_id is not None and agent_id in self.children:
+            return agent_id
+        return self.root_id
+
+    @staticmethod
+    def _report(
+        child: Child, state: State, stop_reason: StopReason | None = None, error: str | None = None
+    ) -> list[ChildFact]:
+        child.state = state
+        return [ChildStateChanged(child.parent_id, child.session_id, state, stop_reason, error)]
+
+
+def _title(tool_input: dict[str, Any], task: Task) -> str:
+    name = _text(tool_input.get("name"))
+    kind = task.subagent_type or _text(tool_input.get("subagent_type"))
+    if name and kind:
+        return f"{name} ({kind})"
+    return name or kind or task.description or "Subagent"
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None

@@ -1,0 +1,12 @@
+"""How a session looks on the wire, one presenter per client kind, chosen at ``session/new``.
+
+- ``v2``: session state with the ``background`` list, agent-owned terminals, background tool
+  calls and child sessions.
+- ``v1``: the prompt's answer ends the turn (held while the turn's subagents run); child
+  sessions when the client declares ``subagents``.
+- ``zed``: v1, plus background shells' output on the tool call's ``_meta`` for clients that
+  declare ``_meta.terminal_output`` (Zed).
+
+``choice.presenter_for`` reads the negotiated version and the client's capabilities; nothing outside
+this package looks at either to decide how something is shown.
+"""

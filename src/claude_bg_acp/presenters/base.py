@@ -1,0 +1,186 @@
+"""What every client kind renders alike, and the dispatch of facts to their renderings.
+
+``BasePresenter.render`` matches each fact to one method; the presenters of the client kinds
+override the methods whose wire form differs. Agent text, tool calls and permission questions
+look alike in every version; state, prompts' answers, terminals, background tool calls and
+child sessions are each kind's own business, and render nothing here.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal, assert_never
+
+from claude_bg_acp.acp.updates import ContentChunk, CurrentModeUpdate, SessionUpdate, TextContent, ToolCall
+from claude_bg_acp.closing_line import ExitInfo
+from claude_bg_acp.core.background import (
+    TerminalExited,
+    TerminalOpened,
+    TerminalOutput,
+    TerminalReplaced,
+    Visibility,
+    WorkEnded,
+    WorkOpened,
+    WorkStatus,
+)
+from claude_bg_acp.core.effects import ClientEffect, Notify
+from claude_bg_acp.core.foreground import PromptAnswered, PromptCancelled, PromptInserted, StateReported
+from claude_bg_acp.core.permission_modes import ModeChanged
+from claude_bg_acp.core.presenting import Fact
+from claude_bg_acp.core.schedules import ScheduleEnded
+from claude_bg_acp.core.subagents import ChildAnnounced, ChildStateChanged
+from claude_bg_acp.core.tool_uses import (
+    ToolCallCut,
+    ToolCallFinished,
+    ToolCallHandedOff,
+    ToolCallRunning,
+    ToolCallStarted,
+)
+from claude_bg_acp.core.transcript import MessageChunk
+from claude_bg_acp.presenters import tool_views
+
+ALLOW_ONCE, ALLOW_ALWAYS, REJECT_ONCE = "allow_once", "allow_always", "reject_once"
+PERMISSION_OPTIONS = [
+    {"optionId": ALLOW_ONCE, "name": "Allow", "kind": "allow_once"},
+    {"optionId": ALLOW_ALWAYS, "name": "Always allow", "kind": "allow_always"},
+    {"optionId": REJECT_ONCE, "name": "Reject", "kind": "reject_once"},
+]
+CANCEL: dict[str, Any] = {"cancel": {}}
+
+
+class BasePresenter:
+    visibility: Visibility
+    holds_turns: ClassVar[bool]
+    creating: ClassVar[Literal["tool_call", "tool_call_update"]]
+    """The update that creates a tool call (v1 has its own; in v2 the first update creates)."""
+    cut_status: ClassVar[Literal["cancelled", "failed"]]
+    """A tool call whose turn ended early (v1 has no ``cancelled``)."""
+
+    def render(self, fact: Fact) -> list[ClientEffect]:
+        match fact:
+            case MessageChunk():
+                return [self.chunk(fact)]
+            case ToolCallStarted() | ToolCallRunning() | ToolCallFinished() | ToolCallCut():
+                return [self.tool_call(fact)]
+            case ToolCallHandedOff():
+                return self.handed_off(fact)
+            case TerminalOpened() | TerminalOutput() | TerminalReplaced() | TerminalExited():
+                return self.terminal(fact)
+            case WorkOpened() | WorkStatus() | WorkEnded() | ScheduleEnded():
+                return self.work(fact)
+            case ChildAnnounced() | ChildStateChanged():
+                return self.child(fact)
+            case StateReported():
+                return self.state(fact)
+            case PromptInserted() | PromptAnswered() | PromptCancelled():
+                return self.prompt(fact)
+            case ModeChanged():
+                return [Notify(fact.session_id, CurrentModeUpdate(current_mode_id=fact.mode_id))]
+            case _:
+                assert_never(fact)
+
+    # --- alike in every kind --------------------------------------------------------------------
+
+    def chunk(self, fact: MessageChunk) -> Notify:
+        kind: Literal["agent_thought_chunk", "agent_message_chunk"] = (
+            "agent_thought_chunk" if fact.thought else "agent_message_chunk"
+        )
+        chunk = ContentChunk(
+            session_update=kind, content=TextContent(text=fact.text), message_id=fact.message_id
+        )
+        return Notify(fact.session_id, chunk)
+
+    def tool_call(self, fact: ToolCallStarted | ToolCallRunning | ToolCallFinished | ToolCallCut) -> Notify:
+        update: SessionUpdate
+        match fact:
+            case ToolCallStarted():
+                view = tool_views.describe(fact.name, {})
+                update = ToolCall(
+                    session_update=self.creating,
+                    tool_call_id=fact.tool_use_id,
+                    title=view.title,
+                    kind=view.kind,
+                    status="pending",
+                )
+            case ToolCallRunning():
+                fields = tool_call_fields(fact.tool_use_id, fact.name, fact.tool_input)
+                kind = self.creating if fact.first else "tool_call_update"
+                update = ToolCall.model_validate({"sessionUpdate": kind, **fields, "status": "in_progress"})
+            case ToolCallFinished():
+                update = ToolCall(
+                    session_update="tool_call_update",
+                    tool_call_id=fact.tool_use_id,
+                    status="failed" if fact.failed else "completed",
+                    raw_output=fact.raw_output,
+                )
+                if fact.text:
+                    update.content = [tool_views.text_content(fact.text)]
+            case ToolCallCut():
+                update = ToolCall(
+                    session_update="tool_call_update", tool_call_id=fact.tool_use_id, status=self.cut_status
+                )
+            case _:
+                assert_never(fact)
+        return Notify(fact.session_id, update)
+
+    def permission_request(
+        self, session_id: str, tool_call_id: str, tool_name: str, tool_input: dict[str, Any]
+    ) -> dict[str, Any]:
+        call = tool_call_fields(tool_call_id, tool_name, tool_input)
+        call["status"] = "pending"
+        params = self.permission_subject(call, tool_views.describe(tool_name, tool_input).title)
+        params.update(sessionId=session_id, options=PERMISSION_OPTIONS)
+        return params
+
+    # --- each kind's own ------------------------------------------------------------------------
+
+    def permission_subject(self, call: dict[str, Any], title: str) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def handed_off(self, fact: ToolCallHandedOff) -> list[ClientEffect]:
+        """A client that cannot follow the work sees the call complete with the result."""
+        update = ToolCall(
+            session_update="tool_call_update",
+            tool_call_id=fact.tool_use_id,
+            status="completed",
+            content=[tool_views.text_content(fact.text)],
+        )
+        return [Notify(fact.session_id, update)]
+
+    def terminal(
+        self, fact: TerminalOpened | TerminalOutput | TerminalReplaced | TerminalExited
+    ) -> list[ClientEffect]:
+        return []
+
+    def work(self, fact: WorkOpened | WorkStatus | WorkEnded | ScheduleEnded) -> list[ClientEffect]:
+        return []
+
+    def child(self, fact: ChildAnnounced | ChildStateChanged) -> list[ClientEffect]:
+        return []
+
+    def state(self, fact: StateReported) -> list[ClientEffect]:
+        return []
+
+    def prompt(self, fact: PromptInserted | PromptAnswered | PromptCancelled) -> list[ClientEffect]:
+        return []
+
+
+def tool_call_fields(tool_use_id: str, name: str, tool_input: dict[str, Any]) -> dict[str, Any]:
+    view = tool_views.describe(name, tool_input)
+    fields: dict[str, Any] = {
+        "toolCallId": tool_use_id,
+        "title": view.title,
+        "kind": view.kind,
+        "rawInput": tool_input,
+    }
+    if view.locations is not None:
+        fields["locations"] = view.locations
+    if view.content is not None:
+        fields["content"] = view.content
+    return fields
+
+
+def exit_status(exit_info: ExitInfo | None) -> dict[str, Any]:
+    """A terminal's ``exitStatus``: ``{}`` when how it ended is unknown."""
+    if exit_info is None:
+        return {}
+    return {"exitCode": exit_info.exit_code, "signal": exit_info.signal}

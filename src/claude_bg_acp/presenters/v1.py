@@ -1,0 +1,84 @@
+"""ACP v1 clients: the prompt's answer ends the turn, and no agent-owned terminals or list.
+
+A v1 client stops listening to a turn at the prompt's answer, so the answer waits for the
+subagents the turn started (``holds_turns``; see ``core.foreground``). It has no session state,
+no ``background`` list and no terminals of the agent's: background shells and tool calls that
+outlive their turn are not shown (a shell's tool call completes with its hand-off text). A
+client that declares ``clientCapabilities.subagents`` gets subagents as child sessions in the
+RFD's form: ``subagent_update`` on the parent (no stop reason ``error``: v1 has none) and the
+launching prompt as a ``session_message``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from claude_bg_acp.acp.updates import SessionMessage, SubagentUpdate
+from claude_bg_acp.core.background import Visibility
+from claude_bg_acp.core.effects import ClientEffect, Fail, Notify, Reply, Ticket
+from claude_bg_acp.core.foreground import Outcome, PromptAnswered, PromptCancelled, PromptInserted
+from claude_bg_acp.core.subagents import ChildAnnounced, ChildStateChanged
+from claude_bg_acp.presenters.base import CANCEL, BasePresenter
+
+
+class V1Presenter(BasePresenter):
+    holds_turns = True
+    creating = "tool_call"
+    cut_status = "failed"
+
+    def __init__(self, subagents: bool) -> None:
+        self.visibility = Visibility(terminals="none", detached_work=False, children=subagents)
+
+    def permission_subject(self, call: dict[str, Any], title: str) -> dict[str, Any]:
+        return {"toolCall": call}
+
+    def prompt(self, fact: PromptInserted | PromptAnswered | PromptCancelled) -> list[ClientEffect]:
+        if isinstance(fact, PromptAnswered):
+            return [answer(fact.ticket, fact.outcome)]
+        if isinstance(fact, PromptCancelled):
+            return [Reply(fact.ticket, {"stopReason": "cancelled"})]
+        return []
+
+    def child(self, fact: ChildAnnounced | ChildStateChanged) -> list[ClientEffect]:
+        if isinstance(fact, ChildAnnounced):
+            return announce_child(fact)
+        return [
+            Notify(fact.parent_id, SubagentUpdate(session_id=fact.child_id, state=self.child_state(fact)))
+        ]
+
+    def child_state(self, fact: ChildStateChanged) -> dict[str, Any]:
+        state: dict[str, Any] = {"state": fact.state.value}
+        if fact.stop_reason is not None and fact.stop_reason != "error":
+            state["stopReason"] = fact.stop_reason
+        return state
+
+
+def answer(ticket: Ticket, outcome: Outcome) -> ClientEffect:
+    """The answer to a v1 prompt: its stop reason (and usage), or the turn's error."""
+    if outcome.error is not None:
+        return Fail(ticket, outcome.error)
+    result: dict[str, Any] = {"stopReason": outcome.stop_reason}
+    if outcome.usage is not None:
+        result["usage"] = outcome.usage
+    return Reply(ticket, result)
+
+
+def announce_child(fact: ChildAnnounced) -> list[ClientEffect]:
+    """The child on its parent (``subagent_update``), then the prompt that launched it."""
+    announcement = SubagentUpdate(
+        session_id=fact.child_id,
+        title=fact.title,
+        description=fact.description,
+        capabilities=CANCEL,
+        state={"state": "running"},
+    )
+    effects: list[ClientEffect] = [Notify(fact.parent_id, announcement)]
+    if fact.prompt:
+        message = SessionMessage(
+            message_id=f"delegation-{fact.tool_use_id}",
+            sender_session_id=fact.parent_id,
+            recipient_session_id=fact.child_id,
+            content=[{"type": "text", "text": fact.prompt}],
+        )
+        effects.append(Notify(fact.child_id, message))
+    return effects

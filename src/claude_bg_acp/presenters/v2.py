@@ -1,0 +1,159 @@
+"""ACP v2 clients: session state, agent-owned terminals, background tool calls and the list.
+
+A v2 prompt is answered with its ``messageId`` as soon as it is inserted; the turn is followed
+through ``state_update`` (``running`` / ``requires_action`` / ``idle`` with the stop reason),
+which carries the ``background`` list on every snapshot. A background shell is a terminal
+(``terminal_update`` with command, cwd and ``capabilities.cancel``; byte-exact
+``terminal_output_chunk``; ``exitStatus``), referenced by the Bash tool call that completes at
+hand-off. Work without a process stays on its tool call, ``in_progress`` (or ``paused``,
+``pending`` when scheduled) and cancellable until its final status. Every subagent is a child
+session with its own ``state_update``, mirrored on the parent's ``subagent_update``.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+from claude_bg_acp.acp.jsonrpc import INTERNAL_ERROR, REQUEST_CANCELLED, RpcError
+from claude_bg_acp.acp.updates import (
+    ErrorObject,
+    StateUpdate,
+    SubagentUpdate,
+    TerminalOutputChunk,
+    TerminalUpdate,
+    ToolCall,
+    UserMessage,
+)
+from claude_bg_acp.core.background import (
+    Listed,
+    TerminalExited,
+    TerminalOpened,
+    TerminalOutput,
+    TerminalReplaced,
+    Visibility,
+    WorkEnded,
+    WorkOpened,
+    WorkStatus,
+)
+from claude_bg_acp.core.effects import ClientEffect, Fail, Notify, Reply
+from claude_bg_acp.core.foreground import PromptAnswered, PromptCancelled, PromptInserted, StateReported
+from claude_bg_acp.core.schedules import ScheduleEnded
+from claude_bg_acp.core.subagents import ChildAnnounced, ChildStateChanged
+from claude_bg_acp.core.tool_uses import ToolCallHandedOff
+from claude_bg_acp.presenters import tool_views
+from claude_bg_acp.presenters.base import CANCEL, BasePresenter, exit_status
+from claude_bg_acp.presenters.v1 import announce_child
+
+
+class V2Presenter(BasePresenter):
+    holds_turns = False
+    creating = "tool_call_update"
+    cut_status = "cancelled"
+
+    def __init__(self) -> None:
+        self.visibility = Visibility(terminals="all", detached_work=True, children=True)
+
+    def permission_subject(self, call: dict[str, Any], title: str) -> dict[str, Any]:
+        return {"title": f"Allow {title}?", "subject": {"type": "tool_call", "toolCall": call}}
+
+    def state(self, fact: StateReported) -> list[ClientEffect]:
+        update = StateUpdate(state=fact.state)
+        if fact.background is not None:
+            update.background = [listed(entry) for entry in fact.background]
+        outcome = fact.outcome
+        if outcome is not None:
+            update.stop_reason = outcome.stop_reason
+            if outcome.usage is not None:
+                update.usage = outcome.usage
+            if outcome.error is not None:
+                update.error = ErrorObject(code=outcome.error.code, message=outcome.error.message)
+        return [Notify(fact.session_id, update)]
+
+    def prompt(self, fact: PromptInserted | PromptAnswered | PromptCancelled) -> list[ClientEffect]:
+        if isinstance(fact, PromptInserted):
+            message = UserMessage.model_validate({"messageId": fact.message_id, "content": fact.content})
+            return [Notify(fact.session_id, message), Reply(fact.ticket, {"messageId": fact.message_id})]
+        if isinstance(fact, PromptCancelled):
+            return [Fail(fact.ticket, RpcError(REQUEST_CANCELLED, "Prompt cancelled before insertion"))]
+        return []  # answered at insertion
+
+    def handed_off(self, fact: ToolCallHandedOff) -> list[ClientEffect]:
+        text = tool_views.text_content(fact.text)
+        fields: dict[str, Any]
+        if fact.terminal_id is not None:
+            fields = {
+                "status": "completed",
+                "content": [{"type": "terminal", "terminalId": fact.terminal_id}, text],
+            }
+        elif fact.status == "pending":
+            fields = {"status": "pending", "content": [text]}
+        else:
+            fields = {"status": fact.status, "content": [text], "capabilities": CANCEL}
+        update = ToolCall.model_validate(
+            {"sessionUpdate": "tool_call_update", "toolCallId": fact.tool_use_id, **fields}
+        )
+        return [Notify(fact.session_id, update)]
+
+    def terminal(
+        self, fact: TerminalOpened | TerminalOutput | TerminalReplaced | TerminalExited
+    ) -> list[ClientEffect]:
+        update: TerminalUpdate | TerminalOutputChunk
+        match fact:
+            case TerminalOpened():
+                update = TerminalUpdate(
+                    terminal_id=fact.terminal_id, command=fact.command, cwd=fact.cwd, capabilities=CANCEL
+                )
+            case TerminalOutput():
+                update = TerminalOutputChunk.of(fact.terminal_id, fact.data)
+            case TerminalReplaced():
+                encoded = base64.b64encode(fact.data).decode("ascii")
+                update = TerminalUpdate(terminal_id=fact.terminal_id, output={"data": encoded})
+            case TerminalExited(corrected=True):
+                update = TerminalUpdate(terminal_id=fact.terminal_id, exit_status=exit_status(fact.exit))
+            case TerminalExited():
+                update = TerminalUpdate(
+                    terminal_id=fact.terminal_id, exit_status=exit_status(fact.exit), capabilities=None
+                )
+        return [Notify(fact.session_id, update)]
+
+    def work(self, fact: WorkOpened | WorkStatus | WorkEnded | ScheduleEnded) -> list[ClientEffect]:
+        update = ToolCall(
+            session_update="tool_call_update", tool_call_id=fact.tool_call_id, status=fact.status
+        )
+        match fact:
+            case WorkOpened(title=str(title)):
+                update = ToolCall(
+                    session_update="tool_call_update",
+                    tool_call_id=fact.tool_call_id,
+                    title=title,
+                    kind="other",
+                    status=fact.status,
+                    capabilities=CANCEL,
+                )
+            case WorkOpened():
+                update.capabilities = CANCEL
+            case WorkEnded():
+                update.capabilities = None
+                if fact.summary:
+                    update.content = [tool_views.text_content(fact.summary)]
+        return [Notify(fact.session_id, update)]
+
+    def child(self, fact: ChildAnnounced | ChildStateChanged) -> list[ClientEffect]:
+        if isinstance(fact, ChildAnnounced):
+            return [*announce_child(fact), Notify(fact.child_id, StateUpdate(state="running", background=[]))]
+        state: dict[str, Any] = {"state": fact.state.value}
+        if fact.stop_reason is not None:
+            state["stopReason"] = fact.stop_reason
+        if fact.error is not None:
+            state["error"] = {"code": INTERNAL_ERROR, "message": fact.error}
+        own = StateUpdate.model_validate({**state, "background": []})
+        return [
+            Notify(fact.child_id, own),
+            Notify(fact.parent_id, SubagentUpdate(session_id=fact.child_id, state=state)),
+        ]
+
+
+def listed(entry: Listed) -> dict[str, Any]:
+    key = {"terminal": "terminalId", "tool_call": "toolCallId", "subagent": "sessionId"}[entry.kind]
+    return {"type": entry.kind, key: entry.ref}

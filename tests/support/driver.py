@@ -1,0 +1,319 @@
+"""The one driver of ``SessionCore`` in tests: frames and requests in, effects out, no subprocess.
+
+``CoreDriver`` holds one core, built for a client kind (protocol version and declared
+capabilities, as ``session/new`` builds it) and a clock. It feeds raw Claude Code frames (built
+by ``tests.support.frames`` or recorded by ``scripts/record_sdk_events.py``) through the SDK's
+own ``parse_message``, so a frame the SDK could not parse fails here and not in the core, and
+it turns client acts into the core's events. Every effect is kept in ``effects``.
+
+``replay`` plays a recorded fixture: each frame at its recorded time; what the SDK sent is
+turned back into the client request that caused it (the user message is a ``session/prompt``,
+an ``interrupt`` a ``session/cancel``, a ``stop_task`` the client's per-item cancel); a
+``can_use_tool`` question is answered as the recording answered it. The tailer's part is
+played from the output files the recorder kept: when the core finishes a terminal, the file's
+bytes go through the closing-line rule the tailer applies, then back to the core.
+
+``effect_json`` and ``as_jsonrpc`` show the effects as golden lines and as the JSON-RPC
+messages they become on the wire (for schema validation and the background rules).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import itertools
+import json
+import zlib
+from collections import deque
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from claude_agent_sdk._internal.message_parser import parse_message
+
+from claude_bg_acp.acp.schema import ContentBlock
+from claude_bg_acp.closing_line import ExitInfo, TrailerGate
+from claude_bg_acp.core import events as ev
+from claude_bg_acp.core.background import Kind
+from claude_bg_acp.core.effects import AskPermission, Effect, Fail, FinishTail, Notify, Query, Reply, Tail
+from claude_bg_acp.core.session import ALLOW_ONCE, REJECT_ONCE, SessionCore
+from claude_bg_acp.presenters.choice import presenter_for
+
+FIXTURES = Path(__file__).parent.parent / "fixtures"
+SESSION_ID = "session-core"
+CWD = "/tmp/claude-bg-acp/work"
+"""The session's cwd as the recorder's normalisation writes it."""
+DIGEST_OVER = 4096
+
+CLIENTS: dict[str, tuple[int, dict[str, Any]]] = {
+    "v1": (1, {}),
+    "v1-subagents": (1, {"subagents": {}}),
+    "v1-terminal-meta": (1, {"_meta": {"terminal_output": True, "terminal_output_delta": True}}),
+    "v2": (2, {}),
+}
+"""The client kinds of the replay goldens: (protocol version, declared capabilities)."""
+
+Frame = dict[str, Any]
+
+
+def load_frames(scenario: str) -> list[Frame]:
+    path = FIXTURES / "sdk_events" / f"{scenario}.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+class CoreDriver:
+    """One ``SessionCore`` with a clock; see the module docstring.
+
+    With ``echo_uuids`` (current Claude Code), a result that has no ``origin`` and names no user
+    messages gets ``user_message_uuids`` naming the oldest user message written to Claude Code
+    whose result has not come yet, as Claude Code echoes the uuid ``Query`` sent; without it
+    (older Claude Code), results name none and the origin alone tells a follow-up turn.
+    """
+
+    def __init__(
+        self,
+        version: int = 2,
+        capabilities: dict[str, Any] | None = None,
+        *,
+        session_id: str = SESSION_ID,
+        tasks_root: str | None = None,
+        echo_uuids: bool = False,
+    ) -> None:
+        self.session_id = session_id
+        self.core = SessionCore(session_id, presenter_for(version, capabilities or {}), CWD, tasks_root)
+        self.now = 0.0
+        self.echo_uuids = echo_uuids
+        self.effects: list[Effect] = []
+        self.sent: deque[str | None] = deque()
+        """The uuids of the user messages written to Claude Code (``Query``), oldest first."""
+        self._tickets = itertools.count(1)
+        self._paths: dict[str, str] = {}
+        self._questions: dict[str, int] = {}
+
+    @classmethod
+    def for_client(cls, client: str, **options: Any) -> CoreDriver:
+        version, capabilities = CLIENTS[client]
+        return cls(version, capabilities, **options)
+
+    # --- in --------------------------------------------------------------------------------------
+
+    def handle(self, event: ev.Event, dt: float = 0.0) -> list[Effect]:
+        """Any event, ``dt`` seconds after the last one."""
+        self.now += dt
+        effects = self.core.handle(event, self.now)
+        self.effects += effects
+        self.sent.extend(e.uuid for e in effects if isinstance(e, Query))
+        return effects
+
+    def frame(self, frame: Frame, dt: float = 0.01) -> list[Effect]:
+        """A frame of Claude Code's, parsed by the SDK as the runner does."""
+        if self.echo_uuids and frame.get("type") == "result":
+            frame = self._echoing(frame)
+        message = parse_message(frame)
+        assert message is not None, frame
+        return self.handle(ev.ClaudeMessage(message), dt)
+
+    def frames(self, *frames: Frame) -> list[Effect]:
+        effects: list[Effect] = []
+        for frame in frames:
+            effects += self.frame(frame)
+        return effects
+
+    def _echoing(self, frame: Frame) -> Frame:
+        named = frame.get("user_message_uuids")
+        if named is not None:  # the frame says which it covers: those are answered
+            for uuid in named:
+                if uuid in self.sent:
+                    self.sent.remove(uuid)
+            return frame
+        if "origin" in frame or not self.sent:
+            return frame  # a turn Claude Code started itself covers no user message
+        covered = self.sent.popleft()
+        return frame if covered is None else {**frame, "user_message_uuids": [covered]}
+
+    def ticket(self) -> int:
+        return next(self._tickets)
+
+    def prompt(
+        self, words: str | list[dict[str, Any]], ticket: int | None = None, dt: float = 0.01
+    ) -> tuple[int, list[Effect]]:
+        """``session/prompt`` with text (or content blocks); its ticket names the answer."""
+        ticket = self.ticket() if ticket is None else ticket
+        blocks = [{"type": "text", "text": words}] if isinstance(words, str) else words
+        content = [ContentBlock.model_validate(block) for block in blocks]
+        return ticket, self.handle(ev.Prompt(ticket, content), dt)
+
+    def cancel(self) -> list[Effect]:
+        return self.handle(ev.CancelTurn(), 0.01)
+
+    def ask(
+        self,
+        ticket: int,
+        tool_name: str,
+        tool_input: dict[str, Any],
+        tool_use_id: str | None = None,
+        agent_id: str | None = None,
+    ) -> list[Effect]:
+        """Claude Code's ``can_use_tool``."""
+        return self.handle(ev.PermissionAsked(ticket, tool_name, tool_input, tool_use_id, agent_id))
+
+    def answer(self, ticket: int, option_id: str | None) -> list[Effect]:
+        return self.handle(ev.PermissionAnswered(ticket, option_id))
+
+    def output(self, task_id: str, data: bytes) -> list[Effect]:
+        return self.handle(ev.OutputRead(task_id, data))
+
+    def drained(self, task_id: str, rest: bytes = b"", exit_info: ExitInfo | None = None) -> list[Effect]:
+        return self.handle(ev.OutputEnded(task_id, rest, exit_info))
+
+    def tick(self, to: float | None = None) -> list[Effect]:
+        """The ticker: at ``to`` (never back in time), or now."""
+        self.now = max(self.now, to if to is not None else self.now)
+        return self.handle(ev.Tick())
+
+    def advance(self, seconds: float) -> list[Effect]:
+        """Time passes; the ticker fires at each deadline on the way."""
+        target = self.now + seconds
+        effects: list[Effect] = []
+        while (deadline := self.core.next_deadline()) is not None and deadline <= target:
+            effects += self.tick(deadline)
+            if self.core.next_deadline() == deadline:
+                break  # a deadline that does not move: the caller's checks say so
+        self.now = target
+        return effects
+
+    # --- replaying a recording -------------------------------------------------------------------
+
+    def replay(self, recorded: list[Frame]) -> list[Effect]:
+        """Play a recording; the effects come back with each drain's right after its
+        ``FinishTail``, as a tailer that reads at once would answer."""
+        files = {frame["path"]: _file_bytes(frame) for frame in recorded if frame["dir"] == "file"}
+        replayed: list[Effect] = []
+        for frame in recorded:
+            if frame["dir"] in ("in", "out"):
+                self.now = float(frame.get("dt", 0.0))
+                effects = (
+                    self._recorded_in(frame["msg"])
+                    if frame["dir"] == "in"
+                    else self._recorded_out(frame["msg"])
+                )
+                replayed += self._with_drains(effects, files)
+        return replayed
+
+    def _with_drains(self, effects: list[Effect], files: dict[str, bytes]) -> list[Effect]:
+        answered: list[Effect] = []
+        for effect in effects:
+            answered.append(effect)
+            if isinstance(effect, Tail):
+                self._paths[effect.task_id] = effect.path
+            elif isinstance(effect, FinishTail):
+                data = files.get(self._paths.get(effect.task_id, ""), b"")
+                answered += self._with_drains(self._drain(effect.task_id, data), files)
+        return answered
+
+    def _recorded_in(self, msg: Frame) -> list[Effect]:
+        if msg.get("type") == "control_request":
+            request = msg["request"]
+            if request.get("subtype") != "can_use_tool":
+                return []
+            ticket = self._questions[msg["request_id"]] = self.ticket()
+            tool_input = request.get("input") or {}
+            return self.ask(
+                ticket, request["tool_name"], tool_input, request.get("tool_use_id"), request.get("agent_id")
+            )
+        if msg.get("type") in ("control_response", "control_cancel_request"):
+            return []
+        message = parse_message(msg)
+        return self.handle(ev.ClaudeMessage(message)) if message is not None else []
+
+    def _recorded_out(self, msg: Frame) -> list[Effect]:
+        if msg.get("type") == "user" and not msg.get("parent_tool_use_id"):
+            return self.prompt(_blocks(msg["message"]["content"]), dt=0.0)[1]
+        request = msg.get("request") or {}
+        if msg.get("type") == "control_request" and request.get("subtype") == "interrupt":
+            return self.handle(ev.CancelTurn())
+        if msg.get("type") == "control_request" and request.get("subtype") == "stop_task":
+            return self._stop(str(request.get("task_id")))
+        if msg.get("type") == "control_response":
+            ticket = self._questions.pop(str(msg["response"].get("request_id")), None)
+            if ticket is None:
+                return []
+            behavior = (msg["response"].get("response") or {}).get("behavior")
+            return self.answer(ticket, ALLOW_ONCE if behavior == "allow" else REJECT_ONCE)
+        return []
+
+    def _stop(self, task_id: str) -> list[Effect]:
+        """The recorder stopped a task: the client's per-item cancel does the same."""
+        item = self.core.background.items.get(task_id)
+        if item is None or item.kind not in (Kind.TERMINAL, Kind.TOOL_CALL):
+            return []  # nothing the client could cancel
+        if item.kind is Kind.TERMINAL:
+            return self.handle(ev.CancelTerminal(item.ref))
+        return self.handle(ev.CancelToolCall(item.ref))
+
+    def _drain(self, task_id: str, data: bytes) -> list[Effect]:
+        gate = TrailerGate()
+        shown = gate.feed(data)
+        rest, exit_info = gate.close()
+        return self.output(task_id, shown) + self.drained(task_id, rest, exit_info)
+
+    # --- out -------------------------------------------------------------------------------------
+
+    def updates(self, session_id: str | None = None) -> list[dict[str, Any]]:
+        """The wire form of every update sent to ``session_id`` (the root by default)."""
+        wanted = session_id or self.session_id
+        return [e.update.wire() for e in self.effects if isinstance(e, Notify) and e.session_id == wanted]
+
+
+def _blocks(content: str | list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{"type": "text", "text": content}] if isinstance(content, str) else content
+
+
+def effect_json(effect: Effect, root: str = SESSION_ID) -> dict[str, Any]:
+    if isinstance(effect, Notify):
+        session = "root" if effect.session_id == root else effect.session_id
+        return {"notify": _digested(effect.update.wire()), "session": session}
+    if isinstance(effect, Fail):
+        return {"fail": {"ticket": effect.ticket, "error": effect.error.to_wire()}}
+    return {type(effect).__name__: asdict(effect)}
+
+
+def as_jsonrpc(effects: list[Effect]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The agent's lines and the client requests they answer, as they would go over stdio."""
+    agent: list[dict[str, Any]] = []
+    client: list[dict[str, Any]] = []
+    for effect in effects:
+        if isinstance(effect, Notify):
+            params = {"sessionId": effect.session_id, "update": effect.update.wire()}
+            agent.append({"jsonrpc": "2.0", "method": "session/update", "params": params})
+        elif isinstance(effect, Reply):
+            client.append({"jsonrpc": "2.0", "id": effect.ticket, "method": "session/prompt"})
+            agent.append({"jsonrpc": "2.0", "id": effect.ticket, "result": effect.result})
+        elif isinstance(effect, Fail):
+            client.append({"jsonrpc": "2.0", "id": effect.ticket, "method": "session/prompt"})
+            agent.append({"jsonrpc": "2.0", "id": effect.ticket, "error": effect.error.to_wire()})
+        elif isinstance(effect, AskPermission):
+            request = {"jsonrpc": "2.0", "id": f"ask-{effect.ticket}", "method": "session/request_permission"}
+            agent.append({**request, "params": effect.params})
+    return agent, client
+
+
+def _file_bytes(line: dict[str, Any]) -> bytes:
+    """A recorded output file (stored plainly, or compressed when large)."""
+    if "data_b64" in line:
+        return base64.b64decode(line["data_b64"])
+    if "data_zlib_b64" in line:
+        return zlib.decompress(base64.b64decode(line["data_zlib_b64"]))
+    return b""
+
+
+def _digested(value: Any) -> Any:
+    """``value`` with long strings (terminal output of a burst) replaced by their digest, so a
+    golden file stays reviewable and small while still pinning every byte."""
+    if isinstance(value, str) and len(value) > DIGEST_OVER:
+        return f"sha256:{hashlib.sha256(value.encode()).hexdigest()} ({len(value)} chars)"
+    if isinstance(value, dict):
+        return {key: _digested(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_digested(item) for item in value]
+    return value

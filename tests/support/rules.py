@@ -1,0 +1,177 @@
+"""The background rules (RFD v2 Background Work), checked on a transcript as a client reads it.
+
+``BackgroundRules.see(session_id, update)`` takes each ``session/update`` in order and raises
+``Violation`` as soon as one breaks a rule; ``check_updates`` runs a whole transcript. Every
+replay golden, every live transcript and the property tests go through it. Per session:
+
+1. every ``state_update`` carries a ``background`` list (v2; for others, every one after the
+   first that did);
+2. an item is announced (``terminal_update`` / ``tool_call`` / ``tool_call_update`` /
+   ``subagent_update``) before the first snapshot that lists it;
+3. a terminal's ``exitStatus``, a tool call's final status, a child's ``idle`` goes out before
+   the snapshot that removes it; nothing is listed after its final status, nothing changes a
+   final status, sends output after an exit, or still advertises ``cancel`` then;
+4. each piece of work is listed at most once per snapshot, and process work is listed as its
+   terminal, never as the tool call that references the terminal;
+5. terminal output comes only for a terminal that was announced.
+
+v1 transcripts have no snapshots: rules 3 (final statuses, exits, cancel) and 5 still apply.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+FINAL = ("completed", "failed", "cancelled")
+
+
+class Violation(AssertionError):
+    pass
+
+
+@dataclass
+class SessionView:
+    """What a client knows of one session."""
+
+    terminals: set[str] = field(default_factory=set)
+    exited: set[str] = field(default_factory=set)
+    tool_status: dict[str, str] = field(default_factory=dict)
+    shell_calls: set[str] = field(default_factory=set)
+    """Tool calls whose content references a terminal: their work is listed as the terminal."""
+    children: dict[str, str] = field(default_factory=dict)
+    """Announced subagent sessions and their latest state."""
+    caps: dict[tuple[str, str], bool] = field(default_factory=dict)
+    """(item type, id) -> whether it advertises cancel now."""
+    listed: list[dict[str, Any]] | None = None
+    reports_background: bool = False
+    last_state: str | None = None
+    snapshots: int = 0
+
+
+@dataclass
+class BackgroundRules:
+    lists: bool = False
+    """The agent keeps a ``background`` list (v2): then every ``state_update`` carries it."""
+    sessions: dict[str, SessionView] = field(default_factory=dict)
+
+    def view(self, session_id: str) -> SessionView:
+        return self.sessions.setdefault(session_id, SessionView())
+
+    def see(self, session_id: str, update: dict[str, Any]) -> None:
+        view = self.view(session_id)
+        kind = update.get("sessionUpdate")
+        if kind == "terminal_update":
+            self._terminal(view, update)
+        elif kind == "terminal_output_chunk":
+            terminal_id = update["terminalId"]
+            if terminal_id not in view.terminals:
+                raise Violation(f"rule 5: output of terminal {terminal_id} before its terminal_update")
+            if terminal_id in view.exited:
+                raise Violation(f"rule 3: output of terminal {terminal_id} after its exitStatus")
+        elif kind in ("tool_call", "tool_call_update"):
+            self._tool_call(view, update)
+        elif kind == "subagent_update":
+            state = update.get("state")
+            child = update["sessionId"]
+            view.children[child] = (
+                str(state.get("state")) if isinstance(state, dict) else view.children.get(child, "running")
+            )
+            self._capabilities(view, ("subagent", child), update)
+        elif kind == "state_update":
+            self._snapshot(session_id, view, update)
+
+    @staticmethod
+    def _capabilities(view: SessionView, key: tuple[str, str], update: dict[str, Any]) -> None:
+        if "capabilities" in update:  # omitted: unchanged; null: cleared; object: replaced
+            caps = update["capabilities"]
+            view.caps[key] = isinstance(caps, dict) and caps.get("cancel") is not None
+
+    def _terminal(self, view: SessionView, update: dict[str, Any]) -> None:
+        terminal_id = update["terminalId"]
+        if terminal_id in view.exited and update.get("output") is not None:
+            raise Violation(f"rule 3: output of terminal {terminal_id} after its exitStatus")
+        view.terminals.add(terminal_id)
+        self._capabilities(view, ("terminal", terminal_id), update)
+        if update.get("exitStatus") is not None:
+            view.exited.add(terminal_id)
+        if terminal_id in view.exited and view.caps.get(("terminal", terminal_id)):
+            raise Violation(f"rule 3: terminal {terminal_id} advertises cancel after its exit: {update}")
+
+    def _tool_call(self, view: SessionView, update: dict[str, Any]) -> None:
+        call_id = update["toolCallId"]
+        status = update.get("status")
+        before = view.tool_status.get(call_id)
+        if before in FINAL and status is not None and status != before:
+            raise Violation(f"rule 3: tool call {call_id} changes from final {before} to {status}")
+        view.tool_status[call_id] = status or before or "pending"
+        for item in update.get("content") or []:
+            if isinstance(item, dict) and item.get("type") == "terminal":
+                view.shell_calls.add(call_id)
+        self._capabilities(view, ("tool_call", call_id), update)
+        if view.tool_status[call_id] in FINAL and view.caps.get(("tool_call", call_id)):
+            raise Violation(f"rule 3: tool call {call_id} advertises cancel at its final status: {update}")
+
+    @staticmethod
+    def final(view: SessionView, item: dict[str, Any]) -> bool:
+        if item.get("type") == "terminal":
+            return item["terminalId"] in view.exited
+        if item.get("type") == "tool_call":
+            return view.tool_status.get(item["toolCallId"]) in FINAL
+        if item.get("type") == "subagent":
+            return view.children.get(item["sessionId"]) == "idle"
+        return False
+
+    @staticmethod
+    def announced(view: SessionView, item: dict[str, Any]) -> bool:
+        if item.get("type") == "terminal":
+            return item["terminalId"] in view.terminals
+        if item.get("type") == "tool_call":
+            return item["toolCallId"] in view.tool_status
+        if item.get("type") == "subagent":
+            return item["sessionId"] in view.children
+        return True
+
+    @staticmethod
+    def ref(item: dict[str, Any]) -> str:
+        return str(item.get("terminalId") or item.get("toolCallId") or item.get("sessionId"))
+
+    def _snapshot(self, session_id: str, view: SessionView, update: dict[str, Any]) -> None:
+        view.snapshots += 1
+        view.last_state = update["state"]
+        background = update.get("background")
+        if not isinstance(background, list):
+            if view.reports_background or self.lists:
+                raise Violation(
+                    f"rule 1: state_update #{view.snapshots} of {session_id} has no background list"
+                )
+            return
+        view.reports_background = True
+        keys = [json.dumps(item, sort_keys=True) for item in background]
+        if len(set(keys)) != len(keys):
+            raise Violation(f"rule 4: an item is listed twice: {background}")
+        for item in background:
+            if not self.announced(view, item):
+                raise Violation(f"rule 2: {item} is listed before it was announced")
+            if self.final(view, item):
+                raise Violation(f"rule 3: {item} is listed after its final status")
+            if item.get("type") == "tool_call" and self.ref(item) in view.shell_calls:
+                raise Violation(f"rule 4: a shell is listed as its tool call {self.ref(item)}: {background}")
+            self.listing(view, item, background)
+        for item in view.listed or []:
+            if item not in background and not self.final(view, item):
+                raise Violation(f"rule 3: {item} is removed before its final status (list: {background})")
+        view.listed = background
+
+    def listing(self, view: SessionView, item: dict[str, Any], background: list[dict[str, Any]]) -> None:
+        """A hook for checks of one listed item that need more than the transcript."""
+
+
+def check_updates(updates: Iterable[tuple[str, dict[str, Any]]], version: int) -> BackgroundRules:
+    """Run the rules over ``(session id, update)`` pairs in the order they were sent."""
+    rules = BackgroundRules(lists=version >= 2)
+    for session_id, update in updates:
+        rules.see(session_id, update)
+    return rules

@@ -1,0 +1,92 @@
+"""The package's shape, checked from its source: imports go one way, and only presenters (and
+the version negotiation in ``agent``) look at the protocol version.
+
+Imports are read with ``ast`` from every module of ``claude_bg_acp``, those under
+``TYPE_CHECKING`` included; ``from package import module`` counts as an import of that module.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import claude_bg_acp
+
+PACKAGE = Path(claude_bg_acp.__file__).parent
+NAME = "claude_bg_acp"
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {module_name(path): path for path in PACKAGE.rglob("*.py")}
+
+
+def imports_of(module: str) -> set[str]:
+    """The package's modules that ``module`` imports."""
+    tree = ast.parse(MODULES[module].read_text())
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:  # the package uses no relative imports
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return {name for name in found if name in MODULES and name != module}
+
+
+def test_no_two_modules_import_each_other_directly_or_through_others() -> None:
+    graph = {module: imports_of(module) for module in MODULES}
+    visiting: list[str] = []
+    done: set[str] = set()
+
+    def visit(module: str) -> None:
+        if module in done:
+            return
+        assert module not in visiting, "import cycle: " + " -> ".join(
+            [*visiting[visiting.index(module) :], module]
+        )
+        visiting.append(module)
+        for imported in sorted(graph[module]):
+            visit(imported)
+        visiting.pop()
+        done.add(module)
+
+    for module in sorted(graph):
+        visit(module)
+    assert "claude_bg_acp.core.session" in done  # the walk saw the package
+
+
+def test_the_core_imports_no_edge_and_no_presenter() -> None:
+    """The core is sans-IO: it knows neither the endpoint, the runner, the tailer nor a presenter."""
+    edges = {f"{NAME}.{name}" for name in ("stdio", "session_host", "agent", "tail", "cli")}
+    edges |= {f"{NAME}.claude.runner", f"{NAME}.claude.options", f"{NAME}.claude.transport"}
+    for module in (m for m in MODULES if m.startswith(f"{NAME}.core")):
+        imported = imports_of(module)
+        assert not imported & edges, f"{module} imports an edge: {imported & edges}"
+        assert not any(m.startswith(f"{NAME}.presenters") for m in imported), f"{module} imports a presenter"
+
+
+VERSION_NAMES = {"version", "protocol_version", "protocolVersion"}
+
+
+def mentions_a_version(tree: ast.AST) -> bool:
+    for node in ast.walk(tree):
+        name = (
+            node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
+        )
+        if isinstance(node, ast.arg):
+            name = node.arg
+        if name in VERSION_NAMES or (isinstance(node, ast.Constant) and node.value in VERSION_NAMES):
+            return True
+    return False
+
+
+def test_only_presenters_and_the_negotiation_know_the_protocol_version() -> None:
+    allowed = (f"{NAME}.presenters", f"{NAME}.agent", f"{NAME}.acp", f"{NAME}.cli", f"{NAME}.scripted_model")
+    checked = [m for m in MODULES if not m.startswith(allowed) and m != NAME]
+    assert f"{NAME}.core.session" in checked and f"{NAME}.session_host" in checked
+    for module in checked:
+        assert not mentions_a_version(ast.parse(MODULES[module].read_text())), f"{module} looks at a version"
