@@ -533,7 +533,9 @@ class Player:
         if not targets:
             return False
         kind, ref = targets[arg % len(targets)]
-        request = ev.CancelTerminal(ref) if kind == "terminal" else ev.CancelToolCall(ref)
+        request = (
+            ev.CancelTerminal(SESSION_ID, ref) if kind == "terminal" else ev.CancelToolCall(SESSION_ID, ref)
+        )
         try:
             effects = self.driver.handle(request)
         except RpcError as exc:

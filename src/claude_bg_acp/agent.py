@@ -86,11 +86,11 @@ class Agent:
             return {}
         if method == "terminal/cancel":
             request = parse_params(CancelTerminalParams, params)
-            self._session(request.session_id).handle(ev.CancelTerminal(request.terminal_id))
+            self._owner(request.session_id).handle(ev.CancelTerminal(request.session_id, request.terminal_id))
             return {}
         if method == "tool_call/cancel":
             call = parse_params(CancelToolCallParams, params)
-            self._session(call.session_id).handle(ev.CancelToolCall(call.tool_call_id))
+            self._owner(call.session_id).handle(ev.CancelToolCall(call.session_id, call.tool_call_id))
             return {}
         if method == "session/close":
             return await self._close_session(parse_params(SessionParams, params).session_id)
@@ -203,6 +203,10 @@ class Agent:
     def _parent_of(self, session_id: str) -> SessionHost | None:
         """The session that owns subagent ``session_id``, if it is one."""
         return next((s for s in self._sessions.values() if s.has_child(session_id)), None)
+
+    def _owner(self, session_id: str) -> SessionHost:
+        """The session, or the session whose subagent it is (a child's work is its own)."""
+        return self._parent_of(session_id) or self._session(session_id)
 
     def _session(self, session_id: str) -> SessionHost:
         session = self._sessions.get(session_id)

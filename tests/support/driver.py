@@ -248,8 +248,8 @@ class CoreDriver:
         if item is None or item.kind not in (Kind.TERMINAL, Kind.TOOL_CALL):
             return []  # nothing the client could cancel
         if item.kind is Kind.TERMINAL:
-            return self.handle(ev.CancelTerminal(item.ref))
-        return self.handle(ev.CancelToolCall(item.ref))
+            return self.handle(ev.CancelTerminal(item.session_id, item.ref))
+        return self.handle(ev.CancelToolCall(item.session_id, item.ref))
 
     def _drain(self, task_id: str, data: bytes) -> list[Effect]:
         gate = TrailerGate()

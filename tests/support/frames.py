@@ -423,6 +423,8 @@ class TaskSpec:
     task_type: str = ""
     description: str = ""
     extra_level: dict[str, Any] = field(default_factory=dict)
+    parent: str | None = None
+    """The Agent tool use whose subagent launches this task (None: the main conversation)."""
 
     def __post_init__(self) -> None:
         self.task_type = self.task_type or TASK_TYPES.get(self.kind, "local_workflow")
@@ -464,10 +466,13 @@ class TaskSpec:
 
     def launch(self) -> Frame:
         assert self.tool_use_id is not None and self.tool_name is not None
-        return tool_use(self.tool_use_id, self.tool_name, self.tool_input())
+        return tool_use(self.tool_use_id, self.tool_name, self.tool_input(), parent=self.parent)
 
     def hand_off(self) -> Frame:
         """The tool result that returns control to the model while the task goes on."""
+        return {**self._hand_off(), "parent_tool_use_id": self.parent}
+
+    def _hand_off(self) -> Frame:
         assert self.tool_use_id is not None
         if self.is_shell:
             return shell_launched(self.tool_use_id, self.task_id)

@@ -8,9 +8,10 @@ replay golden, every live transcript and the property tests go through it. Per s
    first that did);
 2. an item is announced (``terminal_update`` / ``tool_call`` / ``tool_call_update`` /
    ``subagent_update``) before the first snapshot that lists it;
-3. a terminal's ``exitStatus``, a tool call's final status, a child's ``idle`` goes out before
-   the snapshot that removes it; nothing is listed after its final status, nothing changes a
-   final status, sends output after an exit, or still advertises ``cancel`` then;
+3. a terminal's ``exitStatus``, a tool call's final status, a child's ``idle`` (with its own list
+   empty) goes out before the snapshot that removes it; nothing is listed after its final
+   status, nothing changes a final status, sends output after an exit, or still advertises
+   ``cancel`` then;
 4. each piece of work is listed at most once per snapshot, and process work is listed as its
    terminal, never as the tool call that references the terminal;
 5. terminal output comes only for a terminal that was announced.
@@ -43,6 +44,8 @@ class SessionView:
     """Tool calls whose content references a terminal: their work is listed as the terminal."""
     children: dict[str, str] = field(default_factory=dict)
     """Announced subagent sessions and their latest state."""
+    children_work: dict[str, bool] = field(default_factory=dict)
+    """Whether a child's own ``background`` list (mirrored on its parent) names work."""
     caps: dict[tuple[str, str], bool] = field(default_factory=dict)
     """(item type, id) -> whether it advertises cancel now."""
     listed: list[dict[str, Any]] | None = None
@@ -79,6 +82,8 @@ class BackgroundRules:
             view.children[child] = (
                 str(state.get("state")) if isinstance(state, dict) else view.children.get(child, "running")
             )
+            if isinstance(state, dict) and isinstance(state.get("background"), list):
+                view.children_work[child] = bool(state["background"])
             self._capabilities(view, ("subagent", child), update)
         elif kind == "state_update":
             self._snapshot(session_id, view, update)
@@ -121,7 +126,9 @@ class BackgroundRules:
         if item.get("type") == "tool_call":
             return view.tool_status.get(item["toolCallId"]) in FINAL
         if item.get("type") == "subagent":
-            return view.children.get(item["sessionId"]) == "idle"
+            # A child is done when it is idle with no work of its own still listed.
+            child = item["sessionId"]
+            return view.children.get(child) == "idle" and not view.children_work.get(child, False)
         return False
 
     @staticmethod

@@ -11,7 +11,12 @@ each one is to the client and keeps the RFD's ordering rules:
   that launched it, which is then detached (``in_progress``, ``paused`` while paused,
   cancellable). Work whose launching tool call already has a final status, or that no tool
   call started, gets a tool call of our own. Scheduled work is ``schedules``' business.
-- A subagent is a child session (``subagents``), listed while it runs detached.
+- A subagent is a child session (``subagents``), listed while it runs detached or while its
+  own list is not empty.
+- Work belongs to the session whose transcript holds the tool use that launched it: a shell or
+  monitor a subagent starts is the child's, announced and listed in the child's session; a
+  child is listed by its parent (the root, or another child). Work no tool use launched is the
+  root's.
 - When a task ends, its terminal's file is read to the end first; then its exit (or the tool
   call's final status, or the child's end); only then the list without it.
 - A task that ended by itself makes Claude Code start a follow-up turn
@@ -108,6 +113,8 @@ class Item:
     kind: Kind
     ref: str
     """The terminal id, tool call id or child session id the client knows it by."""
+    session_id: str
+    """The session the work belongs to (for a child: its parent's)."""
     phase: Phase = Phase.LIVE
     stop_sent_at: float | None = None
     path: str | None = None
@@ -236,12 +243,14 @@ BackgroundOut = BackgroundFact | Tail | FinishTail | StopTask | Log
 
 
 class Background:
-    def __init__(self, session_id: str, cwd: str, visibility: Visibility) -> None:
-        self.session_id = session_id
+    def __init__(self, root_id: str, cwd: str, visibility: Visibility) -> None:
+        self.root_id = root_id
         self.cwd = cwd
         self.visibility = visibility
         self.items: dict[str, Item] = {}
         self._stalled: set[str] = set()
+        self._shown: set[str] = set()
+        """Every terminal id and tool call id of our own given out so far."""
 
     # --- tasks becoming items -------------------------------------------------------------------
 
@@ -264,42 +273,54 @@ class Background:
             return []
         # Known by its tool when it has one: a Bash hand-off may come before any task event.
         shell = tool.name in SHELL_TOOLS if tool is not None else task.task_type == "local_bash"
+        owner = tool.session_id if tool is not None else self.root_id
         if shell and (shows.terminals == "all" or (shows.terminals == "with_tool_call" and task.tool_use_id)):
-            return self._open_terminal(task, tool, output_file)
+            return self._open_terminal(task, tool, owner, output_file)
         if shows.detached_work and not shell:
             return self._open_tool_call(task, tool)
-        self.items[task.task_id] = Item(task, Kind.HIDDEN, task.task_id)
+        self.items[task.task_id] = Item(task, Kind.HIDDEN, task.task_id, owner)
         return []
 
-    def open_child(self, task: Task) -> None:
-        """An exposed subagent: listed while it runs detached."""
-        self.items[task.task_id] = Item(task, Kind.SUBAGENT, task.task_id)
+    def open_child(self, task: Task, parent_id: str) -> None:
+        """An exposed subagent, listed by its parent while it runs detached or has work of its own."""
+        self.items[task.task_id] = Item(task, Kind.SUBAGENT, task.task_id, parent_id)
 
     def _open_terminal(
-        self, task: Task, tool: ToolUse | None, output_file: str | None
+        self, task: Task, tool: ToolUse | None, owner: str, output_file: str | None
     ) -> list[BackgroundOut]:
-        item = self.items[task.task_id] = Item(task, Kind.TERMINAL, task.task_id)
+        item = self.items[task.task_id] = Item(task, Kind.TERMINAL, self._fresh(task.task_id), owner)
         command = tool.tool_input.get("command") if tool else None
         if not isinstance(command, str) or not command:
             command = task.description
-        opened = TerminalOpened(self.session_id, item.ref, item.tool_call_id, command, self.cwd)
+        opened = TerminalOpened(owner, item.ref, item.tool_call_id, command, self.cwd)
         return [opened, *self._follow(item, task.output_file or output_file)]
 
     def _open_tool_call(self, task: Task, tool: ToolUse | None) -> list[BackgroundOut]:
         if tool is not None and task.tool_use_id and not tool.final:
-            item = self.items[task.task_id] = Item(task, Kind.TOOL_CALL, task.tool_use_id)
+            item = self.items[task.task_id] = Item(task, Kind.TOOL_CALL, tool.call_id, tool.session_id)
             return [
                 ToolCallDetached(item.ref),
-                WorkOpened(self.session_id, item.ref, _live_status(task)),
+                WorkOpened(item.session_id, item.ref, _live_status(task)),
             ]
-        item = self.items[task.task_id] = Item(task, Kind.TOOL_CALL, f"task-{task.task_id}")
-        return [WorkOpened(self.session_id, item.ref, _live_status(task), _own_title(task))]
+        ref = self._fresh(f"task-{task.task_id}")
+        item = self.items[task.task_id] = Item(task, Kind.TOOL_CALL, ref, self.root_id)
+        return [WorkOpened(item.session_id, item.ref, _live_status(task), _own_title(task))]
+
+    def _fresh(self, ref: str) -> str:
+        """``ref``, or for a new run of a task whose earlier run used it, a new one: a final
+        terminal or tool call never opens again, a new run is new work."""
+        fresh, run = ref, 1
+        while fresh in self._shown:
+            run += 1
+            fresh = f"{ref}-{run}"
+        self._shown.add(fresh)
+        return fresh
 
     def changed(self, task: Task) -> list[BackgroundOut]:
         item = self.items[task.task_id]
         if item.kind is not Kind.TOOL_CALL or item.final:
             return []
-        return [WorkStatus(self.session_id, item.ref, _live_status(task))]
+        return [WorkStatus(item.session_id, item.ref, _live_status(task))]
 
     def resumed(self, task: Task) -> None:
         """A new run of a task whose item is final: it is shown anew (a final status never reopens)."""
@@ -351,14 +372,14 @@ class Background:
         out: list[BackgroundOut] = []
         if item.kind is Kind.TERMINAL:
             exit = None if unknown else _exit(task, exit_info)
-            out.append(TerminalExited(self.session_id, item.ref, item.tool_call_id, exit))
+            out.append(TerminalExited(item.session_id, item.ref, item.tool_call_id, exit))
         elif item.kind is Kind.TOOL_CALL:
             end = (
                 "cancelled"
                 if unknown or task is None
                 else TOOL_STATUS.get(task.end_status or "", "completed")
             )
-            out.append(WorkEnded(self.session_id, item.ref, end, task.summary if task else None))
+            out.append(WorkEnded(item.session_id, item.ref, end, task.summary if task else None))
         elif item.kind is Kind.SUBAGENT and task is not None:
             out.append(ChildEnded(task))
         if task is not None and task.end_status in FOLLOW_UP_STATUSES and item.stop_sent_at is None:
@@ -369,14 +390,15 @@ class Background:
         """An end event after the orphan timeout: tell the client how it really ended."""
         if item.kind is not Kind.TERMINAL:
             return []
-        return [TerminalExited(self.session_id, item.ref, item.tool_call_id, _exit(item.task, None), True)]
+        return [TerminalExited(item.session_id, item.ref, item.tool_call_id, _exit(item.task, None), True)]
 
     # --- tool results --------------------------------------------------------------------------
 
     def hand_off(
-        self, tool_use_id: str, output_file: str | None
+        self, tool_use_id: str, call_id: str, output_file: str | None
     ) -> tuple[list[BackgroundOut], HandOff | None]:
-        """A tool result arrived: how its tool call goes on, if background work owns it.
+        """A tool result arrived for the model's ``tool_use_id`` (the tool call ``call_id``):
+        how the call goes on, if background work owns it.
 
         ``output_file`` is the path the result names (Claude Code's own word for it wins over
         the one we derived). None when the tool call is ordinary and completes as usual.
@@ -386,7 +408,7 @@ class Background:
             return [], None
         if item.kind is Kind.TERMINAL:
             return self._follow(item, output_file), HandOff(item.ref)
-        if item.ref != tool_use_id:
+        if item.ref != call_id:
             return [], None  # the work has a tool call of its own; this one just completes
         return [], HandOff(None, "paused" if item.task.status == "paused" else "in_progress")
 
@@ -401,19 +423,29 @@ class Background:
         item = self.items.get(task_id)
         if item is None or item.final or not data:
             return []
-        return [TerminalOutput(self.session_id, item.ref, item.tool_call_id, data)]
+        return [TerminalOutput(item.session_id, item.ref, item.tool_call_id, data)]
 
     def replaced(self, task_id: str, data: bytes) -> list[BackgroundOut]:
         item = self.items.get(task_id)
         if item is None or item.final:
             return []
-        return [TerminalReplaced(self.session_id, item.ref, item.tool_call_id, data)]
+        return [TerminalReplaced(item.session_id, item.ref, item.tool_call_id, data)]
 
     # --- stopping ---------------------------------------------------------------------------------
 
-    def cancel(self, kind: Literal["terminal", "tool_call"], ref: str, now: float) -> list[BackgroundOut]:
-        """``terminal/cancel`` or ``tool_call/cancel``: raises -32602 for what cannot be cancelled."""
-        item = next((i for i in self.items.values() if i.kind.value == kind and i.ref == ref), None)
+    def cancel(
+        self, kind: Literal["terminal", "tool_call"], ref: str, session_id: str, now: float
+    ) -> list[BackgroundOut]:
+        """``terminal/cancel`` or ``tool_call/cancel`` in ``session_id``: raises -32602 for what
+        cannot be cancelled there."""
+        item = next(
+            (
+                i
+                for i in self.items.values()
+                if i.kind.value == kind and i.ref == ref and i.session_id == session_id
+            ),
+            None,
+        )
         noun = "terminal" if kind == "terminal" else "tool call"
         if item is None:
             raise RpcError(INVALID_PARAMS, f"Invalid params: unknown {noun} {ref}")
@@ -489,19 +521,26 @@ class Background:
         vouched = task.in_level or task.started
         return vouched and task.task_id not in self.items and task.task_id not in self._stalled
 
-    def listed(self) -> list[Listed]:
-        """The work to list now (with the list kept only for clients that track detached work)."""
-        return [entry for item in self.items.values() if (entry := self._entry(item)) is not None]
+    def listed(self, session_id: str) -> list[Listed]:
+        """The work of ``session_id`` to list now (kept only for clients that track detached work)."""
+        if not self.visibility.detached_work:
+            return []
+        return [
+            entry
+            for item in self.items.values()
+            if item.session_id == session_id and (entry := self._entry(item)) is not None
+        ]
 
     def _entry(self, item: Item) -> Listed | None:
-        if item.final or not self.visibility.detached_work:
+        if item.kind is Kind.SUBAGENT:
+            running = not item.final and item.task.backgrounded is not False
+            return Listed("subagent", item.ref) if running or self.listed(item.ref) else None
+        if item.final:
             return None
         if item.kind is Kind.TERMINAL:
             return Listed("terminal", item.ref)
         if item.kind is Kind.TOOL_CALL:
             return Listed("tool_call", item.ref)
-        if item.kind is Kind.SUBAGENT and item.task.backgrounded is not False:
-            return Listed("subagent", item.ref)
         return None
 
     def _follow(self, item: Item, path: str | None) -> list[BackgroundOut]:

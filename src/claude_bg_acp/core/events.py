@@ -58,11 +58,17 @@ class CancelChild:
 
 @dataclass(frozen=True)
 class CancelTerminal:
+    """``terminal/cancel`` of a terminal of ``session_id`` (the session or one of its children)."""
+
+    session_id: str
     terminal_id: str
 
 
 @dataclass(frozen=True)
 class CancelToolCall:
+    """``tool_call/cancel`` of a tool call of ``session_id`` (the session or one of its children)."""
+
+    session_id: str
     tool_call_id: str
 
 

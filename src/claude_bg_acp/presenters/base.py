@@ -53,7 +53,7 @@ class BasePresenter:
     creating: ClassVar[Literal["tool_call", "tool_call_update"]]
     """The update that creates a tool call (v1 has its own; in v2 the first update creates)."""
     cut_status: ClassVar[Literal["cancelled", "failed"]]
-    """A tool call whose turn ended early (v1 has no ``cancelled``)."""
+    """A tool call whose turn was cancelled (v1 has no ``cancelled``)."""
 
     def render(self, fact: Fact) -> list[ClientEffect]:
         match fact:
@@ -96,27 +96,29 @@ class BasePresenter:
                 view = tool_views.describe(fact.name, {})
                 update = ToolCall(
                     session_update=self.creating,
-                    tool_call_id=fact.tool_use_id,
+                    tool_call_id=fact.tool_call_id,
                     title=view.title,
                     kind=view.kind,
                     status="pending",
                 )
             case ToolCallRunning():
-                fields = tool_call_fields(fact.tool_use_id, fact.name, fact.tool_input)
+                fields = tool_call_fields(fact.tool_call_id, fact.name, fact.tool_input)
                 kind = self.creating if fact.first else "tool_call_update"
-                update = ToolCall.model_validate({"sessionUpdate": kind, **fields, "status": "in_progress"})
+                status = "pending" if fact.pending else "in_progress"
+                update = ToolCall.model_validate({"sessionUpdate": kind, **fields, "status": status})
             case ToolCallFinished():
                 update = ToolCall(
                     session_update="tool_call_update",
-                    tool_call_id=fact.tool_use_id,
+                    tool_call_id=fact.tool_call_id,
                     status="failed" if fact.failed else "completed",
                     raw_output=fact.raw_output,
                 )
                 if fact.text:
                     update.content = [tool_views.text_content(fact.text)]
             case ToolCallCut():
+                status = "failed" if fact.failed else self.cut_status
                 update = ToolCall(
-                    session_update="tool_call_update", tool_call_id=fact.tool_use_id, status=self.cut_status
+                    session_update="tool_call_update", tool_call_id=fact.tool_call_id, status=status
                 )
             case _:
                 assert_never(fact)
@@ -140,7 +142,7 @@ class BasePresenter:
         """A client that cannot follow the work sees the call complete with the result."""
         update = ToolCall(
             session_update="tool_call_update",
-            tool_call_id=fact.tool_use_id,
+            tool_call_id=fact.tool_call_id,
             status="completed",
             content=[tool_views.text_content(fact.text)],
         )

@@ -91,7 +91,7 @@ class V2Presenter(BasePresenter):
         else:
             fields = {"status": fact.status, "content": [text], "capabilities": CANCEL}
         update = ToolCall.model_validate(
-            {"sessionUpdate": "tool_call_update", "toolCallId": fact.tool_use_id, **fields}
+            {"sessionUpdate": "tool_call_update", "toolCallId": fact.tool_call_id, **fields}
         )
         return [Notify(fact.session_id, update)]
 
@@ -142,12 +142,15 @@ class V2Presenter(BasePresenter):
     def child(self, fact: ChildAnnounced | ChildStateChanged) -> list[ClientEffect]:
         if isinstance(fact, ChildAnnounced):
             return [*announce_child(fact), Notify(fact.child_id, StateUpdate(state="running", background=[]))]
+        # One snapshot, on the child and mirrored on its parent (the RFD's two reports of one
+        # state); a repeat (only the list changed) is no new completion: no stop reason.
         state: dict[str, Any] = {"state": fact.state.value}
-        if fact.stop_reason is not None:
+        if fact.stop_reason is not None and not fact.repeat:
             state["stopReason"] = fact.stop_reason
-        if fact.error is not None:
+        if fact.error is not None and not fact.repeat:
             state["error"] = {"code": INTERNAL_ERROR, "message": fact.error}
-        own = StateUpdate.model_validate({**state, "background": []})
+        state["background"] = [listed(entry) for entry in fact.background]
+        own = StateUpdate.model_validate(state)
         return [
             Notify(fact.child_id, own),
             Notify(fact.parent_id, SubagentUpdate(session_id=fact.child_id, state=state)),

@@ -53,7 +53,7 @@ class ZedPresenter(V1Presenter):
         update = ToolCall.model_validate(
             {
                 "sessionUpdate": "tool_call_update",
-                "toolCallId": fact.tool_use_id,
+                "toolCallId": fact.tool_call_id,
                 "status": "completed",
                 "content": [tool_views.text_content(fact.text)],
                 "_meta": self._info(fact.terminal_id),
