@@ -4,7 +4,9 @@ Each fixture under ``fixtures/sdk_events`` was recorded from the real bundled CL
 ``scripts/record_sdk_events.py``. The core's output is compared with a golden file per scenario
 and client kind (``UPDATE_GOLDEN=1`` rewrites them; review the diff, and give each change its
 reason in the commit), every message is validated against the official schema of that
-version, and the background rules (``tests.support.rules``) hold on every transcript.
+version, and the background rules (``tests.support.rules``) hold on every transcript. The
+transcripts of the client with Zed's capabilities are also read as Zed reads them
+(``tests.support.zed``): nothing rejected, dropped or left undrawn, and every terminal ends.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from claude_bg_acp.core.effects import Notify
 from tests.support.driver import CLIENTS, FIXTURES, CoreDriver, as_jsonrpc, effect_json, load_frames
 from tests.support.rules import check_updates
 from tests.support.schema import validate_transcript
+from tests.support.zed import ZED_CAPABILITIES, ZedView
 
 SCENARIOS = sorted(path.stem for path in (FIXTURES / "sdk_events").glob("*.jsonl"))
 SESSION_ID = "session-replay"
@@ -32,6 +35,11 @@ def replay(scenario: str, client: str) -> list[dict[str, object]]:
     violations = validate_transcript(agent_lines, client_lines, version)
     assert not violations, "\n".join(violations)
     check_updates(((e.session_id, e.update.wire()) for e in effects if isinstance(e, Notify)), version)
+    if CLIENTS[client][1] == ZED_CAPABILITIES:
+        shown = ZedView.replay(SESSION_ID, agent_lines, client_lines)
+        assert not shown.problems(), "\n".join(shown.problems())
+        running = [t.terminal_id for t in shown.terminals.values() if t.exit is None]
+        assert not running, f"Zed would show these terminals running forever: {running}"
     return [effect_json(effect, SESSION_ID) for effect in effects]
 
 

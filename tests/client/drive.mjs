@@ -106,7 +106,7 @@
 //   permissionRequests [{t, sessionId, params, answer, answeredAt, forBackgroundWork (v2)}]
 //   terminals     {terminalId: base64 of the bytes assembled from terminal_update.output
 //                 (replace) and terminal_output_chunk (append); v1: from the _meta
-//                 terminal_output (replace) / terminal_output_delta (append) text}
+//                 terminal_output / terminal_output_delta text, appended}
 //   terminalInfo  {terminalId: merged terminal_update fields + {chunks, bytes}}
 //   background    the client's latest background list of the first session (null = unreported)
 //   clientStderr, droppedNotifications   what the client library logged; lines matching
@@ -442,13 +442,12 @@ function applyUpdate(update) {
         out.terminalInfo[info.terminal_id] ??= { chunks: 0, bytes: 0 };
         out.terminalInfo[info.terminal_id].v1Meta = true;
       }
-      const full = meta.terminal_output;
-      if (full && typeof full.terminal_id === "string" && typeof full.data === "string") {
-        appendTerminal(full.terminal_id, Buffer.from(full.data, "utf8"), true);
-      }
-      const delta = meta.terminal_output_delta;
-      if (delta && typeof delta.terminal_id === "string" && typeof delta.data === "string") {
-        appendTerminal(delta.terminal_id, Buffer.from(delta.data, "utf8"), false);
+      // Both keys append (terminal_output is what Zed reads; terminal_output_delta what
+      // clients that declare it read).
+      for (const output of [meta.terminal_output, meta.terminal_output_delta]) {
+        if (output && typeof output.terminal_id === "string" && typeof output.data === "string") {
+          appendTerminal(output.terminal_id, Buffer.from(output.data, "utf8"), false);
+        }
       }
       const exit = meta.terminal_exit;
       if (exit && typeof exit.terminal_id === "string") {

@@ -38,6 +38,7 @@ from claude_bg_acp.core.background import Kind
 from claude_bg_acp.core.effects import AskPermission, Effect, Fail, FinishTail, Notify, Query, Reply, Tail
 from claude_bg_acp.core.session import ALLOW_ONCE, REJECT_ONCE, SessionCore
 from claude_bg_acp.presenters.choice import presenter_for
+from tests.support.zed import ZED_CAPABILITIES
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 SESSION_ID = "session-core"
@@ -48,10 +49,12 @@ DIGEST_OVER = 4096
 CLIENTS: dict[str, tuple[int, dict[str, Any]]] = {
     "v1": (1, {}),
     "v1-subagents": (1, {"subagents": {}}),
-    "v1-terminal-meta": (1, {"_meta": {"terminal_output": True, "terminal_output_delta": True}}),
+    "v1-terminal-meta": (1, ZED_CAPABILITIES),
     "v2": (2, {}),
 }
-"""The client kinds of the replay goldens: (protocol version, declared capabilities)."""
+"""The client kinds of the replay goldens: (protocol version, declared capabilities). The
+``v1-terminal-meta`` kind declares exactly what Zed declares (its ``_meta`` terminal extension
+and ``subagents`` among it)."""
 
 Frame = dict[str, Any]
 

@@ -109,14 +109,17 @@ def tool_use(tool_use_id: str, name: str, tool_input: dict[str, Any], parent: st
 
 
 def tool_result(
-    tool_use_id: str, content: str | list[dict[str, Any]], tool_use_result: dict[str, Any] | None = None
+    tool_use_id: str,
+    content: str | list[dict[str, Any]],
+    tool_use_result: dict[str, Any] | None = None,
+    is_error: bool = False,
 ) -> Frame:
     frame: Frame = {
         "type": "user",
         "message": {
             "role": "user",
             "content": [
-                {"tool_use_id": tool_use_id, "type": "tool_result", "content": content, "is_error": False}
+                {"tool_use_id": tool_use_id, "type": "tool_result", "content": content, "is_error": is_error}
             ],
         },
         "parent_tool_use_id": None,

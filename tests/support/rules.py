@@ -14,9 +14,13 @@ replay golden, every live transcript and the property tests go through it. Per s
    ``cancel`` then;
 4. each piece of work is listed at most once per snapshot, and process work is listed as its
    terminal, never as the tool call that references the terminal;
-5. terminal output comes only for a terminal that was announced.
+5. terminal output comes only for a terminal that was announced, and a tool call references
+   only announced terminals.
 
-v1 transcripts have no snapshots: rules 3 (final statuses, exits, cancel) and 5 still apply.
+v1 transcripts have no snapshots: rules 3 (final statuses, exits, cancel) and 5 still apply,
+also to the terminals of the ``_meta`` extension (Zed's): announced by ``terminal_info`` on a
+``tool_call``, fed by ``terminal_output`` / ``terminal_output_delta``, ended by
+``terminal_exit``.
 """
 
 from __future__ import annotations
@@ -112,12 +116,35 @@ class BackgroundRules:
         if before in FINAL and status is not None and status != before:
             raise Violation(f"rule 3: tool call {call_id} changes from final {before} to {status}")
         view.tool_status[call_id] = status or before or "pending"
+        self._meta_terminal(view, update)
         for item in update.get("content") or []:
             if isinstance(item, dict) and item.get("type") == "terminal":
+                if item.get("terminalId") not in view.terminals:
+                    raise Violation(f"rule 5: tool call {call_id} references unannounced terminal: {item}")
                 view.shell_calls.add(call_id)
         self._capabilities(view, ("tool_call", call_id), update)
         if view.tool_status[call_id] in FINAL and view.caps.get(("tool_call", call_id)):
             raise Violation(f"rule 3: tool call {call_id} advertises cancel at its final status: {update}")
+
+    @staticmethod
+    def _meta_terminal(view: SessionView, update: dict[str, Any]) -> None:
+        """The ``_meta`` terminal extension: announced on a ``tool_call``, then fed on updates."""
+        meta = update.get("_meta") or {}
+        info = meta.get("terminal_info")
+        if info is not None:
+            if update["sessionUpdate"] != "tool_call":
+                raise Violation(f"rule 5: terminal_info on a {update['sessionUpdate']}, where it is not read")
+            view.terminals.add(info["terminal_id"])
+        for key in ("terminal_output", "terminal_output_delta", "terminal_exit"):
+            if key not in meta:
+                continue
+            terminal_id = meta[key]["terminal_id"]
+            if terminal_id not in view.terminals:
+                raise Violation(f"rule 5: {key} of terminal {terminal_id} before its terminal_info")
+            if terminal_id in view.exited:
+                raise Violation(f"rule 3: {key} of terminal {terminal_id} after its terminal_exit")
+        if "terminal_exit" in meta:
+            view.exited.add(meta["terminal_exit"]["terminal_id"])
 
     @staticmethod
     def final(view: SessionView, item: dict[str, Any]) -> bool:

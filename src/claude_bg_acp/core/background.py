@@ -51,7 +51,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from claude_bg_acp.acp.jsonrpc import INVALID_PARAMS, RpcError
-from claude_bg_acp.claude.conventions import KILLED_SIGNAL, summary_exit_code
+from claude_bg_acp.claude.conventions import KILLED_SIGNAL, SHELL_TOOLS, summary_exit_code
 from claude_bg_acp.closing_line import ExitInfo
 from claude_bg_acp.core.effects import FinishTail, Log, StopTask, Tail
 from claude_bg_acp.core.tasks import Task
@@ -59,7 +59,6 @@ from claude_bg_acp.core.tool_uses import ToolUse
 
 CLASSIFY_GRACE = 0.5
 STOP_BOUND = 10.0
-SHELL_TOOLS = ("Bash",)
 FOLLOW_UP_STATUSES = ("completed", "failed")
 LiveStatus = Literal["pending", "in_progress", "paused"]
 FinalStatus = Literal["completed", "failed", "cancelled"]

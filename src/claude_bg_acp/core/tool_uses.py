@@ -30,6 +30,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from claude_bg_acp.claude.conventions import SHELL_TOOLS, shell_result
+from claude_bg_acp.closing_line import ExitInfo
+
 
 class Phase(enum.Enum):
     STREAMING = "streaming"
@@ -61,6 +64,11 @@ class ToolUse:
     def final(self) -> bool:
         return self.phase is Phase.FINAL
 
+    @property
+    def shell(self) -> bool:
+        """It runs a shell command (in the foreground, or handed to a background shell)."""
+        return self.name in SHELL_TOOLS
+
 
 # --- what happened to a tool call, for the presenter ------------------------------------------
 
@@ -72,6 +80,7 @@ class ToolCallStarted:
     session_id: str
     tool_call_id: str
     name: str
+    shell: bool
 
 
 @dataclass(frozen=True)
@@ -84,18 +93,29 @@ class ToolCallRunning:
     name: str
     tool_input: dict[str, Any]
     first: bool
+    shell: bool
     pending: bool = False
 
 
 @dataclass(frozen=True)
+class CommandEnded:
+    """A foreground shell command's output and exit, as its tool result tells them."""
+
+    output: str
+    exit: ExitInfo | None
+
+
+@dataclass(frozen=True)
 class ToolCallFinished:
-    """Its result came: ``completed`` or ``failed``, with the result's text."""
+    """Its result came: ``completed`` or ``failed``, with the result's text (and, for a shell,
+    what the command printed and how it exited)."""
 
     session_id: str
     tool_call_id: str
     failed: bool
     text: str
     raw_output: Any
+    command: CommandEnded | None = None
 
 
 @dataclass(frozen=True)
@@ -145,7 +165,7 @@ class ToolUses:
         if tool_use_id in self._latest:
             return []
         use = self._add(ToolUse(tool_use_id, name, {}, session_id, Phase.STREAMING))
-        return [ToolCallStarted(session_id, use.call_id, name)]
+        return [ToolCallStarted(session_id, use.call_id, name, use.shell)]
 
     def input_known(
         self,
@@ -169,7 +189,7 @@ class ToolUses:
             return []
         if use.phase is Phase.STREAMING:
             use.phase = Phase.RUNNING
-        return [ToolCallRunning(session_id, use.call_id, name, tool_input, first, pending)]
+        return [ToolCallRunning(session_id, use.call_id, name, tool_input, first, use.shell, pending)]
 
     def detach(self, call_id: str) -> None:
         """Background work reports through this tool call from now on."""
@@ -188,7 +208,11 @@ class ToolUses:
     def result(self, use: ToolUse, failed: bool, text: str, raw_output: Any) -> list[ToolCallFinished]:
         if not self.finish(use.call_id):
             return []
-        return [ToolCallFinished(use.session_id, use.call_id, failed, text, raw_output)]
+        command = None
+        if use.shell:
+            output, code = shell_result(text, failed)
+            command = CommandEnded(output, None if code is None else ExitInfo(code, None))
+        return [ToolCallFinished(use.session_id, use.call_id, failed, text, raw_output, command)]
 
     def cut(self, session_id: str, failed: bool) -> list[ToolCallCut]:
         """The turn of ``session_id`` ended early: its running tool calls end with it.

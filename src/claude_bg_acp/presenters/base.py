@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal, assert_never
 
-from claude_bg_acp.acp.updates import ContentChunk, CurrentModeUpdate, SessionUpdate, TextContent, ToolCall
+from claude_bg_acp.acp.updates import ContentChunk, CurrentModeUpdate, TextContent, ToolCall
 from claude_bg_acp.closing_line import ExitInfo
 from claude_bg_acp.core.background import (
     TerminalExited,
@@ -60,7 +60,7 @@ class BasePresenter:
             case MessageChunk():
                 return [self.chunk(fact)]
             case ToolCallStarted() | ToolCallRunning() | ToolCallFinished() | ToolCallCut():
-                return [self.tool_call(fact)]
+                return [Notify(fact.session_id, self.tool_call(fact))]
             case ToolCallHandedOff():
                 return self.handed_off(fact)
             case TerminalOpened() | TerminalOutput() | TerminalReplaced() | TerminalExited():
@@ -89,8 +89,8 @@ class BasePresenter:
         )
         return Notify(fact.session_id, chunk)
 
-    def tool_call(self, fact: ToolCallStarted | ToolCallRunning | ToolCallFinished | ToolCallCut) -> Notify:
-        update: SessionUpdate
+    def tool_call(self, fact: ToolCallStarted | ToolCallRunning | ToolCallFinished | ToolCallCut) -> ToolCall:
+        update: ToolCall
         match fact:
             case ToolCallStarted():
                 view = tool_views.describe(fact.name, {})
@@ -102,7 +102,7 @@ class BasePresenter:
                     status="pending",
                 )
             case ToolCallRunning():
-                fields = tool_call_fields(fact.tool_call_id, fact.name, fact.tool_input)
+                fields = self.call_fields(fact.tool_call_id, fact.name, fact.tool_input)
                 kind = self.creating if fact.first else "tool_call_update"
                 status = "pending" if fact.pending else "in_progress"
                 update = ToolCall.model_validate({"sessionUpdate": kind, **fields, "status": status})
@@ -122,16 +122,31 @@ class BasePresenter:
                 )
             case _:
                 assert_never(fact)
-        return Notify(fact.session_id, update)
+        return update
 
     def permission_request(
         self, session_id: str, tool_call_id: str, tool_name: str, tool_input: dict[str, Any]
     ) -> dict[str, Any]:
-        call = tool_call_fields(tool_call_id, tool_name, tool_input)
+        call = self.call_fields(tool_call_id, tool_name, tool_input)
         call["status"] = "pending"
         params = self.permission_subject(call, tool_views.describe(tool_name, tool_input).title)
         params.update(sessionId=session_id, options=PERMISSION_OPTIONS)
         return params
+
+    def call_fields(self, tool_call_id: str, name: str, tool_input: dict[str, Any]) -> dict[str, Any]:
+        """What a tool call shows once its input is known (and what a permission question shows)."""
+        view = tool_views.describe(name, tool_input)
+        fields: dict[str, Any] = {
+            "toolCallId": tool_call_id,
+            "title": view.title,
+            "kind": view.kind,
+            "rawInput": tool_input,
+        }
+        if view.locations is not None:
+            fields["locations"] = view.locations
+        if view.content is not None:
+            fields["content"] = view.content
+        return fields
 
     # --- each kind's own ------------------------------------------------------------------------
 
@@ -164,21 +179,6 @@ class BasePresenter:
 
     def prompt(self, fact: PromptInserted | PromptAnswered | PromptCancelled) -> list[ClientEffect]:
         return []
-
-
-def tool_call_fields(tool_use_id: str, name: str, tool_input: dict[str, Any]) -> dict[str, Any]:
-    view = tool_views.describe(name, tool_input)
-    fields: dict[str, Any] = {
-        "toolCallId": tool_use_id,
-        "title": view.title,
-        "kind": view.kind,
-        "rawInput": tool_input,
-    }
-    if view.locations is not None:
-        fields["locations"] = view.locations
-    if view.content is not None:
-        fields["content"] = view.content
-    return fields
 
 
 def exit_status(exit_info: ExitInfo | None) -> dict[str, Any]:

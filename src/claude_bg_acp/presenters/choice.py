@@ -1,4 +1,18 @@
-"""The presenter for a client: chosen once, at ``session/new``, from what ``initialize`` said."""
+"""The presenter for a client: chosen once, at ``session/new``, from what ``initialize`` said.
+
+The rule, by negotiated version and declared ``clientCapabilities``:
+
+- v2: ``V2Presenter`` (terminals, background tool calls, child sessions: the RFDs' forms).
+- v1 declaring ``_meta.terminal_output`` (Zed): ``ZedPresenter``. Shells are terminals fed
+  through ``_meta`` (``terminal_output_delta`` when that is declared too). Subagents' work stays
+  in the session that launched them even when ``subagents`` is declared: capabilities cannot
+  tell Zed's reading of ``subagents`` from the RFD's, and Zed's source (at the time of writing)
+  reads only an earlier draft of child sessions (``subagent_spawned`` /
+  ``subagent_state_update``), which the v1 schema does not have; the RFD's ``subagent_update``
+  would leave it updates for sessions it never heard of, which it drops.
+- other v1 clients: ``V1Presenter``, with child sessions in the RFD's form
+  (``subagent_update``, ``session_message``) when they declare ``subagents``.
+"""
 
 from __future__ import annotations
 
@@ -13,8 +27,8 @@ from claude_bg_acp.presenters.zed import ZedPresenter
 def presenter_for(version: int, capabilities: dict[str, Any]) -> Presenter:
     if version >= 2:
         return V2Presenter()
-    subagents = capabilities.get("subagents") is not None
     meta = capabilities.get("_meta")
     if isinstance(meta, dict) and meta.get("terminal_output") is True:
-        return ZedPresenter(subagents, "delta" if meta.get("terminal_output_delta") is True else "replace")
-    return V1Presenter(subagents)
+        delta = meta.get("terminal_output_delta") is True
+        return ZedPresenter("terminal_output_delta" if delta else "terminal_output")
+    return V1Presenter(capabilities.get("subagents") is not None)

@@ -366,6 +366,11 @@ def max_tokens(turn: Turn) -> Reply:
 
 fg_bash = _tool_then_text(_fixed(_bash("echo hello-fg", "say hello")), "The command printed hello-fg.")
 
+fg_failed = _tool_then_text(
+    _fixed(_bash("echo out-line; echo err-line >&2; exit 3", "fail in the foreground")),
+    "The command failed.",
+)
+
 permission = _tool_then_text(
     _fixed(_bash("touch perm-test.txt", "create a file")), "Tried to create perm-test.txt."
 )
@@ -378,6 +383,12 @@ bg_completed = _tool_then_text(
 # so that a client can stop that turn.
 bg_slow_follow_up = _tool_then_text(
     _fixed(_bash("sleep 1; echo quick-job-done", "quick background job", True)), STARTED, ack_delay=8.0
+)
+
+# Forty lines over about two seconds: a client must see them arrive while the shell runs.
+bg_lines = _tool_then_text(
+    _fixed(_bash("for i in $(seq 1 40); do echo line-$i; sleep 0.05; done", "forty lines", True)),
+    STARTED,
 )
 
 bg_failed_exit3 = _tool_then_text(
@@ -536,8 +547,10 @@ SCENARIOS: dict[str, Scenario] = {
     "text": text,
     "thinking": thinking,
     "fg_bash": fg_bash,
+    "fg_failed": fg_failed,
     "permission": permission,
     "bg_completed": bg_completed,
+    "bg_lines": bg_lines,
     "bg_failed_exit3": bg_failed_exit3,
     "bg_long": bg_long,
     "two_shells": two_shells,
