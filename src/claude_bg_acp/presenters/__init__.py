@@ -6,6 +6,9 @@
   sessions when the client declares ``subagents``.
 - ``zed``: v1, plus background shells' output on the tool call's ``_meta`` for clients that
   declare ``_meta.terminal_output`` (Zed).
+- ``air``: JetBrains AIR, the v1 (or Zed-like) client it otherwise is, plus background tasks
+  as async tasks and subagents in the draft form (``draft_subagents``), as it declares in
+  ``_meta.jetbrains.air``.
 
 ``choice.presenter_for`` reads the negotiated version and the client's capabilities; nothing outside
 this package looks at either to decide how something is shown.
