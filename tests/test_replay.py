@@ -4,9 +4,11 @@ Each fixture under ``fixtures/sdk_events`` was recorded from the real bundled CL
 ``scripts/record_sdk_events.py``. The core's output is compared with a golden file per scenario
 and client kind (``UPDATE_GOLDEN=1`` rewrites them; review the diff, and give each change its
 reason in the commit), every message is validated against the official schema of that
-version, and the background rules (``tests.support.rules``) hold on every transcript. The
-transcripts of the client with Zed's capabilities are also read as Zed reads them
-(``tests.support.zed``): nothing rejected, dropped or left undrawn, and every terminal ends.
+version (the updates only JetBrains AIR is sent, against AIR's contract:
+``tests.support.air``), and the background rules (``tests.support.rules``) hold on every
+transcript. The transcripts of the client with Zed's capabilities are also read as Zed reads
+them (``tests.support.zed``): nothing rejected, dropped or left undrawn, and every terminal
+ends.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import os
 import pytest
 
 from claude_bg_acp.core.effects import Notify
+from tests.support.air import declares_air
 from tests.support.driver import CLIENTS, FIXTURES, CoreDriver, as_jsonrpc, effect_json, load_frames
 from tests.support.rules import check_updates
 from tests.support.schema import validate_transcript
@@ -30,9 +33,9 @@ SESSION_ID = "session-replay"
 def replay(scenario: str, client: str) -> list[dict[str, object]]:
     driver = CoreDriver.for_client(client, session_id=SESSION_ID)
     effects = driver.replay(load_frames(scenario))
-    agent_lines, client_lines = as_jsonrpc(effects)
-    version = CLIENTS[client][0]
-    violations = validate_transcript(agent_lines, client_lines, version)
+    agent_lines, client_lines = as_jsonrpc(effects, driver.requests)
+    version, capabilities = CLIENTS[client]
+    violations = validate_transcript(agent_lines, client_lines, version, air=declares_air(capabilities))
     assert not violations, "\n".join(violations)
     check_updates(((e.session_id, e.update.wire()) for e in effects if isinstance(e, Notify)), version)
     if CLIENTS[client][1] == ZED_CAPABILITIES:

@@ -31,6 +31,8 @@ from claude_bg_acp.acp.schema import (
     PromptParams,
     SessionParams,
     SetModeParams,
+    StopAsyncTaskParams,
+    air_capabilities,
     parse_params,
 )
 from claude_bg_acp.core import events as ev
@@ -48,6 +50,8 @@ CHUNK_SIZE = 256 * 1024
 """Bytes per terminal_output_chunk at most: big enough that per-message costs stay small."""
 V1_PROMPT_CAPABILITIES = {"image": True, "audio": False, "embeddedContext": True}
 V2_PROMPT_CAPABILITIES: dict[str, dict[str, object]] = {"image": {}, "embeddedContext": {}}
+AIR_EXTENSIONS = {"version": 1, "capabilities": ["asyncTasks", "nativeSubagentSessions"]}
+"""What we implement of JetBrains AIR's extensions, told to AIR clients (see ``presenters.air``)."""
 
 
 class Agent:
@@ -60,6 +64,7 @@ class Agent:
         self._output_backlog = output_backlog
         self._version: int | None = None
         self._capabilities: dict[str, Any] = {}
+        self._air: frozenset[str] = frozenset()
         self._early_cancels: deque[jsonrpc.RequestId] = deque(maxlen=64)
         self._sessions: dict[str, SessionHost] = {}
 
@@ -94,6 +99,11 @@ class Agent:
             return {}
         if method == "session/close":
             return await self._close_session(parse_params(SessionParams, params).session_id)
+        if method == "_session/async_task/stop" and "asyncTasks" in self._air:
+            stop = parse_params(StopAsyncTaskParams, params)
+            return await self._session(stop.session_id).answer(
+                lambda ticket: ev.CancelTask(ticket, stop.async_task_id)
+            )
         raise RpcError(jsonrpc.METHOD_NOT_FOUND, f"Method not found: {method}")
 
     async def on_notification(self, method: str, params: Any) -> None:
@@ -133,9 +143,12 @@ class Agent:
             raise RpcError(jsonrpc.INVALID_PARAMS, "Invalid params: info: Field required for version 2")
         self._version = version
         self._capabilities = (params.client_capabilities if version == 1 else params.capabilities) or {}
+        air = air_capabilities(self._capabilities) if version == 1 else None
+        self._air = air or frozenset()
         _prewarm_claude_side()
         if version == 1:
             return {
+                **({"_meta": {"jetbrains": {"air": AIR_EXTENSIONS}}} if air is not None else {}),
                 "protocolVersion": 1,
                 "agentInfo": AGENT_INFO,
                 "agentCapabilities": {

@@ -15,12 +15,16 @@ replay golden, every live transcript and the property tests go through it. Per s
 4. each piece of work is listed at most once per snapshot, and process work is listed as its
    terminal, never as the tool call that references the terminal;
 5. terminal output comes only for a terminal that was announced, and a tool call references
-   only announced terminals.
+   only announced terminals;
+6. (JetBrains AIR) an async task is spawned once, before its progress and state updates, and
+   nothing follows its final state (``completed``, ``failed``, ``stopped``);
+7. (the draft subagent form) a child's ``subagent_state_update`` and its own updates (stamped
+   ``_meta.claudeCode.parentToolUseId``) come after its ``subagent_spawned``.
 
-v1 transcripts have no snapshots: rules 3 (final statuses, exits, cancel) and 5 still apply,
-also to the terminals of the ``_meta`` extension (Zed's): announced by ``terminal_info`` on a
-``tool_call``, fed by ``terminal_output`` / ``terminal_output_delta``, ended by
-``terminal_exit``.
+v1 transcripts have no snapshots: rules 3 (final statuses, exits, cancel), 5, 6 and 7 still
+apply, also to the terminals of the ``_meta`` extension (Zed's): announced by
+``terminal_info`` on a ``tool_call``, fed by ``terminal_output`` / ``terminal_output_delta``,
+ended by ``terminal_exit``.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 FINAL = ("completed", "failed", "cancelled")
+TASK_FINAL = ("completed", "failed", "stopped")
 
 
 class Violation(AssertionError):
@@ -53,6 +58,8 @@ class SessionView:
     caps: dict[tuple[str, str], bool] = field(default_factory=dict)
     """(item type, id) -> whether it advertises cancel now."""
     listed: list[dict[str, Any]] | None = None
+    tasks: dict[str, str] = field(default_factory=dict)
+    """Spawned async tasks and their latest state."""
     reports_background: bool = False
     last_state: str | None = None
     snapshots: int = 0
@@ -63,6 +70,8 @@ class BackgroundRules:
     lists: bool = False
     """The agent keeps a ``background`` list (v2): then every ``state_update`` carries it."""
     sessions: dict[str, SessionView] = field(default_factory=dict)
+    drafts: set[str] = field(default_factory=set)
+    """Child sessions announced in the draft form (``subagent_spawned``)."""
 
     def view(self, session_id: str) -> SessionView:
         return self.sessions.setdefault(session_id, SessionView())
@@ -91,6 +100,32 @@ class BackgroundRules:
             self._capabilities(view, ("subagent", child), update)
         elif kind == "state_update":
             self._snapshot(session_id, view, update)
+        elif kind is not None and str(kind).startswith("async_task_"):
+            self._task(view, update)
+        elif kind == "subagent_spawned":
+            self.drafts.add(update["subagentSessionId"])
+        elif kind == "subagent_state_update" and update["subagentSessionId"] not in self.drafts:
+            raise Violation(f"rule 7: the end of child {update['subagentSessionId']} before its spawn")
+        meta = update.get("_meta")
+        stamped = isinstance(meta, dict) and isinstance(meta.get("claudeCode"), dict)
+        if stamped and "parentToolUseId" in meta["claudeCode"] and session_id not in self.drafts:
+            raise Violation(f"rule 7: an update of child {session_id} before its subagent_spawned: {update}")
+
+    @staticmethod
+    def _task(view: SessionView, update: dict[str, Any]) -> None:
+        task, kind = update["asyncTaskId"], update["sessionUpdate"]
+        if kind == "async_task_spawned":
+            if task in view.tasks:
+                raise Violation(f"rule 6: async task {task} spawned twice")
+            view.tasks[task] = "running"
+            return
+        state = view.tasks.get(task)
+        if state is None:
+            raise Violation(f"rule 6: {kind} of async task {task} before its async_task_spawned")
+        if state in TASK_FINAL:
+            raise Violation(f"rule 6: {kind} of async task {task} after its final state {state}")
+        if kind == "async_task_state_update":
+            view.tasks[task] = update["state"]
 
     @staticmethod
     def _capabilities(view: SessionView, key: tuple[str, str], update: dict[str, Any]) -> None:

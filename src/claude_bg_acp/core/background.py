@@ -21,9 +21,12 @@ each one is to the client and keeps the RFD's ordering rules:
   call's final status, or the child's end); only then the list without it.
 - A task that ended by itself makes Claude Code start a follow-up turn
   (``FollowUpExpected``), so the snapshot that removes it already says ``running``.
-- ``terminal/cancel`` and ``tool_call/cancel`` send ``stop_task``; only the SDK's events confirm
-  the stop, unless none comes within ``STOP_BOUND``, when the item is finalized with an unknown
-  exit and the log says why.
+- Every task but a subagent is also reported as a task of its own (``TaskOpened``, then what
+  changed, then ``TaskEnded``), whatever item shows it, hidden ones included: clients that
+  follow tasks as such (JetBrains AIR's async tasks) read those, the others ignore them.
+- ``terminal/cancel``, ``tool_call/cancel`` and a stop by task id send ``stop_task``; only the
+  SDK's events confirm the stop, unless none comes within ``STOP_BOUND``, when the item is
+  finalized with an unknown exit and the log says why.
 
 A task is classified once its launching tool is known (``task_started`` or the tool result),
 or after ``CLASSIFY_GRACE`` on the level signal alone. What the client can see (``Visibility``,
@@ -53,7 +56,7 @@ from typing import Literal
 from claude_bg_acp.acp.jsonrpc import INVALID_PARAMS, RpcError
 from claude_bg_acp.claude.conventions import KILLED_SIGNAL, SHELL_TOOLS, summary_exit_code
 from claude_bg_acp.closing_line import ExitInfo
-from claude_bg_acp.core.effects import FinishTail, Log, StopTask, Tail
+from claude_bg_acp.core.effects import FinishTail, Log, StopTask, Tail, Ticket
 from claude_bg_acp.core.tasks import Task
 from claude_bg_acp.core.tool_uses import ToolUse
 
@@ -70,6 +73,15 @@ TOOL_STATUS: dict[str, FinalStatus] = {
 }
 """A task's end as a tool call's final status; one whose end is unknown (lost) left the level by
 itself, most likely done, so ``completed``."""
+RunState = Literal["running", "paused"]
+TaskEnd = Literal["completed", "failed", "stopped"]
+TASK_ENDS: dict[str, TaskEnd] = {
+    "completed": "completed",
+    "failed": "failed",
+    "stopped": "stopped",
+    "killed": "stopped",
+}
+"""A task's end as a task reports it (the same reading of a lost task as ``TOOL_STATUS``)."""
 
 
 @dataclass(frozen=True)
@@ -107,6 +119,15 @@ class Listed:
 
 
 @dataclass
+class Told:
+    """What was reported of a task so far, so that only what changed is reported next."""
+
+    tool_call_id: str | None
+    output_file: str | None
+    state: RunState
+
+
+@dataclass
 class Item:
     task: Task
     kind: Kind
@@ -118,6 +139,8 @@ class Item:
     stop_sent_at: float | None = None
     path: str | None = None
     """The output file being tailed."""
+    told: Told | None = None
+    """What was reported of it as a task (never for a subagent)."""
 
     @property
     def final(self) -> bool:
@@ -196,6 +219,55 @@ class WorkEnded:
     summary: str | None
 
 
+@dataclass(frozen=True)
+class TaskOpened:
+    """A background task that is not a subagent, reported as such whatever item shows it.
+
+    ``output_file`` is Claude Code's own word for it when it said it already."""
+
+    session_id: str
+    task_id: str
+    task_type: str | None
+    tool_name: str | None
+    """The tool that launched it, when known (a Monitor runs as a ``local_bash`` task)."""
+    description: str
+    tool_call_id: str | None
+    output_file: str | None
+
+
+@dataclass(frozen=True)
+class TaskProgressed:
+    """What became known of an open task since it was reported: only the fields that changed."""
+
+    session_id: str
+    task_id: str
+    tool_call_id: str | None = None
+    output_file: str | None = None
+
+
+@dataclass(frozen=True)
+class TaskStateChanged:
+    session_id: str
+    task_id: str
+    state: RunState
+
+
+@dataclass(frozen=True)
+class TaskEnded:
+    session_id: str
+    task_id: str
+    end: TaskEnd
+    summary: str | None
+
+
+@dataclass(frozen=True)
+class TaskStopAnswered:
+    """The answer to a stop request by task id: whether it sent a stop."""
+
+    ticket: Ticket
+    stopped: bool
+
+
 # --- what happened, for the session core to route ---------------------------------------------
 
 
@@ -234,6 +306,10 @@ BackgroundFact = (
     | WorkOpened
     | WorkStatus
     | WorkEnded
+    | TaskOpened
+    | TaskProgressed
+    | TaskStateChanged
+    | TaskEnded
     | ChildEnded
     | FollowUpExpected
     | ToolCallDetached
@@ -273,12 +349,14 @@ class Background:
         # Known by its tool when it has one: a Bash hand-off may come before any task event.
         shell = tool.name in SHELL_TOOLS if tool is not None else task.task_type == "local_bash"
         owner = tool.session_id if tool is not None else self.root_id
+        out: list[BackgroundOut] = []
         if shell and (shows.terminals == "all" or (shows.terminals == "with_tool_call" and task.tool_use_id)):
-            return self._open_terminal(task, tool, owner, output_file)
-        if shows.detached_work and not shell:
-            return self._open_tool_call(task, tool)
-        self.items[task.task_id] = Item(task, Kind.HIDDEN, task.task_id, owner)
-        return []
+            out = self._open_terminal(task, tool, owner, output_file)
+        elif shows.detached_work and not shell:
+            out = self._open_tool_call(task, tool)
+        else:
+            self.items[task.task_id] = Item(task, Kind.HIDDEN, task.task_id, owner)
+        return out + self._opened(self.items[task.task_id], tool)
 
     def open_child(self, task: Task, parent_id: str) -> None:
         """An exposed subagent, listed by its parent while it runs detached or has work of its own."""
@@ -315,11 +393,51 @@ class Background:
         self._shown.add(fresh)
         return fresh
 
+    def _opened(self, item: Item, tool: ToolUse | None) -> list[BackgroundOut]:
+        task = item.task
+        if task.is_subagent:
+            return []
+        # Reported running: a task opened paused says so right after.
+        item.told = Told(task.tool_use_id, task.output_file, "running")
+        name = tool.name if tool is not None else None
+        opened = TaskOpened(
+            item.session_id,
+            task.task_id,
+            task.task_type,
+            name,
+            task.description,
+            task.tool_use_id,
+            task.output_file,
+        )
+        return [opened, *self._state_changed(item)]
+
     def changed(self, task: Task) -> list[BackgroundOut]:
         item = self.items[task.task_id]
-        if item.kind is not Kind.TOOL_CALL or item.final:
+        if item.final:
             return []
-        return [WorkStatus(item.session_id, item.ref, _live_status(task))]
+        out: list[BackgroundOut] = []
+        if item.kind is Kind.TOOL_CALL:
+            out.append(WorkStatus(item.session_id, item.ref, _live_status(task)))
+        return out + self._progressed(item) + self._state_changed(item)
+
+    def _state_changed(self, item: Item) -> list[BackgroundOut]:
+        state = _run_state(item.task)
+        if item.told is None or state == item.told.state:
+            return []
+        item.told.state = state
+        return [TaskStateChanged(item.session_id, item.task.task_id, state)]
+
+    def _progressed(self, item: Item) -> list[BackgroundOut]:
+        """The task's tool call or output file, when they became known after it was reported."""
+        told, task = item.told, item.task
+        if told is None:
+            return []
+        tool_call_id = task.tool_use_id if task.tool_use_id != told.tool_call_id else None
+        output_file = task.output_file if task.output_file != told.output_file else None
+        if tool_call_id is None and output_file is None:
+            return []
+        told.tool_call_id, told.output_file = task.tool_use_id, task.output_file
+        return [TaskProgressed(item.session_id, task.task_id, tool_call_id, output_file)]
 
     def resumed(self, task: Task) -> None:
         """A new run of a task whose item is final: it is shown anew (a final status never reopens)."""
@@ -381,6 +499,12 @@ class Background:
             out.append(WorkEnded(item.session_id, item.ref, end, task.summary if task else None))
         elif item.kind is Kind.SUBAGENT and task is not None:
             out.append(ChildEnded(task))
+        if item.told is not None:
+            ended: TaskEnd = (
+                "stopped" if unknown or task is None else TASK_ENDS.get(task.end_status or "", "completed")
+            )
+            out += self._progressed(item)
+            out.append(TaskEnded(item.session_id, item.task.task_id, ended, task.summary if task else None))
         if task is not None and task.end_status in FOLLOW_UP_STATUSES and item.stop_sent_at is None:
             out.append(FollowUpExpected())
         return out
@@ -450,6 +574,18 @@ class Background:
             raise RpcError(INVALID_PARAMS, f"Invalid params: unknown {noun} {ref}")
         if item.final:
             raise RpcError(INVALID_PARAMS, f"Invalid params: {noun} {ref} has already finished")
+        return self._stop(item, now)
+
+    def stop(self, task_id: str, now: float) -> tuple[list[BackgroundOut], bool]:
+        """A stop by task id: whether a stop was sent (none for a task that is unknown, a
+        subagent, finished, or being stopped already)."""
+        item = self.items.get(task_id)
+        if item is None or item.told is None or item.final or item.stop_sent_at is not None:
+            return [], False
+        return self._stop(item, now), True
+
+    @staticmethod
+    def _stop(item: Item, now: float) -> list[BackgroundOut]:
         if item.stop_sent_at is not None:
             return []
         item.stop_sent_at = now
@@ -549,6 +685,10 @@ class Background:
             return []
         item.path = path
         return [Tail(item.task.task_id, path)]
+
+
+def _run_state(task: Task) -> RunState:
+    return "paused" if task.status == "paused" else "running"
 
 
 def _live_status(task: Task) -> LiveStatus:

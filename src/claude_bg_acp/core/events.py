@@ -4,7 +4,8 @@
 perform. They are small immutable values, grouped by where they come from:
 
 - the client: a prompt and its withdrawal, ``session/cancel`` (of the session or of a child),
-  per-item cancels, a permission-mode switch, a permission answer, the close and its timeout;
+  per-item cancels, a stop by task id, a permission-mode switch, a permission answer, the
+  close and its timeout;
 - Claude Code: a message, a permission question, a question it stopped waiting for, its death;
 - the output tailer: bytes of a task's output file, a snapshot of it, and its end;
 - the clock: a tick at the core's next deadline.
@@ -70,6 +71,15 @@ class CancelToolCall:
 
     session_id: str
     tool_call_id: str
+
+
+@dataclass(frozen=True)
+class CancelTask:
+    """Stop one background task (not a subagent) by its task id, as JetBrains AIR's
+    ``_session/async_task/stop`` asks; answered through ``ticket`` with whether it sent a stop."""
+
+    ticket: Ticket
+    task_id: str
 
 
 @dataclass(frozen=True)
@@ -175,6 +185,7 @@ Event = (
     | CancelChild
     | CancelTerminal
     | CancelToolCall
+    | CancelTask
     | ChooseMode
     | PermissionAnswered
     | Close

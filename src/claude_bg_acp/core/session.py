@@ -40,6 +40,11 @@ from claude_bg_acp.core.background import (
     ChildEnded,
     FollowUpExpected,
     Listed,
+    TaskEnded,
+    TaskOpened,
+    TaskProgressed,
+    TaskStateChanged,
+    TaskStopAnswered,
     TerminalExited,
     TerminalOpened,
     TerminalOutput,
@@ -145,6 +150,9 @@ class SessionCore:
                 return self._background(
                     self.background.cancel("tool_call", tool_call_id, session_id, now), now
                 )
+            case ev.CancelTask(ticket, task_id):
+                outs, stopped = self.background.stop(task_id, now)
+                return self._background(outs, now) + self._present([TaskStopAnswered(ticket, stopped)])
             case ev.ChooseMode(mode_id):
                 commands, changed = self.modes.choose(mode_id)
                 return [*commands, *self._present(changed)]
@@ -550,6 +558,8 @@ class SessionCore:
                 case TerminalOpened() | TerminalOutput() | TerminalReplaced() | TerminalExited():
                     effects += self.presenter.render(out)
                 case WorkOpened() | WorkStatus():
+                    effects += self.presenter.render(out)
+                case TaskOpened() | TaskProgressed() | TaskStateChanged() | TaskEnded():
                     effects += self.presenter.render(out)
                 case _:
                     assert_never(out)

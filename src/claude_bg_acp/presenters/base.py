@@ -1,9 +1,10 @@
 """What every client kind renders alike, and the dispatch of facts to their renderings.
 
 ``BasePresenter.render`` matches each fact to one method; the presenters of the client kinds
-override the methods whose wire form differs. Agent text, tool calls and permission questions
-look alike in every version; state, prompts' answers, terminals, background tool calls and
-child sessions are each kind's own business, and render nothing here.
+override the methods whose wire form differs. Agent text, tool calls, permission questions and
+the answer to a stop by task id look alike in every version; state, prompts' answers,
+terminals, background tool calls, tasks and child sessions are each kind's own business, and
+render nothing here.
 """
 
 from __future__ import annotations
@@ -13,6 +14,11 @@ from typing import Any, ClassVar, Literal, assert_never
 from claude_bg_acp.acp.updates import ContentChunk, CurrentModeUpdate, TextContent, ToolCall
 from claude_bg_acp.closing_line import ExitInfo
 from claude_bg_acp.core.background import (
+    TaskEnded,
+    TaskOpened,
+    TaskProgressed,
+    TaskStateChanged,
+    TaskStopAnswered,
     TerminalExited,
     TerminalOpened,
     TerminalOutput,
@@ -22,7 +28,7 @@ from claude_bg_acp.core.background import (
     WorkOpened,
     WorkStatus,
 )
-from claude_bg_acp.core.effects import ClientEffect, Notify
+from claude_bg_acp.core.effects import ClientEffect, Notify, Reply
 from claude_bg_acp.core.foreground import PromptAnswered, PromptCancelled, PromptInserted, StateReported
 from claude_bg_acp.core.permission_modes import ModeChanged
 from claude_bg_acp.core.presenting import Fact
@@ -67,6 +73,10 @@ class BasePresenter:
                 return self.terminal(fact)
             case WorkOpened() | WorkStatus() | WorkEnded() | ScheduleEnded():
                 return self.work(fact)
+            case TaskOpened() | TaskProgressed() | TaskStateChanged() | TaskEnded():
+                return self.task(fact)
+            case TaskStopAnswered():
+                return [Reply(fact.ticket, {"stopped": fact.stopped})]
             case ChildAnnounced() | ChildStateChanged():
                 return self.child(fact)
             case StateReported():
@@ -169,6 +179,9 @@ class BasePresenter:
         return []
 
     def work(self, fact: WorkOpened | WorkStatus | WorkEnded | ScheduleEnded) -> list[ClientEffect]:
+        return []
+
+    def task(self, fact: TaskOpened | TaskProgressed | TaskStateChanged | TaskEnded) -> list[ClientEffect]:
         return []
 
     def child(self, fact: ChildAnnounced | ChildStateChanged) -> list[ClientEffect]:

@@ -12,13 +12,18 @@ The rule, by negotiated version and declared ``clientCapabilities``:
   would leave it updates for sessions it never heard of, which it drops.
 - other v1 clients: ``V1Presenter``, with child sessions in the RFD's form
   (``subagent_update``, ``session_message``) when they declare ``subagents``.
+- JetBrains AIR (``_meta.jetbrains.air`` with ``asyncTasks`` or ``nativeSubagentSessions``):
+  ``AirPresenter`` around the v1 presenter it otherwise gets, adding async tasks and child
+  sessions in the draft form AIR reads.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from claude_bg_acp.acp.schema import air_capabilities
 from claude_bg_acp.core.presenting import Presenter
+from claude_bg_acp.presenters.air import ASYNC_TASKS, NATIVE_SUBAGENTS, AirPresenter
 from claude_bg_acp.presenters.v1 import V1Presenter
 from claude_bg_acp.presenters.v2 import V2Presenter
 from claude_bg_acp.presenters.zed import ZedPresenter
@@ -27,8 +32,14 @@ from claude_bg_acp.presenters.zed import ZedPresenter
 def presenter_for(version: int, capabilities: dict[str, Any]) -> Presenter:
     if version >= 2:
         return V2Presenter()
+    air = air_capabilities(capabilities) or frozenset()
     meta = capabilities.get("_meta")
+    plain: V1Presenter
     if isinstance(meta, dict) and meta.get("terminal_output") is True:
         delta = meta.get("terminal_output_delta") is True
-        return ZedPresenter("terminal_output_delta" if delta else "terminal_output")
-    return V1Presenter(capabilities.get("subagents") is not None)
+        plain = ZedPresenter("terminal_output_delta" if delta else "terminal_output")
+    else:
+        plain = V1Presenter(capabilities.get("subagents") is not None)
+    if air & {ASYNC_TASKS, NATIVE_SUBAGENTS}:
+        return AirPresenter(plain, air)
+    return plain

@@ -320,6 +320,9 @@ def _bash(command: str, description: str, background: bool = False) -> Call:
 
 STARTED = "Started the background work; I will report back when it finishes."
 ACK = "BG_DONE_ACK: saw the background task notification."
+DELEGATED = "The subagent is working in the background; I will report back."
+REPORTED = "finished its work"
+"""The end of a subagent's report: ``subagent TAG finished its work``."""
 
 
 def _tool_then_text(
@@ -468,7 +471,7 @@ def _subagent(command: Call, done_delay: float, stagger: float = 0.0) -> Scenari
     def scenario(turn: Turn) -> Reply:
         offset = stagger * _tag_rank(turn.subagent_tag)
         if turn.has_tool_result:
-            text = f"subagent {turn.subagent_tag} finished its work"
+            text = f"subagent {turn.subagent_tag} {REPORTED}"
             return _say(turn, text, delay=done_delay + offset)
         return _use(turn, command, delay=offset)
 
@@ -485,7 +488,7 @@ SUBAGENT_TAGS = ("one", "two", "three")
 def _agent_scenario(tags: list[tuple[str, str]], sub: Scenario, after_delay: float = 0.0) -> Scenario:
     parent = _tool_then_text(
         lambda turn: [_agent_call(turn, tag, desc) for tag, desc in tags],
-        "The subagent is working in the background; I will report back.",
+        DELEGATED,
         after_delay,
     )
 
