@@ -5,12 +5,22 @@ client's: 1 or 2), creates and finds sessions, validates params into models, and
 request to its session. Framing and dispatch are the endpoint's business; translation is the
 core's. Importing the Claude side is deferred to the first ``session/new`` (and started in the
 background right after ``initialize``) so that ``initialize`` answers fast.
+
+A session's answer carries its config options, which only Claude Code can tell (its models and
+their effort levels): ``session/new`` waits for its Claude Code to start (at most
+``READY_BOUND``), unless a session of this process in the same directory already started one,
+whose answer it goes by (the session corrects it with ``config_option_update`` if its own
+Claude Code says otherwise). Its commands follow the answer.
+
+Claude Code logs itself in. A client that can run terminal auth methods is offered one: it
+runs this agent's command with ``login``, which runs Claude Code's own login.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import sys
 import threading
 import uuid
 from collections import deque
@@ -23,6 +33,7 @@ from claude_bg_acp import __version__
 from claude_bg_acp.acp import jsonrpc
 from claude_bg_acp.acp.jsonrpc import RpcError
 from claude_bg_acp.acp.schema import (
+    AuthMethodParams,
     CancelRequestParams,
     CancelTerminalParams,
     CancelToolCallParams,
@@ -30,6 +41,7 @@ from claude_bg_acp.acp.schema import (
     NewSessionParams,
     PromptParams,
     SessionParams,
+    SetConfigOptionParams,
     SetModeParams,
     StopAsyncTaskParams,
     air_capabilities,
@@ -52,6 +64,14 @@ V1_PROMPT_CAPABILITIES = {"image": True, "audio": False, "embeddedContext": True
 V2_PROMPT_CAPABILITIES: dict[str, dict[str, object]] = {"image": {}, "embeddedContext": {}}
 AIR_EXTENSIONS = {"version": 1, "capabilities": ["asyncTasks", "nativeSubagentSessions"]}
 """What we implement of JetBrains AIR's extensions, told to AIR clients (see ``presenters.air``)."""
+READY_BOUND = 10.0
+"""Seconds ``session/new`` waits for Claude Code to say what it offers before answering
+without (the options follow in ``config_option_update``)."""
+LOGIN_METHOD = "claude-login"
+LOGIN = {
+    "name": "Log in to Claude Code",
+    "description": "Runs Claude Code's login (`claude auth login`, as `/login` in Claude Code) in a terminal",
+}
 
 
 class Agent:
@@ -67,16 +87,21 @@ class Agent:
         self._air: frozenset[str] = frozenset()
         self._early_cancels: deque[jsonrpc.RequestId] = deque(maxlen=64)
         self._sessions: dict[str, SessionHost] = {}
+        self._started: dict[str, ev.ClaudeStarted] = {}
+        """By directory: what the first Claude Code started there said."""
 
     async def on_request(self, method: str, params: Any, request_id: jsonrpc.RequestId) -> Any:
         if method == "initialize":
             return self._initialize(parse_params(InitializeParams, params))
         if self._version is None:
             raise RpcError(jsonrpc.INVALID_REQUEST, f"Invalid Request: call initialize before {method}")
-        if method == "authenticate":
+        if method in ("authenticate", "auth/login"):
+            return self._login(parse_params(AuthMethodParams, params).method_id)
+        if method in ("logout", "auth/logout") and self._login_methods():
+            await self._logout()
             return {}
         if method == "session/new":
-            return await self._new_session(parse_params(NewSessionParams, params))
+            return await self._new_session(parse_params(NewSessionParams, params), request_id)
         if method == "session/prompt":
             request = parse_params(PromptParams, params)
             if request_id in self._early_cancels:
@@ -85,10 +110,15 @@ class Agent:
             if self._parent_of(request.session_id) is not None:
                 raise RpcError(jsonrpc.INVALID_REQUEST, "A subagent session cannot be prompted")
             return await self._session(request.session_id).prompt(request, request_id)
-        if method == "session/set_mode":
+        if method == "session/set_mode" and self._version == 1:
             change = parse_params(SetModeParams, params)
             self._session(change.session_id).handle(ev.ChooseMode(change.mode_id))
             return {}
+        if method == "session/set_config_option":
+            option = parse_params(SetConfigOptionParams, params)
+            return await self._session(option.session_id).answer(
+                lambda ticket: ev.ChooseOption(ticket, option.config_id, option.value)
+            )
         if method == "terminal/cancel":
             request = parse_params(CancelTerminalParams, params)
             self._owner(request.session_id).handle(ev.CancelTerminal(request.session_id, request.terminal_id))
@@ -146,6 +176,7 @@ class Agent:
         air = air_capabilities(self._capabilities) if version == 1 else None
         self._air = air or frozenset()
         _prewarm_claude_side()
+        logins = self._login_methods()
         if version == 1:
             return {
                 **({"_meta": {"jetbrains": {"air": AIR_EXTENSIONS}}} if air is not None else {}),
@@ -156,8 +187,9 @@ class Agent:
                     "promptCapabilities": V1_PROMPT_CAPABILITIES,
                     "sessionCapabilities": {"close": {}, "additionalDirectories": {}},
                     "mcpCapabilities": {"http": True, "sse": True},
+                    **({"auth": {"logout": {}}} if logins else {}),
                 },
-                "authMethods": [],
+                "authMethods": logins,
             }
         return {
             "protocolVersion": version,
@@ -169,10 +201,55 @@ class Agent:
                     "additionalDirectories": {},
                 }
             },
-            "authMethods": [],
+            "authMethods": logins,
         }
 
-    async def _new_session(self, params: NewSessionParams) -> dict[str, Any]:
+    def _login_methods(self) -> list[dict[str, Any]]:
+        """Claude Code's login, run in a terminal, for a client that can (ACP terminal auth)."""
+        auth = self._capabilities.get("auth")
+        terminal = auth.get("terminal") if isinstance(auth, dict) else None
+        if not (terminal is True if self._version == 1 else isinstance(terminal, dict)):
+            return []
+        method: dict[str, Any] = {
+            "id" if self._version == 1 else "methodId": LOGIN_METHOD,
+            **LOGIN,
+            "type": "terminal",
+            "args": ["login"],
+        }
+        meta = self._capabilities.get("_meta")
+        if isinstance(meta, dict) and meta.get("terminal-auth") is True:
+            # The earlier form (still read by Zed): the command itself, with a label.
+            command = [sys.executable, "-m", "claude_bg_acp"]
+            command += ["--cli-path", self._cli_path] if self._cli_path else []
+            method["_meta"] = {
+                "terminal-auth": {
+                    "command": command[0],
+                    "args": [*command[1:], "login"],
+                    "label": LOGIN["name"],
+                }
+            }
+        return [method]
+
+    def _login(self, method_id: str) -> dict[str, Any]:
+        """The login runs in the client's terminal; the agent has nothing to do for it."""
+        if method_id != LOGIN_METHOD or not self._login_methods():
+            raise RpcError(
+                jsonrpc.INVALID_PARAMS, f"Invalid params: methodId: unknown auth method {method_id}"
+            )
+        if self._version != 1:
+            raise RpcError(
+                jsonrpc.INVALID_PARAMS,
+                f"Invalid params: methodId: {method_id} is a terminal method: the client runs it",
+            )
+        return {}
+
+    async def _logout(self) -> None:
+        from claude_bg_acp.claude.login import logout
+
+        if not await logout(self._cli_path):
+            raise RpcError(jsonrpc.INTERNAL_ERROR, "Claude Code could not log out")
+
+    async def _new_session(self, params: NewSessionParams, request_id: jsonrpc.RequestId) -> dict[str, Any]:
         if not os.path.isabs(params.cwd) or not os.path.isdir(params.cwd):
             raise RpcError(
                 jsonrpc.INVALID_PARAMS,
@@ -191,6 +268,7 @@ class Agent:
         session_id = str(uuid.uuid4())
         assert self._version is not None
         tailing = TailerOptions(chunk_size=CHUNK_SIZE, backlog_limit=self._output_backlog)
+        known = self._started.get(params.cwd)
         session = SessionHost(
             session_id,
             params.cwd,
@@ -200,12 +278,23 @@ class Agent:
             tailing,
             mcp_servers=params.mcp_servers,
             add_dirs=params.additional_directories,
+            known=known,
         )
         self._sessions[session_id] = session
         self._tg.start_soon(session.run)
-        if self._version == 1:
-            return {"sessionId": session_id, "modes": session.core.modes.state()}
-        return {"sessionId": session_id}
+        if known is None:
+            with anyio.move_on_after(READY_BOUND):
+                await session.ready()
+            if session.started_with is not None:
+                self._started[params.cwd] = session.started_with
+        return {"sessionId": session_id, **self._opened(session, request_id)}
+
+    def _opened(self, session: SessionHost, request_id: jsonrpc.RequestId) -> dict[str, Any]:
+        """What the answer that tells the client of ``session`` carries besides its id (its
+        config options, and v1's modes); what the client is told next (its commands, options
+        that changed meanwhile) follows once the answer is written."""
+        self._endpoint.after_reply(request_id, lambda: session.handle(ev.Opened()))
+        return session.answer_fields()
 
     async def _close_session(self, session_id: str) -> dict[str, Any]:
         session = self._session(session_id)

@@ -9,8 +9,10 @@ is released only after every update before it was written. SDK commands go to a 
 with its own task, so a slow ``interrupt`` never holds back output.
 
 The runner is connected, read and disconnected inside this session's own task (the SDK needs
-its client to live in one task), so ``session/new`` answers at once while Claude Code starts;
-a prompt that arrives meanwhile simply waits in the command queue.
+its client to live in one task); a prompt that arrives while Claude Code starts simply waits in
+the command queue. Once connected, Claude Code says what it offers (models, commands) and what
+it has in effect (``ready`` waits for that, so that an answer can carry real options); the
+settings are read again whenever the core asks.
 
 Background output comes from one ``OutputTailer`` per session. Its consumer feeds each event to
 the core and then waits at a barrier until the resulting updates are written: the tailer only
@@ -45,6 +47,7 @@ from claude_bg_acp.acp.updates import session_update_line
 from claude_bg_acp.claude.conventions import tasks_root
 from claude_bg_acp.claude.options import session_options
 from claude_bg_acp.claude.runner import ClaudeRunner
+from claude_bg_acp.claude.server_info import Applied, read_applied, read_server_info
 from claude_bg_acp.core import events as ev
 from claude_bg_acp.core.effects import (
     AskPermission,
@@ -57,7 +60,10 @@ from claude_bg_acp.core.effects import (
     Log,
     Notify,
     Query,
+    ReadSettings,
     Reply,
+    SetEffort,
+    SetModel,
     SetPermissionMode,
     StopTask,
     Tail,
@@ -127,7 +133,10 @@ class SessionHost:
         mcp_servers: list[dict[str, Any]] | None = None,
         add_dirs: list[str] | None = None,
         clock: Callable[[], float] = anyio.current_time,
+        known: ev.ClaudeStarted | None = None,
     ) -> None:
+        """``known``: what another session's Claude Code said at its start, to go by until this
+        one's says otherwise."""
         self._mcp_servers = mcp_servers or []
         self._add_dirs = add_dirs or []
         self.session_id = session_id
@@ -152,6 +161,11 @@ class SessionHost:
         self._tailer = OutputTailer(tailer_options)
         self._runner: ClaudeRunner | None = None
         self._runner_ready = anyio.Event()
+        self._ready = anyio.Event()
+        self.started_with: ev.ClaudeStarted | None = None
+        """What this session's Claude Code said when it first started."""
+        if known is not None:
+            self.handle(known)
         self._tg: TaskGroup | None = None
 
     # --- life cycle -------------------------------------------------------------------------------
@@ -175,7 +189,12 @@ class SessionHost:
                 self._commands_in.close()
                 tg.cancel_scope.deadline = anyio.current_time() + CLOSE_BOUND
         finally:
+            self._ready.set()
             self._finished.set()
+
+    async def ready(self) -> None:
+        """Wait until Claude Code said what it offers (or could not start)."""
+        await self._ready.wait()
 
     async def _run_claude(self, tg: TaskGroup) -> None:
         """Run Claude Code until the session closes, starting it again if it dies.
@@ -191,8 +210,11 @@ class SessionHost:
                 self.cwd, self._can_use_tool, self._cli_path, resume, self._mcp_servers, self._add_dirs
             )
             options.permission_mode = self.core.modes.current  # type: ignore[assignment]
+            options.model = self.core.config.chosen_model
+            options.effort = self.core.config.chosen_effort  # type: ignore[assignment]
             runner = ClaudeRunner(options, lambda message: self.handle(ev.ClaudeMessage(message)))
             reason = await self._serve_runner(tg, runner)
+            self._ready.set()
             if reason is None:
                 return
             failures = 0 if runner.delivered else failures + 1
@@ -215,6 +237,7 @@ class SessionHost:
             log.debug("Claude Code did not start", exc_info=True)
             await runner.disconnect()
             return f"Claude Code did not start: {exc}"
+        await self._started(runner)
         exited = anyio.Event()
         reason = "Claude Code exited"
 
@@ -237,6 +260,12 @@ class SessionHost:
         self._runner_ready = anyio.Event()
         await runner.disconnect()
         return reason
+
+    async def _started(self, runner: ClaudeRunner) -> None:
+        started = ev.ClaudeStarted(read_server_info(await runner.server_info()), await _applied(runner))
+        self.started_with = self.started_with or started
+        self.handle(started)
+        self._ready.set()
 
     async def _stop_runner(self, runner: ClaudeRunner) -> None:
         # Stopped tasks confirm their end through Claude Code's own events; wait for them
@@ -314,6 +343,11 @@ class SessionHost:
     def has_child(self, session_id: str) -> bool:
         return self.core.has_child(session_id)
 
+    def answer_fields(self) -> dict[str, Any]:
+        """The config options (and v1's modes) for an answer that tells the client of the
+        session; ``Opened`` must follow once that answer is written."""
+        return self.core.presenter.answer_fields(self.core.answer())
+
     async def _can_use_tool(
         self, tool_name: str, tool_input: dict[str, Any], context: ToolPermissionContext
     ) -> PermissionResult:
@@ -361,7 +395,15 @@ class SessionHost:
                 self._tg.start_soon(self._finish_tail, task_id)
             case Log(message):
                 log.warning("session %s: %s", self.session_id, message)
-            case Query() | Interrupt() | StopTask() | SetPermissionMode():
+            case (
+                Query()
+                | Interrupt()
+                | StopTask()
+                | SetPermissionMode()
+                | SetModel()
+                | SetEffort()
+                | ReadSettings()
+            ):
                 self._commands_in.send_nowait(effect)
             case _:
                 assert_never(effect)
@@ -436,8 +478,7 @@ class SessionHost:
                 # The stream's end reports a dead CLI; one failed command must not stop the rest.
                 log.exception("session %s: %s failed", self.session_id, type(command).__name__)
 
-    @staticmethod
-    async def _command(runner: ClaudeRunner, command: Command) -> None:
+    async def _command(self, runner: ClaudeRunner, command: Command) -> None:
         match command:
             case Query(content, uuid):
                 await runner.query(content, uuid)
@@ -447,6 +488,13 @@ class SessionHost:
                 await runner.set_mode(mode)
             case StopTask(task_id):
                 await runner.stop_task(task_id)
+            case SetModel(model):
+                await runner.set_model(model)
+            case SetEffort(level):
+                await runner.set_effort(level)
+            case ReadSettings():
+                # Answered whatever happens: the core holds Claude Code's reports until then.
+                self.handle(ev.SettingsRead(await _applied(runner)))
             case _:
                 assert_never(command)
 
@@ -485,6 +533,15 @@ class SessionHost:
         else:
             result = PermissionResultDeny(message=effect.message, interrupt=effect.interrupt)
         question.waiter.settle(result)
+
+
+async def _applied(runner: ClaudeRunner) -> Applied | None:
+    """What Claude Code has in effect, or None when it cannot say."""
+    try:
+        return read_applied(await runner.settings())
+    except Exception as exc:
+        log.warning("could not read Claude Code's settings: %s", exc)
+        return None
 
 
 async def _set_on(source: anyio.Event, target: anyio.Event) -> None:

@@ -7,7 +7,8 @@ the lock file). None is documented, so a CLI upgrade is reviewed here, in one fi
 - the hand-off text of a tool result that sent work to the background;
 - the exit code in a task notification's summary;
 - the closing line appended to a background shell's output file, and the signal it implies;
-- where task output files live.
+- where task output files live;
+- the error an assistant message reports when Claude Code is not logged in.
 
 Standard library only: the core and the edges both import it.
 """
@@ -118,3 +119,10 @@ def tasks_root(cwd: str, environ: dict[str, str] | None = None) -> str:
 
 def output_file(root: str, cli_session_id: str, task_id: str) -> str:
     return f"{root}/{cli_session_id}/tasks/{task_id}.output"
+
+
+# --- logging in ---------------------------------------------------------------------------------
+
+NOT_LOGGED_IN = "authentication_failed"
+"""``AssistantMessage.error`` of Claude Code's own message when it has no valid credentials (no
+key or login: "Not logged in · Please run /login"; a key the API refuses: "Invalid API key")."""

@@ -2,9 +2,10 @@
 
 The process environment reaches the CLI unchanged (the SDK merges ``options.env`` over
 ``os.environ``), so ``ANTHROPIC_API_KEY``, ``ANTHROPIC_BASE_URL`` and the CLI's own switches
-work as users expect. On top of it we switch on the session-state events, which the SDK
-otherwise swallows, and hand the SDK our own transport so that its ``initialize`` request
-declares ``perTaskStopAffordance``.
+work as users expect. Claude Code gets its own system prompt (the ``claude_code`` preset: the
+SDK's default is none at all), as in the terminal and as the TypeScript adapter runs it. On top
+of it we switch on the session-state events, which the SDK otherwise swallows, and hand the SDK
+our own transport so that its ``initialize`` request declares ``perTaskStopAffordance``.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ def session_options(
 ) -> ClaudeAgentOptions:
     return ClaudeAgentOptions(
         cwd=cwd,
+        system_prompt={"type": "preset", "preset": "claude_code"},
         resume=resume,
         mcp_servers=mcp_config(mcp_servers or []),
         add_dirs=list(add_dirs or []),
@@ -90,9 +92,20 @@ def build_client(options: ClaudeAgentOptions, observer: FrameObserver | None = N
     if options.can_use_tool is not None:
         cli_options = replace(options, permission_prompt_tool_name="stdio")
     inner = SubprocessCLITransport(prompt=_no_prompt(), options=cli_options)
-    cli = str(options.cli_path) if options.cli_path is not None else inner._find_cli()
-    inner._cli_path = tied_to_us(cli)
+    inner._cli_path = tied_to_us(claude_cli(options.cli_path))
     return ClaudeSDKClient(options=options, transport=AffordanceTransport(inner, observer))
+
+
+def claude_cli(cli_path: str | Path | None) -> str:
+    """The Claude Code executable: ``cli_path``, else the one the SDK would run (its bundled
+    CLI, else one on ``PATH``)."""
+    if cli_path is not None:
+        return str(cli_path)
+    from claude_agent_sdk._internal.transport.subprocess_cli import SubprocessCLITransport
+
+    finder = SubprocessCLITransport(prompt=_no_prompt(), options=ClaudeAgentOptions())
+    found: str = finder._find_cli()
+    return found
 
 
 def tied_to_us(cli: str) -> str:

@@ -4,9 +4,10 @@
 perform. They are small immutable values, grouped by where they come from:
 
 - the client: a prompt and its withdrawal, ``session/cancel`` (of the session or of a child),
-  per-item cancels, a stop by task id, a permission-mode switch, a permission answer, the
-  close and its timeout;
-- Claude Code: a message, a permission question, a question it stopped waiting for, its death;
+  per-item cancels, a stop by task id, a permission-mode switch, a config option's choice, a
+  permission answer, having the answer that tells it of the session, the close and its timeout;
+- Claude Code: its start (what it offers), what it has in effect, a message, a permission
+  question, a question it stopped waiting for, its death;
 - the output tailer: bytes of a task's output file, a snapshot of it, and its end;
 - the clock: a tick at the core's next deadline.
 
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from claude_bg_acp.acp.schema import ContentBlock
+from claude_bg_acp.claude.server_info import Applied, ServerInfo
 from claude_bg_acp.closing_line import ExitInfo
 from claude_bg_acp.core.effects import Ticket
 
@@ -90,6 +92,21 @@ class ChooseMode:
 
 
 @dataclass(frozen=True)
+class ChooseOption:
+    """``session/set_config_option``; answered through ``ticket`` with the options."""
+
+    ticket: Ticket
+    config_id: str
+    value: Any
+
+
+@dataclass(frozen=True)
+class Opened:
+    """The client has the answer that told it of the session (``session/new``, load, resume):
+    from now on it is told what changes."""
+
+
+@dataclass(frozen=True)
 class PermissionAnswered:
     """The client's answer to a permission question; ``option_id`` None when it cancelled it."""
 
@@ -108,6 +125,21 @@ class CloseTimedOut:
 
 
 # --- Claude Code ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ClaudeStarted:
+    """Claude Code runs: what it offers, and what it has in effect (None if it could not say)."""
+
+    info: ServerInfo
+    applied: Applied | None
+
+
+@dataclass(frozen=True)
+class SettingsRead:
+    """Claude Code's answer to ``ReadSettings`` (None when it could not say)."""
+
+    applied: Applied | None
 
 
 @dataclass(frozen=True)
@@ -187,9 +219,13 @@ Event = (
     | CancelToolCall
     | CancelTask
     | ChooseMode
+    | ChooseOption
+    | Opened
     | PermissionAnswered
     | Close
     | CloseTimedOut
+    | ClaudeStarted
+    | SettingsRead
     | ClaudeMessage
     | PermissionAsked
     | PermissionAbandoned

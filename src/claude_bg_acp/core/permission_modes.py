@@ -1,8 +1,12 @@
-"""Permission modes: Claude Code's, offered to the editor as session modes.
+"""Permission modes: Claude Code's, offered to the editor as session modes and as the ``mode``
+config option.
 
-The editor shows the modes from ``session/new`` and switches with ``session/set_mode``; the
-mode is Claude Code's permission mode, and ``ModeChanged`` confirms the switch. The core keeps
-the current mode, so a Claude Code started again after a crash gets it too.
+The editor shows the modes from the session's answer and switches with ``session/set_mode``
+(v1) or ``session/set_config_option``; the mode is Claude Code's permission mode, and
+``ModeChanged`` confirms the switch. Claude Code may switch by itself (the model enters plan
+mode, say): it reports the mode each turn starts with and every switch, and a mode it reports
+that we do not offer joins the list, so that the current mode is always one of them. The core
+keeps the current mode, so a Claude Code started again after a crash gets it too.
 """
 
 from __future__ import annotations
@@ -47,3 +51,15 @@ class PermissionModes:
             return [], []
         self.current = mode_id
         return [SetPermissionMode(mode_id)], [ModeChanged(self.session_id, mode_id)]
+
+    def reported(self, mode_id: str) -> list[ModeChanged]:
+        """Claude Code says which mode it is in."""
+        if mode_id == self.current:
+            return []
+        if mode_id not in {mode["id"] for mode in self.available}:
+            self.available = [
+                *self.available,
+                {"id": mode_id, "name": mode_id, "description": "Claude Code's mode"},
+            ]
+        self.current = mode_id
+        return [ModeChanged(self.session_id, mode_id)]

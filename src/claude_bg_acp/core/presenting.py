@@ -1,9 +1,11 @@
 """The seam between what happened and how it looks on the wire.
 
 The core's parts report facts; a ``Presenter`` renders each one as the messages its client
-kind reads (``claude_bg_acp.presenters`` has one per kind). The presenter also tells the core
-what its client can see at all (``Visibility``) and whether a prompt's answer must wait for the
-subagents its turn started (``holds_turns``: clients that stop listening at the answer).
+kind reads (``claude_bg_acp.presenters`` has one per kind), and the session's config options
+as the fields of the answer that tells the client of the session. The presenter also tells the
+core what its client can see at all (``Visibility``) and whether a prompt's answer must wait
+for the subagents its turn started (``holds_turns``: clients that stop listening at the
+answer).
 """
 
 from __future__ import annotations
@@ -25,9 +27,12 @@ from claude_bg_acp.core.background import (
     WorkOpened,
     WorkStatus,
 )
+from claude_bg_acp.core.commands import CommandsChanged
+from claude_bg_acp.core.config import Options, OptionsAnswered, OptionsChanged
 from claude_bg_acp.core.effects import ClientEffect
 from claude_bg_acp.core.foreground import PromptAnswered, PromptCancelled, PromptInserted, StateReported
 from claude_bg_acp.core.permission_modes import ModeChanged
+from claude_bg_acp.core.plan import PlanChanged
 from claude_bg_acp.core.schedules import ScheduleEnded
 from claude_bg_acp.core.subagents import ChildAnnounced, ChildStateChanged
 from claude_bg_acp.core.tool_uses import (
@@ -38,6 +43,7 @@ from claude_bg_acp.core.tool_uses import (
     ToolCallStarted,
 )
 from claude_bg_acp.core.transcript import MessageChunk
+from claude_bg_acp.core.usage import UsageReported
 
 Fact = (
     MessageChunk
@@ -66,6 +72,11 @@ Fact = (
     | PromptAnswered
     | PromptCancelled
     | ModeChanged
+    | OptionsChanged
+    | OptionsAnswered
+    | CommandsChanged
+    | UsageReported
+    | PlanChanged
 )
 
 
@@ -82,6 +93,10 @@ class Presenter(Protocol):
 
     def render(self, fact: Fact) -> list[ClientEffect]:
         """The messages that show ``fact`` to the client (none when it cannot see it)."""
+        ...
+
+    def answer_fields(self, options: Options) -> dict[str, Any]:
+        """What the answer to ``session/new`` (load, resume) carries besides the session id."""
         ...
 
     def permission_request(

@@ -546,6 +546,60 @@ def bg_from_prompt(turn: Turn) -> Reply:
     return _use(turn, *(_bash(c, f"prompt command {i + 1}", True) for i, c in enumerate(commands)))
 
 
+def _todo(content: str, status: str, active: str) -> dict[str, str]:
+    return {"content": content, "status": status, "activeForm": active}
+
+
+PLAN_STEPS: list[Call] = [
+    (
+        "TodoWrite",
+        {
+            "todos": [
+                _todo("Write the parser", "in_progress", "Writing the parser"),
+                _todo("Write the tests", "pending", "Writing the tests"),
+            ]
+        },
+    ),
+    (
+        "TodoWrite",
+        {
+            "todos": [
+                _todo("Write the parser", "completed", "Writing the parser"),
+                _todo("Write the tests", "in_progress", "Writing the tests"),
+            ]
+        },
+    ),
+]
+"""Claude Code offers ``TodoWrite`` only with ``CLAUDE_CODE_ENABLE_TODO_TOOLS=1`` and
+``CLAUDE_CODE_ENABLE_TASKS=0`` (CLI 2.1.332); it runs a direct call although the tool is deferred."""
+
+TASK_STEPS: list[Call] = [
+    (
+        "TaskCreate",
+        {"subject": "Write the parser", "description": "The parser", "activeForm": "Writing the parser"},
+    ),
+    ("TaskCreate", {"subject": "Write the tests", "description": "The tests"}),
+    ("TaskUpdate", {"taskId": "1", "status": "in_progress"}),
+    ("TaskList", {}),
+]
+"""Claude Code's task tools (``CLAUDE_CODE_ENABLE_TODO_TOOLS=1``, tasks on by default)."""
+
+
+def _steps(calls: list[Call], done: str) -> Scenario:
+    """One tool call per model request, in order, then ``done``."""
+
+    def scenario(turn: Turn) -> Reply:
+        if turn.step < len(calls):
+            return _use(turn, calls[turn.step])
+        return _say(turn, done)
+
+    return scenario
+
+
+todo = _steps(PLAN_STEPS, "The parser is written; the tests are next.")
+tasks = _steps(TASK_STEPS, "Two tasks, the first one started.")
+
+
 SCENARIOS: dict[str, Scenario] = {
     "text": text,
     "thinking": thinking,
@@ -567,4 +621,6 @@ SCENARIOS: dict[str, Scenario] = {
     "bg_slow_follow_up": bg_slow_follow_up,
     "max_tokens": max_tokens,
     "bg_from_prompt": bg_from_prompt,
+    "todo": todo,
+    "tasks": tasks,
 }
