@@ -57,14 +57,18 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="watch background work offline, in the terminal: no API key, no editor, no Node.js "
         "(ends by itself in well under a minute)",
     )
-    login = commands.add_parser(
+    commands.add_parser(
         "login",
-        help="log Claude Code in, in this terminal (Claude Code's `auth login`: a Claude subscription "
-        "by default, --console for an Anthropic Console account); editors run it to log in",
+        help="log Claude Code in, in this terminal (Claude Code's `auth login`, whose options it takes: "
+        "a Claude subscription by default, --console for an Anthropic Console account); editors run it "
+        "to log in",
     )
-    login.add_argument("login_args", nargs=argparse.REMAINDER, help="passed on to `claude auth login`")
     commands.add_parser("logout", help="log Claude Code out (Claude Code's `auth logout`)")
-    return parser.parse_args(argv)
+    args, rest = parser.parse_known_args(argv)
+    if rest and args.command != "login":
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
+    args.login_args = rest
+    return args
 
 
 def setup_logging(log_file: str | None, level: str) -> None:
