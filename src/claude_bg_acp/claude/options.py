@@ -39,10 +39,13 @@ def session_options(
     resume: str | None = None,
     mcp_servers: list[dict[str, Any]] | None = None,
     add_dirs: list[str] | None = None,
+    session_id: str | None = None,
 ) -> ClaudeAgentOptions:
+    """``resume`` continues a stored conversation; ``session_id`` names a new one."""
     return ClaudeAgentOptions(
         cwd=cwd,
         resume=resume,
+        session_id=session_id,
         mcp_servers=mcp_config(mcp_servers or []),
         add_dirs=list(add_dirs or []),
         cli_path=cli_path,

@@ -16,6 +16,13 @@ this module routes them and never lets the parts call each other:
   permission question, asked under the session the tool use belongs to.
 - After task changes, the ``background`` list goes to the foreground, which sends it with the
   state when the client keeps one.
+- A client attaching to a stored or live session gets the stored conversation replayed by
+  ``History`` (apart from everything live) and then the current state: each listed item
+  restated by its owner, and the state snapshot.
+- The title comes from the stored session (``Title``): read when Claude Code announces a
+  rename, after turns while none is known, and when a client attaches.
+- A prompt that would make Claude Code start a new conversation under another id (``/clear``)
+  is refused: the session id is Claude Code's, and must stay so.
 
 Every fact meant for the client goes through the ``Presenter`` chosen for the client kind at
 ``session/new``: it alone decides how the session looks on the wire.
@@ -29,9 +36,9 @@ from dataclasses import dataclass
 from typing import Any, assert_never
 
 from claude_agent_sdk import AssistantMessage, ResultMessage, SystemMessage, UserMessage
-from claude_agent_sdk.types import Message, StreamEvent
+from claude_agent_sdk.types import ConversationResetMessage, Message, StreamEvent
 
-from claude_bg_acp.acp.jsonrpc import INTERNAL_ERROR, RpcError
+from claude_bg_acp.acp.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, RpcError
 from claude_bg_acp.claude import conventions
 from claude_bg_acp.core import events as ev
 from claude_bg_acp.core.background import (
@@ -44,9 +51,11 @@ from claude_bg_acp.core.background import (
     TerminalOpened,
     TerminalOutput,
     TerminalReplaced,
+    TerminalRestated,
     ToolCallDetached,
     WorkEnded,
     WorkOpened,
+    WorkRestated,
     WorkStatus,
 )
 from claude_bg_acp.core.effects import (
@@ -58,18 +67,21 @@ from claude_bg_acp.core.effects import (
     Interrupt,
     Log,
     Query,
+    ReadTitle,
     StopTask,
     Tail,
     Ticket,
     WithdrawPermission,
 )
 from claude_bg_acp.core.foreground import Foreground, ForegroundOut, WaitingPrompt
+from claude_bg_acp.core.history import History, Live
 from claude_bg_acp.core.permission_modes import PermissionModes
 from claude_bg_acp.core.presenting import Fact, Presenter
 from claude_bg_acp.core.prompts import to_claude_content
 from claude_bg_acp.core.schedules import ScheduleEnded, Schedules
-from claude_bg_acp.core.subagents import ChildAnnounced, ChildFact, Subagents
+from claude_bg_acp.core.subagents import ChildAnnounced, ChildFact, ChildRestated, Subagents
 from claude_bg_acp.core.tasks import Change, Task, TaskChange, TaskRegistry
+from claude_bg_acp.core.titles import Title
 from claude_bg_acp.core.tool_uses import ToolCallHandedOff, ToolUses
 from claude_bg_acp.core.transcript import (
     MessageChunk,
@@ -99,21 +111,26 @@ class SessionCore:
         cwd: str = "/",
         tasks_root: str | None = None,
         allow_bypass: bool = True,
+        instance: str = "",
     ) -> None:
         """``tasks_root``: where Claude Code keeps task output files, up to its session id
         (``conventions.tasks_root``). ``allow_bypass``: whether the bypassPermissions mode is
-        offered (Claude Code refuses it to root)."""
+        offered (Claude Code refuses it to root). ``instance``: this host of the session, among
+        the processes that may host it in turn (see ``Foreground``)."""
         self.session_id = session_id
         self.presenter = presenter
         self._tasks_root = tasks_root
         self._visibility = presenter.visibility
-        self.foreground = Foreground(session_id, presenter.holds_turns, presenter.visibility.detached_work)
+        self.foreground = Foreground(
+            session_id, presenter.holds_turns, presenter.visibility.detached_work, instance
+        )
         self.background = Background(session_id, cwd, presenter.visibility)
         self.subagents = Subagents(session_id)
         self.schedules = Schedules(session_id)
         self.registry = TaskRegistry()
         self.tool_uses = ToolUses()
         self.modes = PermissionModes(session_id, allow_bypass)
+        self.title = Title(session_id)
         self.transcripts = {session_id: Transcript(session_id)}
         self.questions: dict[Ticket, Question] = {}
         self._buffered: defaultdict[str, list[Message]] = defaultdict(list)
@@ -126,6 +143,14 @@ class SessionCore:
         match event:
             case ev.Prompt(ticket, content):
                 wire = [block.wire() for block in content]
+                if conventions.starts_new_conversation(
+                    next((b["text"] for b in wire if b["type"] == "text"), "")
+                ):
+                    raise RpcError(
+                        INVALID_PARAMS,
+                        "Invalid params: prompt: /clear would go on under another Claude Code session "
+                        "id; start a new session instead",
+                    )
                 return self._foreground(
                     self.foreground.submit(WaitingPrompt(ticket, wire, to_claude_content(wire)))
                 )
@@ -148,6 +173,12 @@ class SessionCore:
                 return self._close(now)
             case ev.CloseTimedOut():
                 return self._abandon(now)
+            case ev.Recall(conversation):
+                return self._recall(conversation)
+            case ev.Resync():
+                return self._resync()
+            case ev.TitleRead(title, updated_at):
+                return self._present(self.title.read(title, updated_at))
             case ev.ClaudeMessage(message):
                 return self._claude_message(message, now)
             case ev.PermissionAsked():
@@ -227,9 +258,13 @@ class SessionCore:
             return self._child_message(parent, message, now)
         if isinstance(message, ResultMessage):
             return self._result(message)
+        if isinstance(message, ConversationResetMessage):
+            return [Log("Claude Code started a new conversation; this session stays with the old one")]
         if isinstance(message, SystemMessage):
             if message.subtype == "session_state_changed":
                 return self._foreground(self.foreground.cli_state(str(message.data.get("state"))))
+            if message.subtype == "session_title_changed":
+                return [ReadTitle()]
             changes = self.registry.system(message.subtype, message.data, now)
             return [] if changes is None else self._task_changes(changes, now) + self._flush(now)
         if isinstance(message, AssistantMessage) and message.error is not None:
@@ -308,7 +343,8 @@ class SessionCore:
             message.subtype, message.stop_reason, message.usage, message.is_error, errors, self._turn_error
         )
         self._turn_error = None
-        return effects + self._foreground(self.foreground.result(outcome, follow_up))
+        effects += self._foreground(self.foreground.result(outcome, follow_up))
+        return effects + ([ReadTitle()] if self.title.wanted else [])
 
     def _claude_died(self, reason: str, fatal: bool, now: float) -> list[Effect]:
         """Claude Code died. Its turn ends with an error and what it ran is gone with it.
@@ -325,6 +361,32 @@ class SessionCore:
         return effects + self._foreground(
             self.foreground.fail(error) if fatal else self.foreground.crashed(error)
         )
+
+    # --- a client attaching ----------------------------------------------------------------------
+
+    def _recall(self, conversation: ev.StoredConversation) -> list[Effect]:
+        live = Live(
+            tasks=self.background.unfinished() | {task.task_id for task in self.registry.live()},
+            tool_uses=frozenset(use.tool_use_id for use in self.tool_uses.unfinished()),
+            children=self.subagents.running(),
+        )
+        history = History(self.session_id, self.background.cwd, self._visibility.children, live)
+        return self._present(history.replay(conversation))
+
+    def _resync(self) -> list[Effect]:
+        """Each listed item as it is now, then the state with the list (RFD: resume restores it)."""
+        facts: list[TerminalRestated | WorkRestated | ChildRestated] = []
+        facts += self.background.restate(self.tool_uses.get)
+        listed = self.background.listed()
+        facts += self.subagents.restate([entry.ref for entry in listed if entry.kind == "subagent"])
+        for ref in self.schedules.listed():
+            use = self.tool_uses.get(ref)
+            name, tool_input = (use.name, use.tool_input) if use is not None else (None, {})
+            facts.append(
+                WorkRestated(self.session_id, ref, "pending", None if use else ref, name, tool_input)
+            )
+        effects = self._present(facts) + self._present([self.foreground.snapshot()])
+        return effects + ([ReadTitle()] if self.title.wanted else [])
 
     # --- tool results ---------------------------------------------------------------------------
 

@@ -14,6 +14,7 @@ call and its traffic shows in the session that launched it.
   sent by the parent.
 - ``session/cancel`` with a child's id stops that child's task only.
 - The Agent tool call stays a tool call of the session that made it.
+- A client that (re)attaches learns what each listed child is now (``restate``).
 
 A child's lifecycle:
 
@@ -60,6 +61,8 @@ class Child:
     task_id: str
     tool_use_id: str
     parent_id: str
+    title: str
+    description: str | None
     state: State = State.RUNNING
 
 
@@ -74,6 +77,19 @@ class ChildAnnounced:
     title: str
     description: str | None
     prompt: str | None
+    cancellable: bool = True
+    """False for a child replayed from history: ``cancel`` is only granted to live ones."""
+
+
+@dataclass(frozen=True)
+class ChildRestated:
+    """A listed child as it is now, for a client that (re)attaches."""
+
+    parent_id: str
+    child_id: str
+    title: str
+    description: str | None
+    state: State
 
 
 @dataclass(frozen=True)
@@ -104,12 +120,13 @@ class Subagents:
         known = self.children.get(task.task_id)
         if known is not None:
             return self._report(known, State.RUNNING)  # the same child, working again
-        child = Child(task.task_id, task.task_id, task.tool_use_id, parent)
-        self.children[child.session_id] = child
         description = _text(tool.tool_input.get("description")) or task.description or None
+        child = Child(
+            task.task_id, task.task_id, task.tool_use_id, parent, _title(tool.tool_input, task), description
+        )
+        self.children[child.session_id] = child
         prompt = task.prompt or _text(tool.tool_input.get("prompt"))
-        title = _title(tool.tool_input, task)
-        return [ChildAnnounced(parent, child.session_id, task.tool_use_id, title, description, prompt)]
+        return [ChildAnnounced(parent, child.session_id, task.tool_use_id, child.title, description, prompt)]
 
     def ended(self, task: Task) -> list[ChildFact]:
         child = self.children.get(task.task_id)
@@ -126,6 +143,15 @@ class Subagents:
             if child.state is State.RUNNING:
                 facts += self._report(child, State.UNKNOWN)
         return facts
+
+    def restate(self, session_ids: list[str]) -> list[ChildRestated]:
+        return [
+            ChildRestated(child.parent_id, child.session_id, child.title, child.description, child.state)
+            for child in map(self.children.__getitem__, session_ids)
+        ]
+
+    def running(self) -> frozenset[str]:
+        return frozenset(c.session_id for c in self.children.values() if c.state is State.RUNNING)
 
     def cancel(self, session_id: str) -> list[StopTask]:
         child = self.children.get(session_id)

@@ -160,6 +160,10 @@ class ToolUses:
             return []
         return [ToolCallFinished(use.session_id, tool_use_id, failed, text, raw_output)]
 
+    def unfinished(self) -> list[ToolUse]:
+        """Every tool use without its final status."""
+        return [use for use in self._uses.values() if not use.final]
+
     def cut(self, session_id: str) -> list[ToolCallCut]:
         """The turn of ``session_id`` ended early: its running tool calls end with it.
 

@@ -1,33 +1,47 @@
 """What every client kind renders alike, and the dispatch of facts to their renderings.
 
 ``BasePresenter.render`` matches each fact to one method; the presenters of the client kinds
-override the methods whose wire form differs. Agent text, tool calls and permission questions
-look alike in every version; state, prompts' answers, terminals, background tool calls and
-child sessions are each kind's own business, and render nothing here.
+override the methods whose wire form differs. Agent text, tool calls, permission questions and
+the session's title look alike in every version, and a replayed prompt is a user message chunk
+unless a kind says otherwise; state, prompts' answers, terminals, background tool calls, child
+sessions and restating them to a client that re-attaches are each kind's own business, and
+render nothing here.
 """
 
 from __future__ import annotations
 
 from typing import Any, ClassVar, Literal, assert_never
 
-from claude_bg_acp.acp.updates import ContentChunk, CurrentModeUpdate, SessionUpdate, TextContent, ToolCall
+from claude_bg_acp.acp.schema import ContentBlock
+from claude_bg_acp.acp.updates import (
+    ContentChunk,
+    CurrentModeUpdate,
+    SessionInfoUpdate,
+    SessionUpdate,
+    TextContent,
+    ToolCall,
+)
 from claude_bg_acp.closing_line import ExitInfo
 from claude_bg_acp.core.background import (
     TerminalExited,
     TerminalOpened,
     TerminalOutput,
     TerminalReplaced,
+    TerminalRestated,
     Visibility,
     WorkEnded,
     WorkOpened,
+    WorkRestated,
     WorkStatus,
 )
 from claude_bg_acp.core.effects import ClientEffect, Notify
 from claude_bg_acp.core.foreground import PromptAnswered, PromptCancelled, PromptInserted, StateReported
+from claude_bg_acp.core.history import PromptRecalled
 from claude_bg_acp.core.permission_modes import ModeChanged
 from claude_bg_acp.core.presenting import Fact
 from claude_bg_acp.core.schedules import ScheduleEnded
-from claude_bg_acp.core.subagents import ChildAnnounced, ChildStateChanged
+from claude_bg_acp.core.subagents import ChildAnnounced, ChildRestated, ChildStateChanged
+from claude_bg_acp.core.titles import TitleChanged
 from claude_bg_acp.core.tool_uses import (
     ToolCallCut,
     ToolCallFinished,
@@ -73,8 +87,14 @@ class BasePresenter:
                 return self.state(fact)
             case PromptInserted() | PromptAnswered() | PromptCancelled():
                 return self.prompt(fact)
+            case PromptRecalled():
+                return self.recalled(fact)
+            case TerminalRestated() | WorkRestated() | ChildRestated():
+                return self.restate(fact)
             case ModeChanged():
                 return [Notify(fact.session_id, CurrentModeUpdate(current_mode_id=fact.mode_id))]
+            case TitleChanged():
+                return [Notify(fact.session_id, title_update(fact))]
             case _:
                 assert_never(fact)
 
@@ -122,6 +142,19 @@ class BasePresenter:
                 assert_never(fact)
         return Notify(fact.session_id, update)
 
+    def recalled(self, fact: PromptRecalled) -> list[ClientEffect]:
+        return [
+            Notify(
+                fact.session_id,
+                ContentChunk(
+                    session_update="user_message_chunk",
+                    content=ContentBlock.model_validate(block),
+                    message_id=fact.message_id,
+                ),
+            )
+            for block in fact.content
+        ]
+
     def permission_request(
         self, session_id: str, tool_call_id: str, tool_name: str, tool_input: dict[str, Any]
     ) -> dict[str, Any]:
@@ -163,6 +196,9 @@ class BasePresenter:
     def prompt(self, fact: PromptInserted | PromptAnswered | PromptCancelled) -> list[ClientEffect]:
         return []
 
+    def restate(self, fact: TerminalRestated | WorkRestated | ChildRestated) -> list[ClientEffect]:
+        return []
+
 
 def tool_call_fields(tool_use_id: str, name: str, tool_input: dict[str, Any]) -> dict[str, Any]:
     view = tool_views.describe(name, tool_input)
@@ -177,6 +213,13 @@ def tool_call_fields(tool_use_id: str, name: str, tool_input: dict[str, Any]) ->
     if view.content is not None:
         fields["content"] = view.content
     return fields
+
+
+def title_update(fact: TitleChanged) -> SessionInfoUpdate:
+    update = SessionInfoUpdate(title=fact.title)
+    if fact.updated_at is not None:
+        update.updated_at = fact.updated_at
+    return update
 
 
 def exit_status(exit_info: ExitInfo | None) -> dict[str, Any]:
