@@ -15,8 +15,11 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
+from claude_agent_sdk import ClaudeAgentOptions, ResultMessage, query
 
+from claude_bg_acp.scripted_model import env_overrides
 from tests.conftest import LiveModel
 from tests.conftest import run_live as run
 from tests.support.acp_client import ClientRun
@@ -100,6 +103,47 @@ def test_a_second_agent_lists_loads_and_continues_the_first_ones_session(
     assert second.response("load")["result"]["modes"]["currentModeId"] == "default"
     assert second.prompt_responses()[-1]["result"]["stopReason"] == "end_turn"
     carries_first_conversation(live)
+
+
+def claude_in_a_terminal(live: LiveModel, workdir: Path, prompt: str, resume: str | None = None) -> str:
+    """Claude Code run the way a terminal user runs it (one prompt, ``claude -p``, through the
+    SDK's one-shot ``query``), resuming ``resume`` if given: the session id it went on with."""
+
+    async def one_prompt() -> str:
+        options = ClaudeAgentOptions(cwd=str(workdir), env=env_overrides(live.env), resume=resume)
+        session_id = ""
+        async for message in query(prompt=prompt, options=options):
+            if isinstance(message, ResultMessage):
+                session_id = message.session_id
+        return session_id
+
+    return anyio.run(one_prompt)
+
+
+def test_one_id_for_the_editor_and_the_terminal(live: LiveModel, workdir: Path) -> None:
+    """What the editor started, ``claude --resume <id>`` continues; what the terminal started,
+    the editor lists and loads."""
+    session_id = first_conversation(live, workdir, "v2")
+    assert (
+        claude_in_a_terminal(live, workdir, "[scenario:text] Back in the terminal.", session_id) == session_id
+    )
+    carries_first_conversation(live)
+    started = claude_in_a_terminal(live, workdir, "[scenario:text] Started in the terminal.")
+    second = run(
+        live,
+        workdir,
+        "v1",
+        [
+            {"op": "listSessions", "id": "list", "cwd": str(workdir)},
+            {"op": "loadSession", "sessionId": started},
+            {"op": "loadSession", "sessionId": session_id},
+        ],
+        autoSession=False,
+    )
+    assert {s["sessionId"] for s in second.response("list")["sessions"]} == {session_id, started}
+    assert "Started in the terminal." in json.dumps(sent_before_answer(second, 0))
+    both = json.dumps(sent_before_answer(second, 1))
+    assert FIRST_ANSWER in both and "Back in the terminal." in both
 
 
 def test_v2_resume_with_replay_from_the_start_continues_the_session(live: LiveModel, workdir: Path) -> None:
