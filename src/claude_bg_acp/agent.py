@@ -45,6 +45,7 @@ from claude_bg_acp.core import events as ev
 from claude_bg_acp.stdio import Endpoint
 
 if TYPE_CHECKING:
+    from claude_bg_acp.claude.store import StoredSession
     from claude_bg_acp.session_host import SessionHost
 
 log = logging.getLogger(__name__)
@@ -274,7 +275,7 @@ class Agent:
             )
         return True
 
-    async def _stored(self, session_id: str) -> Any:
+    async def _stored(self, session_id: str) -> StoredSession:
         from claude_bg_acp.claude import store
 
         try:
