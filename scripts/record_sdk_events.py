@@ -155,6 +155,7 @@ RECORDINGS: dict[str, Plan] = dict(
         _plain("text", "Say hello."),
         _plain("thinking", "Think, then answer."),
         _plain("fg_bash", "Run echo in the foreground."),
+        _plain("fg_failed", "Run a failing command in the foreground."),
         _plain("permission", "Create a file."),
         ("permission_denied", Plan("permission", "Create a file (you will be denied).", allow=False)),
         _plain("bg_completed", "Run a background job."),

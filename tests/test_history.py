@@ -49,7 +49,7 @@ def recalled(client: str, conversation: ev.StoredConversation) -> tuple[CoreDriv
     """A client of this kind loads the session in a new process: the replay, then the state."""
     driver = CoreDriver.for_client(client, session_id=RECORDED_SESSION)
     effects = driver.recall(conversation) + driver.resync()
-    check_transcript(effects, CLIENTS[client][0])
+    check_transcript(driver, effects, client)
     return driver, effects
 
 
@@ -89,7 +89,7 @@ def test_v2_replay_shows_the_ended_shell_the_child_and_no_live_work(
     assert any(u["sessionUpdate"] == "agent_thought_chunk" for u in root)
     (announced, ended) = [u for u in root if u["sessionUpdate"] == "subagent_update"]
     assert announced["sessionId"] == CHILD and "capabilities" not in announced
-    assert ended["state"] == {"state": "idle", "stopReason": "end_turn"}
+    assert ended["state"] == {"state": "idle", "stopReason": "end_turn", "background": []}
     child = updates(effects, CHILD)
     assert [u["sessionUpdate"] for u in child][:2] == ["session_message", "state_update"]
     assert "subagent one finished its work" in json.dumps(child)

@@ -4,7 +4,11 @@ Each fixture under ``fixtures/sdk_events`` was recorded from the real bundled CL
 ``scripts/record_sdk_events.py``. The core's output is compared with a golden file per scenario
 and client kind (``UPDATE_GOLDEN=1`` rewrites them; review the diff, and give each change its
 reason in the commit), every message is validated against the official schema of that
-version, and the background rules (``tests.support.rules``) hold on every transcript.
+version (the updates only JetBrains AIR is sent, against AIR's contract:
+``tests.support.air``), and the background rules (``tests.support.rules``) hold on every
+transcript. The transcripts of the client with Zed's capabilities are also read as Zed reads
+them (``tests.support.zed``): nothing rejected, dropped or left undrawn, and every terminal
+ends.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ SESSION_ID = "session-replay"
 def replay(scenario: str, client: str) -> list[dict[str, object]]:
     driver = CoreDriver.for_client(client, session_id=SESSION_ID)
     effects = driver.replay(load_frames(scenario))
-    check_transcript(effects, CLIENTS[client][0])
+    check_transcript(driver, effects, client)
     return [effect_json(effect, SESSION_ID) for effect in effects]
 
 

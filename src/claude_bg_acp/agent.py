@@ -39,6 +39,8 @@ from claude_bg_acp.acp.schema import (
     ResumeSessionParams,
     SessionParams,
     SetModeParams,
+    StopAsyncTaskParams,
+    air_capabilities,
     parse_params,
 )
 from claude_bg_acp.core import events as ev
@@ -57,6 +59,8 @@ CHUNK_SIZE = 256 * 1024
 """Bytes per terminal_output_chunk at most: big enough that per-message costs stay small."""
 V1_PROMPT_CAPABILITIES = {"image": True, "audio": False, "embeddedContext": True}
 V2_PROMPT_CAPABILITIES: dict[str, dict[str, object]] = {"image": {}, "embeddedContext": {}}
+AIR_EXTENSIONS = {"version": 1, "capabilities": ["asyncTasks", "nativeSubagentSessions"]}
+"""What we implement of JetBrains AIR's extensions, told to AIR clients (see ``presenters.air``)."""
 
 
 class Agent:
@@ -69,6 +73,7 @@ class Agent:
         self._output_backlog = output_backlog
         self._version: int | None = None
         self._capabilities: dict[str, Any] = {}
+        self._air: frozenset[str] = frozenset()
         self._early_cancels: deque[jsonrpc.RequestId] = deque(maxlen=64)
         self._sessions: dict[str, SessionHost] = {}
 
@@ -95,14 +100,19 @@ class Agent:
             return {}
         if method == "terminal/cancel":
             request = parse_params(CancelTerminalParams, params)
-            self._session(request.session_id).handle(ev.CancelTerminal(request.terminal_id))
+            self._owner(request.session_id).handle(ev.CancelTerminal(request.session_id, request.terminal_id))
             return {}
         if method == "tool_call/cancel":
             call = parse_params(CancelToolCallParams, params)
-            self._session(call.session_id).handle(ev.CancelToolCall(call.tool_call_id))
+            self._owner(call.session_id).handle(ev.CancelToolCall(call.session_id, call.tool_call_id))
             return {}
         if method == "session/close":
             return await self._close_session(parse_params(SessionParams, params).session_id)
+        if method == "_session/async_task/stop" and "asyncTasks" in self._air:
+            stop = parse_params(StopAsyncTaskParams, params)
+            return await self._session(stop.session_id).answer(
+                lambda ticket: ev.CancelTask(ticket, stop.async_task_id)
+            )
         if method == "session/list":
             return await self._list_sessions(parse_params(ListSessionsParams, params))
         if method == "session/load" and self._version == 1:
@@ -153,9 +163,12 @@ class Agent:
             raise RpcError(jsonrpc.INVALID_PARAMS, "Invalid params: info: Field required for version 2")
         self._version = version
         self._capabilities = (params.client_capabilities if version == 1 else params.capabilities) or {}
+        air = air_capabilities(self._capabilities) if version == 1 else None
+        self._air = air or frozenset()
         _prewarm_claude_side()
         if version == 1:
             return {
+                **({"_meta": {"jetbrains": {"air": AIR_EXTENSIONS}}} if air is not None else {}),
                 "protocolVersion": 1,
                 "agentInfo": AGENT_INFO,
                 "agentCapabilities": {
@@ -332,6 +345,10 @@ class Agent:
     def _parent_of(self, session_id: str) -> SessionHost | None:
         """The session that owns subagent ``session_id``, if it is one."""
         return next((s for s in self._sessions.values() if s.has_child(session_id)), None)
+
+    def _owner(self, session_id: str) -> SessionHost:
+        """The session, or the session whose subagent it is (a child's work is its own)."""
+        return self._parent_of(session_id) or self._session(session_id)
 
     def _session(self, session_id: str) -> SessionHost:
         session = self._sessions.get(session_id)

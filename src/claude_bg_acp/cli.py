@@ -1,4 +1,5 @@
-"""The ``claude-bg-acp`` command: parse flags, set up logging, and serve ACP on stdio.
+"""The ``claude-bg-acp`` command: parse flags, set up logging, and serve ACP on stdio
+(``claude-bg-acp demo`` runs the offline demo instead, see ``claude_bg_acp.demo``).
 
 stdout carries the protocol alone: before anything else runs, fd 1 is duplicated for the
 endpoint and pointed at stderr, so nothing else can write a stray line into the stream. When
@@ -49,6 +50,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="how far (MiB) a terminal's output may run ahead of the editor before the agent sends "
         "a snapshot of the latest output instead of every byte (default: 32)",
     )
+    commands = parser.add_subparsers(dest="command", title="commands", metavar="COMMAND")
+    commands.add_parser(
+        "demo",
+        help="watch background work offline, in the terminal: no API key, no editor, no Node.js "
+        "(ends by itself in well under a minute)",
+    )
     return parser.parse_args(argv)
 
 
@@ -64,6 +71,10 @@ def setup_logging(log_file: str | None, level: str) -> None:
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(argv)
+    if args.command == "demo":
+        from claude_bg_acp.demo import run
+
+        sys.exit(run())
     setup_logging(args.log_file, args.log_level)
     from claude_bg_acp.stdio import protect_stdout
 

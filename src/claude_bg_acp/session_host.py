@@ -151,6 +151,7 @@ class SessionHost:
         self._clock = clock
         self._tickets = count(1)
         self._prompts: dict[Ticket, Waiter] = {}
+        """The prompts (and other requests) waiting for the core's answer."""
         self._prompt_requests: dict[RequestId, Ticket] = {}
         self._questions: dict[Ticket, Question] = {}
         self._asks: dict[Ticket, Ask] = {}
@@ -332,6 +333,18 @@ class SessionHost:
         finally:
             self._prompts.pop(ticket, None)
             self._prompt_requests.pop(request_id, None)
+
+    async def answer(self, request: Callable[[Ticket], ev.Event]) -> Any:
+        """A client request the core answers through a ticket (``Reply`` or ``Fail``)."""
+        if self._closing.is_set():
+            raise RpcError(INTERNAL_ERROR, "The session is closed")
+        ticket = next(self._tickets)
+        waiter = self._prompts[ticket] = Waiter()
+        try:
+            self.handle(request(ticket))
+            return await waiter.wait()
+        finally:
+            self._prompts.pop(ticket, None)
 
     def withdraw(self, request_id: RequestId) -> bool:
         """The client withdrew a prompt request (``$/cancel_request``); False if not ours."""

@@ -41,7 +41,8 @@
 // and `session` (a session name; default: the most recently created session). Request steps
 // accept `expectError: true | <code>` (the step then fails unless the agent answered an error)
 // and `timeoutMs`. Values "$lastTerminal" / "$lastToolCall" / "$lastSubagent" (the last
-// terminal / tool call / subagent session id the client saw), "$sessionId" and "$session:<name>" are substituted in ids, params, patterns.
+// terminal / tool call / subagent session id the client saw), "$lastAsyncTask" (the last
+// JetBrains AIR async task the agent spawned), "$sessionId" and "$session:<name>" are substituted in ids, params, patterns.
 //
 //   {op: "initialize", params?}                 (only needed with autoInitialize: false)
 //   {op: "newSession", name?, cwd?, request?}   a further session; becomes the default session
@@ -65,7 +66,9 @@
 //        (`fresh`), or from the end of step `after`. session "*" = any session, including child
 //        sessions the driver never created (subagents). Partial match: objects match key by
 //        key (extra keys are fine), arrays element-wise with equal length, "$present" /
-//        "$absent" test a key's existence, other values compare strictly.
+//        "$absent" test a key's existence, other values compare strictly. With `raw: true`
+//        the agent's raw session/update lines are searched instead (updates the client library
+//        drops, such as JetBrains AIR's, are only there).
 //   {op: "waitIdle", match?: {...}}
 //        v2: wait for an idle state_update (matching `match`, e.g. {"stopReason": "end_turn",
 //        "background": []}) that arrived after the session's latest prompt was sent and after
@@ -108,12 +111,12 @@
 //                 seenUpdates means ActiveSession.nextUpdate() missed some (e.g. updates that
 //                 arrived before the session/new response)
 //   responses     {stepId: {...}} per step: result | error of requests, matched updates, ...
-//   steps         [{key, op, ok, error?, tStart, tEnd, updateIndexAtEnd}]
+//   steps         [{key, op, ok, error?, tStart, tEnd, updateIndexAtEnd, agentLineIndexAtEnd}]
 //   promptResponses    [{step, session, t, result | error}] in settle order
 //   permissionRequests [{t, sessionId, params, answer, answeredAt, forBackgroundWork (v2)}]
 //   terminals     {terminalId: base64 of the bytes assembled from terminal_update.output
 //                 (replace) and terminal_output_chunk (append); v1: from the _meta
-//                 terminal_output (replace) / terminal_output_delta (append) text}
+//                 terminal_output / terminal_output_delta text, appended}
 //   terminalInfo  {terminalId: merged terminal_update fields + {chunks, bytes}}
 //   background    the client's latest background list of the first session (null = unreported)
 //   clientStderr, droppedNotifications   what the client library logged; lines matching
@@ -345,8 +348,11 @@ const agentRecorder = lineRecorder((text, terminated) => {
   if (!trimmed) return;
   if (!terminated) out.warnings.push("the agent's last stdout line had no terminating newline");
   try {
-    out.agentLines.push(JSON.parse(trimmed));
+    const line = JSON.parse(trimmed);
+    out.agentLines.push(line);
     out.agentLineTimes.push(t);
+    const update = line?.method === "session/update" ? line.params?.update : undefined;
+    if (update?.sessionUpdate === "async_task_spawned") lastAsyncTaskId = update.asyncTaskId;
   } catch {
     out.agentNonJsonLines.push({ t, text });
   }
@@ -373,6 +379,7 @@ let currentSessionName;
 let lastTerminalId;
 let lastToolCallId;
 let lastSubagentId;
+let lastAsyncTaskId;
 const terminalBytes = new Map();
 
 function sessionState(name) {
@@ -449,13 +456,12 @@ function applyUpdate(update) {
         out.terminalInfo[info.terminal_id] ??= { chunks: 0, bytes: 0 };
         out.terminalInfo[info.terminal_id].v1Meta = true;
       }
-      const full = meta.terminal_output;
-      if (full && typeof full.terminal_id === "string" && typeof full.data === "string") {
-        appendTerminal(full.terminal_id, Buffer.from(full.data, "utf8"), true);
-      }
-      const delta = meta.terminal_output_delta;
-      if (delta && typeof delta.terminal_id === "string" && typeof delta.data === "string") {
-        appendTerminal(delta.terminal_id, Buffer.from(delta.data, "utf8"), false);
+      // Both keys append (terminal_output is what Zed reads; terminal_output_delta what
+      // clients that declare it read).
+      for (const output of [meta.terminal_output, meta.terminal_output_delta]) {
+        if (output && typeof output.terminal_id === "string" && typeof output.data === "string") {
+          appendTerminal(output.terminal_id, Buffer.from(output.data, "utf8"), false);
+        }
       }
       const exit = meta.terminal_exit;
       if (exit && typeof exit.terminal_id === "string") {
@@ -480,6 +486,7 @@ function substitute(value, session) {
     if (value === "$lastTerminal") return lastTerminalId;
     if (value === "$lastToolCall") return lastToolCallId;
     if (value === "$lastSubagent") return lastSubagentId;
+    if (value === "$lastAsyncTask") return lastAsyncTaskId;
     if (value === "$sessionId") return session?.id;
     if (value.startsWith("$session:")) return sessionState(value.slice("$session:".length)).id;
     return value;
@@ -864,10 +871,18 @@ async function main() {
     if (step.after !== undefined) {
       const marker = out.steps.find((s) => s.key === String(step.after));
       if (!marker) fail(`after: no completed step ${JSON.stringify(step.after)}`);
-      return marker.updateIndexAtEnd;
+      return step.raw ? marker.agentLineIndexAtEnd : marker.updateIndexAtEnd;
     }
-    if (step.fresh) return out.updates.length;
+    if (step.fresh) return step.raw ? out.agentLines.length : out.updates.length;
     return 0;
+  }
+
+  // The updates a waitFor searches: what the client library accepted, or (raw) what the agent wrote.
+  function updateEntry(step, index) {
+    if (!step.raw) return out.updates[index];
+    const line = out.agentLines[index];
+    if (line?.method !== "session/update") return undefined;
+    return { sessionId: line.params?.sessionId, update: line.params?.update, t: out.agentLineTimes[index] };
   }
 
   const ops = {
@@ -972,8 +987,9 @@ async function main() {
       let index = from; // scan each update once
       const found = await waitUntil(
         () => {
-          for (; index < out.updates.length; index++) {
-            const u = out.updates[index];
+          for (; index < (step.raw ? out.agentLines.length : out.updates.length); index++) {
+            const u = updateEntry(step, index);
+            if (u === undefined) continue;
             if (!all) {
               if (step.sessionId !== undefined ? u.sessionId !== step.sessionId : u.sessionId !== state.id) continue;
             }
@@ -1217,6 +1233,7 @@ async function main() {
       } finally {
         record.tEnd = now();
         record.updateIndexAtEnd = out.updates.length;
+        record.agentLineIndexAtEnd = out.agentLines.length;
       }
     }
   }

@@ -7,7 +7,11 @@ asserts that:
 - the run did not error (every step succeeded, nothing timed out);
 - every line the agent wrote is JSON and validates against the official schema of the
   negotiated protocol version (:func:`tests.support.schema.validate_transcript`, strict mode);
-- the client dropped no notification (no ``Error handling notification`` on its stderr);
+  for a client that declares JetBrains AIR, the updates only AIR is sent validate against
+  AIR's contract instead (:mod:`tests.support.air`);
+- the client dropped no notification (no ``Error handling notification`` on its stderr), but
+  for an AIR client exactly one per update only AIR is sent (the official client does not
+  know those);
 - the agent's updates keep the background rules (:mod:`tests.support.rules`).
 
 Node and npm are required: if they are missing the helpers fail loudly, they never skip.
@@ -30,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .air import air_update_count, declares_air
 from .rules import BackgroundRules, Violation
 from .schema import CLIENT_DIR, SDK_PACKAGE_DIR, SDK_VERSION, validate_transcript
 
@@ -136,6 +141,11 @@ class ClientRun:
     driver_stderr: str = ""
 
     # -- plain fields ---------------------------------------------------------------------------
+
+    @property
+    def air(self) -> bool:
+        """The client declared JetBrains AIR (see :mod:`tests.support.air`)."""
+        return declares_air(self.script.get("capabilities"))
 
     @property
     def ok(self) -> bool:
@@ -349,7 +359,13 @@ class ClientRun:
         problems.extend(
             f"agent wrote a non-JSON line on stdout: {line!r}" for line in self.agent_non_json_lines
         )
-        problems.extend(f"the client dropped a notification: {line}" for line in self.dropped_notifications)
+        dropped = self.dropped_notifications
+        if self.air:
+            expected = air_update_count(self.agent_lines)
+            if len(dropped) != expected:
+                problems.append(f"the client dropped {len(dropped)} notifications; AIR's own: {expected}")
+            dropped = []
+        problems.extend(f"the client dropped a notification: {line}" for line in dropped)
         problems.extend(f"background rule broken: {broken}" for broken in self.broken_rules())
         return problems
 
@@ -459,9 +475,13 @@ def run_client(
             f"drive.mjs printed no result (exit {proc.returncode}).\n"
             f"stdout: {stdout[-3000:]!r}\nstderr: {stderr[-3000:]}"
         )
-    version_guess = ClientRun(raw=raw, script=prepared).protocol_version
+    guess = ClientRun(raw=raw, script=prepared)
     violations = validate_transcript(
-        raw.get("agentLines", []), raw.get("clientLines", []), version_guess, strict=strict
+        raw.get("agentLines", []),
+        raw.get("clientLines", []),
+        guess.protocol_version,
+        strict=strict,
+        air=guess.air,
     )
     run = ClientRun(raw=raw, script=prepared, violations=violations, driver_stderr=stderr)
     if check:

@@ -3,6 +3,7 @@
 Each was observed on the Claude Code CLI 2.1.332 (bundled with claude-agent-sdk 0.2.189; see
 the lock file). None is documented, so a CLI upgrade is reviewed here, in one file:
 
+- the tools that run a shell command, and what a foreground one's result says of it;
 - the hand-off text of a tool result that sent work to the background;
 - the exit code in a task notification's summary;
 - the closing line appended to a background shell's output file, and the signal it implies;
@@ -21,6 +22,33 @@ from dataclasses import dataclass
 
 OBSERVED_ON = "2.1.332"
 """The Claude Code CLI version every convention below was observed on."""
+
+# --- a foreground shell's tool result ----------------------------------------------------------
+
+SHELL_TOOLS = ("Bash",)
+"""The tools that run a shell command: their output is terminal output."""
+
+NO_OUTPUT = "(Bash completed with no output)"
+"""The whole result of a command that succeeded and printed nothing."""
+
+_EXIT_LINE = re.compile(r"Exit code (-?\d+)(?:\n|$)")
+"""The first line of a failed command's result, e.g. ``"Exit code 3\\nout-line\\nerr-line"``."""
+
+
+def shell_result(text: str, is_error: bool) -> tuple[str, int | None]:
+    """The output and exit code of a foreground command, from its tool result.
+
+    The result is the command's output (stderr merged into it, the final newline stripped),
+    after an ``Exit code N`` line when the command failed. An error without that line did not
+    come from the command (it was denied, or never ran): its text, and no exit code.
+    """
+    if not is_error:
+        return ("" if text == NO_OUTPUT else text), 0
+    match = _EXIT_LINE.match(text)
+    if match is None:
+        return text, None
+    return text[match.end() :], int(match[1])
+
 
 # --- the hand-off -----------------------------------------------------------------------------
 

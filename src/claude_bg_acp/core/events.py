@@ -4,9 +4,9 @@
 perform. They are small immutable values, grouped by where they come from:
 
 - the client: a prompt and its withdrawal, ``session/cancel`` (of the session or of a child),
-  per-item cancels, a permission-mode switch, a permission answer, the close and its timeout,
-  and a client (re)attaching to the session (``session/load``, ``session/resume``): the stored
-  conversation to replay, and the request for the current state;
+  per-item cancels, a stop by task id, a permission-mode switch, a permission answer, the
+  close and its timeout, and a client (re)attaching to the session (``session/load``,
+  ``session/resume``): the stored conversation to replay, and the request for the current state;
 - Claude Code: a message, a permission question, a question it stopped waiting for, its death,
   and the conversation's title as its stored session names it;
 - the output tailer: bytes of a task's output file, a snapshot of it, and its end;
@@ -61,12 +61,27 @@ class CancelChild:
 
 @dataclass(frozen=True)
 class CancelTerminal:
+    """``terminal/cancel`` of a terminal of ``session_id`` (the session or one of its children)."""
+
+    session_id: str
     terminal_id: str
 
 
 @dataclass(frozen=True)
 class CancelToolCall:
+    """``tool_call/cancel`` of a tool call of ``session_id`` (the session or one of its children)."""
+
+    session_id: str
     tool_call_id: str
+
+
+@dataclass(frozen=True)
+class CancelTask:
+    """Stop one background task (not a subagent) by its task id, as JetBrains AIR's
+    ``_session/async_task/stop`` asks; answered through ``ticket`` with whether it sent a stop."""
+
+    ticket: Ticket
+    task_id: str
 
 
 @dataclass(frozen=True)
@@ -228,6 +243,7 @@ Event = (
     | CancelChild
     | CancelTerminal
     | CancelToolCall
+    | CancelTask
     | ChooseMode
     | PermissionAnswered
     | Close

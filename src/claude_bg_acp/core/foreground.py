@@ -11,6 +11,8 @@ phase            what happens                                              next 
 ``EXPECTING``    conversation arrives (a turn Claude Code started itself)
 ``CLAUDE_TURN``  a result, or Claude Code says ``idle``                    ``IDLE``
 ``IDLE``         finished background work promises a follow-up turn       ``EXPECTING``
+``PROMPTED``,    its result, when background work finished during it       ``EXPECTING``
+``CLAUDE_TURN``  (Claude Code follows it up right away)
 ``EXPECTING``    ``FOLLOW_UP_WAIT`` passes without one                     ``IDLE``
 any              Claude Code died, or the session closes                   ``IDLE``
 ===============  ========================================================  ===============
@@ -25,8 +27,11 @@ result. A result ends the phase at once, so ``idle`` follows the result without 
 Claude Code's own trailing ``idle``; a late trailing ``idle`` cannot end a newer prompt.
 
 Prompts that arrive while the foreground is busy wait and are inserted in order once it is
-idle. ``session/cancel`` cancels the waiting prompts and interrupts the turn; the interrupted
-turn's result then reports ``cancelled``.
+idle. ``session/cancel`` cancels the waiting prompts and the foreground work, whichever phase
+it is in: it interrupts the turn (ours or one Claude Code started itself) and the turn's end
+then reports ``cancelled`` whatever Claude Code's result says; a follow-up turn that was only
+expected is interrupted as soon as it starts (or, if it never does, the wait ends as
+``cancelled``). The answer of a cancelled turn that still arrives is not shown (``muted``).
 
 Held turns (for clients that stop listening at a prompt's answer, v1). A turn whose result
 arrives while subagents it spawned (during the turn or while held) are still live keeps its
@@ -88,7 +93,6 @@ class PromptTurn:
     uuid: str
     """Names the prompt to Claude Code, which stores it under it, and to the client (its
     ``messageId``), so that a replay of the stored conversation names it as it was named live."""
-    cancelled: bool = False
     spawned: set[str] = field(default_factory=set)
     """Subagent tasks started during this turn (or while it was held)."""
     outcome: Outcome | None = None
@@ -161,6 +165,11 @@ class Foreground:
         """While ``EXPECTING``: when to stop waiting for the follow-up turn."""
         self.blocked = False
         """A foreground permission question is open."""
+        self.cancelled = False
+        """``session/cancel`` came for the work of the current phase (not ``IDLE``)."""
+        self.follow_up_owed = False
+        """A task ended by itself while the foreground was busy: Claude Code owes a follow-up
+        turn after the running one."""
         self.waiting: deque[WaitingPrompt] = deque()
         self.reported: State = "idle"
         self.last_outcome: Outcome | None = None
@@ -190,18 +199,24 @@ class Foreground:
         self.waiting.append(prompt)
         return out + self._report()
 
+    @property
+    def muted(self) -> bool:
+        """The running turn was cancelled: what it still says is not shown."""
+        return self.cancelled and self.phase in (Phase.PROMPTED, Phase.CLAUDE_TURN)
+
     def cli_state(self, state: str) -> list[ForegroundOut]:
+        out: list[ForegroundOut] = []
         if state in ("running", "requires_action"):
-            self._claude_turn()
+            out += self._claude_turn()
         elif state == "idle":
+            if self.cancelled and self.phase is not Phase.EXPECTING:
+                # An interrupt that produced no result still ends the cancelled work.
+                return self._settle(Outcome("cancelled"))
             if self.phase is Phase.CLAUDE_TURN:
                 self.phase = Phase.IDLE
-            if self.prompt is not None and self.prompt.cancelled:
-                # An interrupt that produced no result still ends the cancelled prompt.
-                return self._settle(Outcome("cancelled"))
             if not self._hold_needed():
                 return self._release() + self._report()
-        return self._report()
+        return out + self._report()
 
     def withdraw(self, ticket: Ticket) -> list[ForegroundOut]:
         waiting = next((prompt for prompt in self.waiting if prompt.ticket == ticket), None)
@@ -218,8 +233,7 @@ class Foreground:
         """
         if self.phase in (Phase.PROMPTED, Phase.CLAUDE_TURN):
             return []
-        self._claude_turn()
-        return self._report()
+        return self._claude_turn() + self._report()
 
     def outcome_of(
         self,
@@ -232,7 +246,7 @@ class Foreground:
     ) -> Outcome:
         """How a result message says the turn ended."""
         acp_usage = _usage(usage)
-        if self.prompt is not None and self.prompt.cancelled:
+        if self.cancelled:
             return Outcome("cancelled", acp_usage)
         if api_error == "max_output_tokens":
             return Outcome("max_tokens", acp_usage)
@@ -256,16 +270,15 @@ class Foreground:
             return self.prompt.uuid in uuids
         return origin_kind == "human"
 
-    def result(self, outcome: Outcome, follow_up: bool) -> list[ForegroundOut]:
-        if self.phase is not Phase.PROMPTED:
-            self.phase = Phase.IDLE
-        self.follow_up_until = None
+    def result(self, outcome: Outcome, follow_up: bool, now: float) -> list[ForegroundOut]:
         if follow_up and self.prompt is not None:
+            if self.phase is not Phase.PROMPTED:
+                self.phase = Phase.IDLE
             return self._report()
         if follow_up and not self._hold_needed():
             # The promised summary of the held turn's subagents has been streamed by now.
-            return self._release() + self._settle(outcome)
-        return self._settle(outcome)
+            return self._release() + self._settle(outcome, now)
+        return self._settle(outcome, now)
 
     # --- subagents and held turns --------------------------------------------------------------
 
@@ -291,11 +304,12 @@ class Foreground:
 
     def cancel(self) -> list[ForegroundOut]:
         out = self._release(Outcome("cancelled")) + self._refuse_waiting()
-        if self.prompt is not None and not self.prompt.cancelled:
-            self.prompt.cancelled = True
-            out.append(Interrupt())
-        elif self.phase is Phase.CLAUDE_TURN:
-            out.append(Interrupt())
+        if self.phase is Phase.IDLE or self.cancelled:
+            return out
+        self.cancelled = True
+        # An expected turn may be running already, silently: interrupt it now, and again when
+        # it shows itself.
+        out.append(Interrupt())
         return out
 
     def close(self) -> list[ForegroundOut]:
@@ -317,7 +331,9 @@ class Foreground:
         Claude Code starts that turn by itself a few milliseconds later; if it does not within
         ``FOLLOW_UP_WAIT``, ``tick`` reports ``idle`` again, with no stop reason.
         """
-        if not self.busy:
+        if self.busy:
+            self.follow_up_owed = True  # Claude Code starts it right after the running turn
+        else:
             self.phase = Phase.EXPECTING
             self.follow_up_until = now + FOLLOW_UP_WAIT
             self.last_outcome = None
@@ -326,6 +342,8 @@ class Foreground:
         out: list[ForegroundOut] = []
         if self.follow_up_until is not None and now >= self.follow_up_until:
             self.phase, self.follow_up_until = Phase.IDLE, None
+            if self.cancelled:
+                self.cancelled, self.last_outcome = False, Outcome("cancelled")
         if self.release_at is not None and now >= self.release_at:
             out += self._release()
         return out + self._report()
@@ -368,18 +386,22 @@ class Foreground:
 
     # --- transitions ------------------------------------------------------------------------
 
-    def _claude_turn(self) -> None:
+    def _claude_turn(self) -> list[ForegroundOut]:
         """Claude Code is running a turn: ours, if a prompt is in, else one of its own."""
+        expected = self.phase is Phase.EXPECTING
         if self.phase is not Phase.PROMPTED:
             self.phase = Phase.CLAUDE_TURN
         self.follow_up_until = None
         self.release_at = None
+        # The turn was cancelled before it started: interrupt it now.
+        return [Interrupt()] if expected and self.cancelled else []
 
     def _stop(self) -> None:
         """Whatever ran in the foreground is over; an inserted prompt is settled by the caller."""
         if self.phase is not Phase.PROMPTED:
             self.phase = Phase.IDLE
-        self.follow_up_until = None
+            self.cancelled = False
+        self.follow_up_until, self.follow_up_owed = None, False
 
     def _insert_next(self) -> list[ForegroundOut]:
         # The next prompt hands a held turn off, also when it waited while that turn ran.
@@ -397,12 +419,19 @@ class Foreground:
         out.append(Query(waiting.claude_content, prompt_uuid))
         return out
 
-    def _settle(self, outcome: Outcome) -> list[ForegroundOut]:
+    def _settle(self, outcome: Outcome, now: float | None = None) -> list[ForegroundOut]:
+        """The turn ended (with its result at ``now``, if it had one)."""
         out: list[ForegroundOut] = []
         prompt, self.prompt = self.prompt, None
-        if self.phase is Phase.PROMPTED:
-            self.phase = Phase.IDLE
+        self.phase, self.cancelled, self.follow_up_until = Phase.IDLE, False, None
         self.last_outcome = outcome
+        if self.follow_up_owed and now is not None and outcome.stop_reason != "cancelled":
+            # Work that ended during this turn is followed up at once: no idle in between.
+            self.phase, self.follow_up_until, self.follow_up_owed = (
+                Phase.EXPECTING,
+                now + FOLLOW_UP_WAIT,
+                False,
+            )
         if prompt is not None:
             spawned_live = prompt.spawned & self.live_subagents
             if self.holds_turns and spawned_live and outcome.stop_reason != "cancelled":

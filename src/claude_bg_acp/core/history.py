@@ -36,7 +36,6 @@ from claude_agent_sdk import AssistantMessage, UserMessage
 
 from claude_bg_acp.claude import conventions
 from claude_bg_acp.core.background import (
-    SHELL_TOOLS,
     TerminalExited,
     TerminalOpened,
     TerminalOutput,
@@ -145,7 +144,9 @@ class History:
         if not isinstance(fact, ToolInput):
             return []
         facts: list[HistoryFact] = []
-        facts += self.tool_uses.input_known(session_id, fact.tool_use_id, fact.name, fact.tool_input, None)
+        facts += self.tool_uses.input_known(
+            session_id, fact.tool_use_id, fact.name, fact.tool_input, None, fact.message
+        )
         child = self._children.get(fact.tool_use_id)
         use = self.tool_uses.get(fact.tool_use_id)
         if child is not None and use is not None:
@@ -175,17 +176,17 @@ class History:
             return []
         handed = conventions.hand_off(result.text)
         if handed is None:
-            return list(self.tool_uses.result(use.tool_use_id, result.is_error, result.text, result.raw))
-        self.tool_uses.finish(use.tool_use_id)
+            return list(self.tool_uses.result(use, result.is_error, result.text, result.raw))
+        self.tool_uses.finish(use.call_id)
         task = self.ended.get(handed.task_id)
         live = handed.task_id in self.live.tasks
-        if use.name not in SHELL_TOOLS:
+        if not use.shell:
             if live:
-                return [ToolCallHandedOff(session_id, use.tool_use_id, result.text, None, "in_progress")]
+                return [ToolCallHandedOff(session_id, use.call_id, result.text, None, "in_progress")]
             summary = f"\n\n{task.summary}" if task is not None and task.summary else ""
             failed = task is not None and task.end_status == "failed"
-            return [ToolCallFinished(session_id, use.tool_use_id, failed, result.text + summary, result.raw)]
-        handoff = ToolCallHandedOff(session_id, use.tool_use_id, result.text, handed.task_id, "in_progress")
+            return [ToolCallFinished(session_id, use.call_id, failed, result.text + summary, result.raw)]
+        handoff = ToolCallHandedOff(session_id, use.call_id, result.text, handed.task_id, "in_progress")
         if live:
             return [handoff]
         return self._ended_terminal(session_id, use, handed.task_id, task, handoff)
@@ -194,22 +195,17 @@ class History:
         self, session_id: str, use: ToolUse, task_id: str, task: Task | None, handoff: ToolCallHandedOff
     ) -> list[HistoryFact]:
         command = use.tool_input.get("command")
-        opened = TerminalOpened(session_id, task_id, use.tool_use_id, str(command or ""), self.cwd, False)
+        opened = TerminalOpened(session_id, task_id, use.call_id, str(command or ""), self.cwd, False)
         output = self.conversation.outputs.get(task_id)
         facts: list[HistoryFact] = [opened]
         if output is not None and output.data:
-            facts.append(TerminalOutput(session_id, task_id, use.tool_use_id, output.data))
+            facts.append(TerminalOutput(session_id, task_id, use.call_id, output.data))
         exit = exit_of(task, output.exit if output is not None else None)
-        return [*facts, handoff, TerminalExited(session_id, task_id, use.tool_use_id, exit)]
+        return [*facts, handoff, TerminalExited(session_id, task_id, use.call_id, exit)]
 
     def _cut(self) -> list[HistoryFact]:
         """Tool calls that never got a result ended with their turn, unless they still run."""
-        cut: list[HistoryFact] = []
-        for use in self.tool_uses.unfinished():
-            if use.tool_use_id not in self.live.tool_uses:
-                self.tool_uses.finish(use.tool_use_id)
-                cut.append(ToolCallCut(use.session_id, use.tool_use_id))
-        return cut
+        return list(self.tool_uses.cut_all(failed=False, keep=self.live.tool_uses))
 
 
 def _ended_task(note: conventions.TaskNote) -> Task:

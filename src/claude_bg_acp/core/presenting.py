@@ -11,6 +11,11 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from claude_bg_acp.core.background import (
+    TaskEnded,
+    TaskOpened,
+    TaskProgressed,
+    TaskStateChanged,
+    TaskStopAnswered,
     TerminalExited,
     TerminalOpened,
     TerminalOutput,
@@ -53,6 +58,11 @@ Fact = (
     | WorkStatus
     | WorkEnded
     | ScheduleEnded
+    | TaskOpened
+    | TaskProgressed
+    | TaskStateChanged
+    | TaskEnded
+    | TaskStopAnswered
     | ChildAnnounced
     | ChildStateChanged
     | StateReported

@@ -2,7 +2,8 @@
 
 Text stays text. Images go as base64 image blocks. Embedded resources are given to the model
 as text wrapped in a tag naming their URI; resource links as a mention of the URI, the way a
-user would type ``@file``. Unknown block types are kept as text rather than dropped silently.
+user would type ``@file``. Anything else (audio, which we do not advertise, or a block type we
+do not know) is refused with -32602 naming the block, rather than reaching the model as text.
 
 A stored user message comes back as near to what the client sent as the stored form tells:
 text, images, and embedded text resources (a mention stays the text it became).
@@ -10,29 +11,39 @@ text, images, and embedded text resources (a mention stays the text it became).
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
+
+from claude_bg_acp.acp.jsonrpc import INVALID_PARAMS, RpcError
 
 _CONTEXT = re.compile(r'<context ref="([^"]*)">\n(.*)\n</context>', re.DOTALL)
 
 
 def to_claude_content(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [_convert(block) for block in blocks]
+    """Raises -32602 for the first block we do not take."""
+    return [_convert(index, block) for index, block in enumerate(blocks)]
 
 
-def _convert(block: dict[str, Any]) -> dict[str, Any]:
+def _convert(index: int, block: dict[str, Any]) -> dict[str, Any]:
     kind = block.get("type")
     if kind == "text":
         return {"type": "text", "text": str(block.get("text", ""))}
-    if kind == "image" and block.get("data"):
+    if kind == "image" and isinstance(block.get("data"), str) and block["data"]:
         source = {"type": "base64", "media_type": block.get("mimeType", "image/png"), "data": block["data"]}
         return {"type": "image", "source": source}
     if kind == "resource_link":
         return {"type": "text", "text": f"@{block.get('uri', '')}"}
     if kind == "resource":
         return _resource(block.get("resource") or {})
-    return {"type": "text", "text": json.dumps(block)}
+    raise RpcError(INVALID_PARAMS, f"Invalid params: prompt[{index}]: {_refusal(kind)}")
+
+
+def _refusal(kind: Any) -> str:
+    if kind == "image":
+        return "an image block needs its base64 data"
+    if kind == "audio":
+        return "audio content is not supported (promptCapabilities.audio is not advertised)"
+    return f"content blocks of type {kind!r} are not supported"
 
 
 def _resource(resource: dict[str, Any]) -> dict[str, Any]:

@@ -42,6 +42,8 @@ class V1Presenter(BasePresenter):
     def child(self, fact: ChildAnnounced | ChildStateChanged) -> list[ClientEffect]:
         if isinstance(fact, ChildAnnounced):
             return announce_child(fact)
+        if fact.repeat:
+            return []  # v1 keeps no background lists
         return [
             Notify(fact.parent_id, SubagentUpdate(session_id=fact.child_id, state=self.child_state(fact)))
         ]

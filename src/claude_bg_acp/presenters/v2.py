@@ -48,7 +48,7 @@ from claude_bg_acp.core.schedules import ScheduleEnded
 from claude_bg_acp.core.subagents import ChildAnnounced, ChildRestated, ChildStateChanged
 from claude_bg_acp.core.tool_uses import ToolCallHandedOff
 from claude_bg_acp.presenters import tool_views
-from claude_bg_acp.presenters.base import CANCEL, BasePresenter, exit_status, tool_call_fields
+from claude_bg_acp.presenters.base import CANCEL, BasePresenter, exit_status
 from claude_bg_acp.presenters.v1 import announce_child
 
 
@@ -101,17 +101,15 @@ class V2Presenter(BasePresenter):
                 )
                 return [Notify(fact.session_id, terminal)]
             case WorkRestated(name=str(name)):
-                fields = tool_call_fields(fact.tool_call_id, name, fact.tool_input)
+                fields = self.call_fields(fact.tool_call_id, name, fact.tool_input)
             case WorkRestated():
                 fields = {"toolCallId": fact.tool_call_id, "title": fact.title, "kind": "other"}
             case ChildRestated():
-                child = SubagentUpdate(
-                    session_id=fact.child_id,
-                    title=fact.title,
-                    description=fact.description,
-                    capabilities=CANCEL,
-                    state={"state": fact.state.value},
-                )
+                child = SubagentUpdate(session_id=fact.child_id, title=fact.title)
+                if fact.description is not None:
+                    child.description = fact.description
+                if fact.cancellable:
+                    child.capabilities = CANCEL
                 return [Notify(fact.parent_id, child)]
         call = {"sessionUpdate": "tool_call_update", **fields, "status": fact.status, "capabilities": CANCEL}
         return [Notify(fact.session_id, ToolCall.model_validate(call))]
@@ -129,7 +127,7 @@ class V2Presenter(BasePresenter):
         else:
             fields = {"status": fact.status, "content": [text], "capabilities": CANCEL}
         update = ToolCall.model_validate(
-            {"sessionUpdate": "tool_call_update", "toolCallId": fact.tool_use_id, **fields}
+            {"sessionUpdate": "tool_call_update", "toolCallId": fact.tool_call_id, **fields}
         )
         return [Notify(fact.session_id, update)]
 
@@ -180,12 +178,15 @@ class V2Presenter(BasePresenter):
     def child(self, fact: ChildAnnounced | ChildStateChanged) -> list[ClientEffect]:
         if isinstance(fact, ChildAnnounced):
             return [*announce_child(fact), Notify(fact.child_id, StateUpdate(state="running", background=[]))]
+        # One snapshot, on the child and mirrored on its parent (the RFD's two reports of one
+        # state); a repeat (only the list changed) is no new completion: no stop reason.
         state: dict[str, Any] = {"state": fact.state.value}
-        if fact.stop_reason is not None:
+        if fact.stop_reason is not None and not fact.repeat:
             state["stopReason"] = fact.stop_reason
-        if fact.error is not None:
+        if fact.error is not None and not fact.repeat:
             state["error"] = {"code": INTERNAL_ERROR, "message": fact.error}
-        own = StateUpdate.model_validate({**state, "background": []})
+        state["background"] = [listed(entry) for entry in fact.background]
+        own = StateUpdate.model_validate(state)
         return [
             Notify(fact.child_id, own),
             Notify(fact.parent_id, SubagentUpdate(session_id=fact.child_id, state=state)),
