@@ -218,3 +218,43 @@ def test_a_stored_prompt_comes_back_as_it_was_sent() -> None:
         {"type": "resource", "resource": {"uri": "file:///a.py", "text": "print(1)\n"}},
     ]
     assert from_claude_content(to_claude_content(sent)) == sent
+
+
+def live_after_first_turn(recording: str) -> CoreDriver:
+    """A v2 session that ran the recording up to its first turn's end: its work still runs."""
+    frames = load_frames(recording)
+    first_result = next(
+        i for i, f in enumerate(frames) if f["dir"] == "in" and f["msg"].get("type") == "result"
+    )
+    driver = CoreDriver.for_client("v2", session_id=RECORDED_SESSION)
+    driver.replay(frames[: first_result + 1])
+    return driver
+
+
+def test_a_listed_tool_call_is_restated_whole_and_cancellable() -> None:
+    driver = live_after_first_turn("monitor")
+    restated = updates(driver.resync())
+    call, state = restated
+    assert call["sessionUpdate"] == "tool_call_update" and call["status"] == "in_progress"
+    assert call["title"].startswith("Monitor") and call["rawInput"]["description"] == "tick watcher"
+    assert call["capabilities"] == {"cancel": {}}
+    assert state["background"] == [{"type": "tool_call", "toolCallId": call["toolCallId"]}]
+
+
+def test_a_listed_child_is_introduced_then_its_state_follows() -> None:
+    driver = live_after_first_turn("agent_bg")
+    effects = driver.resync()
+    root = updates(effects)
+    intro, mirrored, state = root
+    assert intro == {
+        "sessionUpdate": "subagent_update",
+        "sessionId": "agent01",
+        "title": "general-purpose",
+        "description": "background helper",
+        "capabilities": {"cancel": {}},
+        "state": {"state": "running"},
+    }
+    assert mirrored["state"]["state"] == "running"
+    assert updates(effects, "agent01")[0]["sessionUpdate"] == "state_update"
+    assert state["background"] == [{"type": "subagent", "sessionId": "agent01"}]
+    check_transcript(driver, driver.effects, "v2")

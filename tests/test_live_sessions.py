@@ -327,13 +327,16 @@ def test_a_rename_becomes_the_title(live: LiveModel, workdir: Path) -> None:
     assert [s["title"] for s in run_.response("list")["sessions"]] == ["Parser refactor"]
 
 
-def test_delete_removes_the_stored_session(live: LiveModel, workdir: Path) -> None:
+def test_v1_resume_replays_nothing_and_delete_removes_the_stored_session(
+    live: LiveModel, workdir: Path
+) -> None:
     session_id = first_conversation(live, workdir, "v1")
     second = run(
         live,
         workdir,
         "v1",
         [
+            {"op": "resumeSession", "id": "resume", "sessionId": session_id},
             {
                 "op": "request",
                 "id": "delete",
@@ -345,6 +348,8 @@ def test_delete_removes_the_stored_session(live: LiveModel, workdir: Path) -> No
         ],
         autoSession=False,
     )
+    assert sent_before_answer(second) == [], "v1 resume is without replay (and has no state)"
+    assert second.response("resume")["result"]["modes"]["currentModeId"] == "default"
     assert second.response("delete")["result"] == {}
     assert second.response("list")["sessions"] == []
     assert session_id in second.response("load")["error"]["message"]

@@ -102,14 +102,14 @@ class ChildAnnounced:
 
 @dataclass(frozen=True)
 class ChildRestated:
-    """A listed child, for a client that (re)attaches: who it is, and whether it can be
-    cancelled now."""
+    """A listed child, for a client that (re)attaches: who it is, what it does now (its own
+    list comes with the snapshot of its state that follows), whether it can be cancelled."""
 
     parent_id: str
     child_id: str
     title: str
     description: str | None
-    cancellable: bool
+    state: State
 
 
 @dataclass(frozen=True)
@@ -172,9 +172,7 @@ class Subagents:
     def restate(self, session_id: str) -> ChildRestated:
         """A listed child, for a client that (re)attaches: who it is (its state follows)."""
         child = self.children[session_id]
-        return ChildRestated(
-            child.parent_id, child.session_id, child.title, child.description, child.state in WORKING
-        )
+        return ChildRestated(child.parent_id, child.session_id, child.title, child.description, child.state)
 
     def snapshot(self, session_id: str) -> ChildStateChanged:
         """The child's state as last reported, again (no new transition)."""

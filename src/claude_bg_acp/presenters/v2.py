@@ -45,7 +45,7 @@ from claude_bg_acp.core.effects import ClientEffect, Fail, Notify, Reply
 from claude_bg_acp.core.foreground import PromptAnswered, PromptCancelled, PromptInserted, StateReported
 from claude_bg_acp.core.history import PromptRecalled
 from claude_bg_acp.core.schedules import ScheduleEnded
-from claude_bg_acp.core.subagents import ChildAnnounced, ChildRestated, ChildStateChanged
+from claude_bg_acp.core.subagents import WORKING, ChildAnnounced, ChildRestated, ChildStateChanged
 from claude_bg_acp.core.tool_uses import ToolCallHandedOff
 from claude_bg_acp.presenters import tool_views
 from claude_bg_acp.presenters.base import CANCEL, BasePresenter, exit_status
@@ -105,10 +105,12 @@ class V2Presenter(BasePresenter):
             case WorkRestated():
                 fields = {"toolCallId": fact.tool_call_id, "title": fact.title, "kind": "other"}
             case ChildRestated():
-                child = SubagentUpdate(session_id=fact.child_id, title=fact.title)
+                child = SubagentUpdate(
+                    session_id=fact.child_id, title=fact.title, state={"state": fact.state.value}
+                )
                 if fact.description is not None:
                     child.description = fact.description
-                if fact.cancellable:
+                if fact.state in WORKING:
                     child.capabilities = CANCEL
                 return [Notify(fact.parent_id, child)]
         call = {"sessionUpdate": "tool_call_update", **fields, "status": fact.status, "capabilities": CANCEL}
