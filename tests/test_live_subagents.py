@@ -10,17 +10,13 @@ from typing import Any
 import pytest
 
 from tests.conftest import LiveModel
-from tests.support.acp_client import ClientRun, run_client
+from tests.conftest import run_live as run
+from tests.support.acp_client import ClientRun
 
 pytestmark = pytest.mark.live
 
 SUBAGENT_DONE = "subagent one finished its work"
 FOLLOW_UP = "BG_DONE_ACK"
-
-
-def run(live: LiveModel, workdir: Path, client: str, steps: list[dict[str, Any]], **extra: Any) -> ClientRun:
-    script = {"agent": live.agent(), "client": client, "cwd": str(workdir), "steps": steps, **extra}
-    return run_client(script, timeout=60)
 
 
 def line_index(run: ClientRun, predicate: Any) -> int:

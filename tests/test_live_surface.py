@@ -86,6 +86,27 @@ def test_choosing_another_model_makes_the_next_request_use_it(
         assert len([u for u in run.raw_updates() if u["sessionUpdate"] == "user_message"]) == 2
 
 
+@pytest.mark.parametrize(
+    ("client", "reopen"), [("v1", "loadSession"), ("v2", "resumeSession"), ("v2", "forkSession")]
+)
+def test_a_reopened_session_offers_the_options_and_then_its_commands(
+    live: LiveModel, workdir: Path, client: str, reopen: str
+) -> None:
+    first = run_client(script(live, client, workdir, prompt("[scenario:text] hi", client, "p")))
+    steps = [{"op": reopen, "id": "open", "sessionId": first.session_id()}]
+    second = run_client({**script(live, client, workdir, steps), "autoSession": False})
+    offered = options(second.response("open")["result"])
+    assert offered["model"]["currentValue"] == "default" and offered["effort"]["category"] == "thought_level"
+    answered = line_of(second, lambda line: "configOptions" in (line.get("result") or {}))
+    listed = line_of(
+        second,
+        lambda line: (
+            line.get("params", {}).get("update", {}).get("sessionUpdate") == "available_commands_update"
+        ),
+    )
+    assert answered < listed
+
+
 def test_an_unknown_option_or_value_is_refused(live: LiveModel, workdir: Path) -> None:
     steps = [
         choose("option", "speed", "fast", expectError=-32602),

@@ -1,14 +1,17 @@
 """The plan through the core: Claude Code's todo list (``TodoWrite``) and its task list
 (``TaskCreate``/``TaskUpdate``/``TaskList``) become ``plan`` (v1) or ``plan_update`` (v2) with
-every entry's status, never tool calls. The tool results are in the shapes CLI 2.1.332 gave
-the scripted model's ``todo`` and ``tasks`` scenarios (``tool_use_result`` included)."""
+every entry's status, never tool calls, live and in a replayed conversation. The tool results
+are in the shapes CLI 2.1.332 gave the scripted model's ``todo`` and ``tasks`` scenarios
+(``tool_use_result`` included; a stored conversation keeps only their text)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import pytest
+from claude_agent_sdk._internal.message_parser import parse_message
 
+from claude_bg_acp.core import events as ev
 from claude_bg_acp.core.effects import Effect, Notify
 from tests.support.driver import CoreDriver, as_jsonrpc
 from tests.support.frames import agent_input, state_changed, tool_result, tool_use
@@ -120,3 +123,33 @@ def test_a_subagents_list_inside_its_parents_session_stays_a_tool_call() -> None
     assert not any(
         u["sessionUpdate"] == "plan" for u in wire(driver, driver.frame(tool_result("toolu_sub", DONE)), 1)
     )
+
+
+def stored(*frames: dict[str, Any]) -> ev.StoredConversation:
+    """A stored conversation: what Claude Code's transcript keeps has no structured results."""
+    messages = [ev.StoredMessage(f["uuid"], parse_message(f), f["message"]["content"]) for f in frames]
+    return ev.StoredConversation(messages, [], {})
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_a_replayed_conversation_shows_its_plan_from_the_stored_texts(version: int) -> None:
+    driver = CoreDriver(version)
+    conversation = stored(
+        tool_use("t1", "TaskCreate", {"subject": "Write the parser", "description": "p"}),
+        tool_result("t1", "Task #1 created successfully: Write the parser"),
+        tool_use("t2", "TaskCreate", {"subject": "Write the tests", "description": "t"}),
+        tool_result("t2", "Task #2 created successfully: Write the tests"),
+        tool_use("t3", "TaskList", {}),
+        tool_result("t3", "#1 [completed] Write the parser\n#2 [in_progress] Write the tests"),
+    )
+    replayed = wire(driver, driver.recall(conversation), version)
+    assert [u["sessionUpdate"] for u in replayed] == [("plan" if version == 1 else "plan_update")] * 3
+    assert entries(replayed[-1]) == [("Write the parser", "completed"), ("Write the tests", "in_progress")]
+    driver.prompt("go on")
+    driver.frames(
+        state_changed("running"), tool_use("t4", "TaskUpdate", {"taskId": "2", "status": "completed"})
+    )
+    [plan] = wire(
+        driver, driver.frame(tool_result("t4", "Updated task #2 status", {"success": True})), version
+    )
+    assert entries(plan) == [("Write the parser", "completed"), ("Write the tests", "completed")]

@@ -3,14 +3,20 @@
 It negotiates the protocol version at ``initialize`` (the highest we speak at or below the
 client's: 1 or 2), creates and finds sessions, validates params into models, and hands each
 request to its session. Framing and dispatch are the endpoint's business; translation is the
-core's. Importing the Claude side is deferred to the first ``session/new`` (and started in the
+core's. Importing the Claude side is deferred to the first session request (and started in the
 background right after ``initialize``) so that ``initialize`` answers fast.
+
+A session's id is Claude Code's session id, so every conversation Claude Code stored is a
+session a client can list, load, resume, fork or delete (``claude.store``), whichever program
+started it. A session that is open in this process is never given a second Claude Code: a
+client loading or resuming it re-attaches to the one it has.
 
 A session's answer carries its config options, which only Claude Code can tell (its models and
 their effort levels): ``session/new`` waits for its Claude Code to start (at most
 ``READY_BOUND``), unless a session of this process in the same directory already started one,
 whose answer it goes by (the session corrects it with ``config_option_update`` if its own
-Claude Code says otherwise). Its commands follow the answer.
+Claude Code says otherwise); load, resume and fork wait for Claude Code anyway. Its commands
+follow the answer.
 
 Claude Code logs itself in. A client that can run terminal auth methods is offered one: it
 runs this agent's command with ``login``, which runs Claude Code's own login.
@@ -30,7 +36,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from claude_bg_acp import __version__
-from claude_bg_acp.acp import jsonrpc
+from claude_bg_acp.acp import jsonrpc, session_list
 from claude_bg_acp.acp.jsonrpc import RpcError
 from claude_bg_acp.acp.schema import (
     AuthMethodParams,
@@ -38,8 +44,11 @@ from claude_bg_acp.acp.schema import (
     CancelTerminalParams,
     CancelToolCallParams,
     InitializeParams,
+    ListSessionsParams,
+    LoadSessionParams,
     NewSessionParams,
     PromptParams,
+    ResumeSessionParams,
     SessionParams,
     SetConfigOptionParams,
     SetModeParams,
@@ -51,6 +60,7 @@ from claude_bg_acp.core import events as ev
 from claude_bg_acp.stdio import Endpoint
 
 if TYPE_CHECKING:
+    from claude_bg_acp.claude.store import StoredSession
     from claude_bg_acp.session_host import SessionHost
 
 log = logging.getLogger(__name__)
@@ -134,6 +144,17 @@ class Agent:
             return await self._session(stop.session_id).answer(
                 lambda ticket: ev.CancelTask(ticket, stop.async_task_id)
             )
+        if method == "session/list":
+            return await self._list_sessions(parse_params(ListSessionsParams, params))
+        if method == "session/load" and self._version == 1:
+            return await self._open(parse_params(LoadSessionParams, params), True, request_id)
+        if method == "session/resume":
+            resume = parse_params(ResumeSessionParams, params)
+            return await self._open(resume, self._replays(resume), request_id)
+        if method == "session/fork":
+            return await self._fork(parse_params(LoadSessionParams, params), request_id)
+        if method == "session/delete":
+            return await self._delete(parse_params(SessionParams, params).session_id)
         raise RpcError(jsonrpc.METHOD_NOT_FOUND, f"Method not found: {method}")
 
     async def on_notification(self, method: str, params: Any) -> None:
@@ -183,22 +204,32 @@ class Agent:
                 "protocolVersion": 1,
                 "agentInfo": AGENT_INFO,
                 "agentCapabilities": {
-                    "loadSession": False,
+                    "loadSession": True,
                     "promptCapabilities": V1_PROMPT_CAPABILITIES,
-                    "sessionCapabilities": {"close": {}, "additionalDirectories": {}},
+                    "sessionCapabilities": {
+                        "close": {},
+                        "additionalDirectories": {},
+                        "list": {},
+                        "resume": {},
+                        "fork": {},
+                        "delete": {},
+                    },
                     "mcpCapabilities": {"http": True, "sse": True},
                     **({"auth": {"logout": {}}} if logins else {}),
                 },
                 "authMethods": logins,
             }
+        # session/new, list, resume and close are v2's baseline; v2 has no SSE transport.
         return {
             "protocolVersion": version,
             "info": AGENT_INFO,
             "capabilities": {
                 "session": {
                     "prompt": V2_PROMPT_CAPABILITIES,
-                    "mcp": {"stdio": {}, "http": {}, "sse": {}},
+                    "mcp": {"stdio": {}, "http": {}},
                     "additionalDirectories": {},
+                    "fork": {},
+                    "delete": {},
                 }
             },
             "authMethods": logins,
@@ -250,25 +281,128 @@ class Agent:
             raise RpcError(jsonrpc.INTERNAL_ERROR, "Claude Code could not log out")
 
     async def _new_session(self, params: NewSessionParams, request_id: jsonrpc.RequestId) -> dict[str, Any]:
-        if not os.path.isabs(params.cwd) or not os.path.isdir(params.cwd):
-            raise RpcError(
-                jsonrpc.INVALID_PARAMS,
-                "Invalid params: cwd: must be an absolute path to an existing directory",
-            )
-        if not all(os.path.isabs(path) for path in params.additional_directories or []):
-            raise RpcError(
-                jsonrpc.INVALID_PARAMS, "Invalid params: additionalDirectories: paths must be absolute"
-            )
+        _check_directories(params)
         # The first session pays for importing the SDK; a worker thread keeps the loop serving.
         await anyio.to_thread.run_sync(_import_claude_side)
+        session = self._start_session(str(uuid.uuid4()), params)
+        if params.cwd not in self._started:
+            with anyio.move_on_after(READY_BOUND):
+                await session.ready()
+            self._remember(session)
+        return {"sessionId": session.session_id, **self._opened(session, request_id)}
+
+    async def _open(
+        self, params: LoadSessionParams, replay: bool, request_id: jsonrpc.RequestId
+    ) -> dict[str, Any]:
+        """``session/load`` and ``session/resume``: re-attach to the session if it is open here,
+        else have Claude Code resume the stored one; replay it if asked, then the current state."""
+        _check_directories(params)
+        await anyio.to_thread.run_sync(_import_claude_side)
+        from claude_bg_acp.claude import store
+
+        session_id = params.session_id
+        if self._parent_of(session_id) is not None:
+            raise RpcError(jsonrpc.INVALID_REQUEST, "A subagent session cannot be loaded or resumed")
+        if session_id not in self._sessions:
+            stored = await self._stored(session_id)
+            _same_directory(session_id, stored.cwd, params.cwd)
+        # Checked again: another request may have opened it meanwhile.
+        session = self._sessions.get(session_id)
+        if session is None:
+            session = await self._resumed(session_id, params)
+        else:
+            _same_directory(session_id, session.cwd, params.cwd)
+            await session.started()
+        conversation = await store.conversation(session_id, session.cwd) if replay else None
+        await session.attach(conversation)
+        return self._opened(session, request_id)
+
+    async def _fork(self, params: LoadSessionParams, request_id: jsonrpc.RequestId) -> dict[str, Any]:
+        """A new session with a copy of the conversation (and none of its background work)."""
+        _check_directories(params)
+        await anyio.to_thread.run_sync(_import_claude_side)
+        from claude_bg_acp.claude import store
+
+        source = self._sessions.get(params.session_id)
+        cwd = source.cwd if source is not None else (await self._stored(params.session_id)).cwd
+        _same_directory(params.session_id, cwd, params.cwd)
+        try:
+            fork_id = await store.fork(params.session_id, cwd)
+        except store.NotStored:
+            message = f"Session {params.session_id} has no stored conversation to fork yet"
+            raise RpcError(RESOURCE_NOT_FOUND, message, {"sessionId": params.session_id}) from None
+        session = await self._resumed(fork_id, params)
+        await session.attach(None)
+        return {"sessionId": fork_id, **self._opened(session, request_id)}
+
+    async def _delete(self, session_id: str) -> dict[str, Any]:
+        await anyio.to_thread.run_sync(_import_claude_side)
+        from claude_bg_acp.claude import store
+
+        if self._parent_of(session_id) is not None:
+            raise RpcError(jsonrpc.INVALID_REQUEST, "A subagent session cannot be deleted")
+        open_here = session_id in self._sessions
+        if open_here:
+            await self._close_session(session_id)
+        if not await store.delete(session_id) and not open_here:
+            raise RpcError(RESOURCE_NOT_FOUND, f"Unknown session {session_id}", {"sessionId": session_id})
+        return {}
+
+    async def _list_sessions(self, params: ListSessionsParams) -> dict[str, Any]:
+        if params.cwd is not None and not os.path.isabs(params.cwd):
+            raise RpcError(jsonrpc.INVALID_PARAMS, "Invalid params: cwd: must be an absolute path")
+        await anyio.to_thread.run_sync(_import_claude_side)
+        from claude_bg_acp.claude import store
+
+        infos = [
+            {"sessionId": s.session_id, "cwd": s.cwd, "updatedAt": s.updated_at}
+            | ({"title": s.title} if s.title else {})
+            for s in await store.listed(params.cwd)
+        ]
+        return session_list.page(infos, params.cursor)
+
+    def _replays(self, params: ResumeSessionParams) -> bool:
+        """v2 ``replayFrom``: only ``{"type": "start"}`` is a cursor this agent can replay from."""
+        if self._version == 1 or params.replay_from is None:
+            return False
+        kind = params.replay_from.get("type")
+        if kind != "start":
+            raise RpcError(
+                jsonrpc.INVALID_PARAMS, f"Invalid params: replayFrom: unsupported cursor type {kind!r}"
+            )
+        return True
+
+    async def _stored(self, session_id: str) -> StoredSession:
+        from claude_bg_acp.claude import store
+
+        try:
+            return await store.find(session_id)
+        except store.NotStored:
+            raise RpcError(
+                RESOURCE_NOT_FOUND, f"Unknown session {session_id}", {"sessionId": session_id}
+            ) from None
+        except store.Unreadable as unreadable:
+            message = f"Session {session_id} cannot be read: {unreadable.args[0]} holds no conversation"
+            raise RpcError(jsonrpc.INTERNAL_ERROR, message, {"sessionId": session_id}) from None
+
+    async def _resumed(self, session_id: str, params: NewSessionParams) -> SessionHost:
+        """A session for a stored conversation, once Claude Code has resumed it."""
+        session = self._start_session(session_id, params)
+        try:
+            await session.started()
+        except RpcError:
+            self._sessions.pop(session_id, None)
+            raise
+        self._remember(session)
+        return session
+
+    def _start_session(self, session_id: str, params: NewSessionParams) -> SessionHost:
         from claude_bg_acp.presenters.choice import presenter_for
         from claude_bg_acp.session_host import SessionHost
         from claude_bg_acp.tail import TailerOptions
 
-        session_id = str(uuid.uuid4())
         assert self._version is not None
         tailing = TailerOptions(chunk_size=CHUNK_SIZE, backlog_limit=self._output_backlog)
-        known = self._started.get(params.cwd)
         session = SessionHost(
             session_id,
             params.cwd,
@@ -278,16 +412,17 @@ class Agent:
             tailing,
             mcp_servers=params.mcp_servers,
             add_dirs=params.additional_directories,
-            known=known,
+            known=self._started.get(params.cwd),
         )
         self._sessions[session_id] = session
         self._tg.start_soon(session.run)
-        if known is None:
-            with anyio.move_on_after(READY_BOUND):
-                await session.ready()
-            if session.started_with is not None:
-                self._started[params.cwd] = session.started_with
-        return {"sessionId": session_id, **self._opened(session, request_id)}
+        return session
+
+    def _remember(self, session: SessionHost) -> None:
+        """What the first Claude Code started in a directory said: the next session/new there
+        answers with it at once."""
+        if session.started_with is not None:
+            self._started.setdefault(session.cwd, session.started_with)
 
     def _opened(self, session: SessionHost, request_id: jsonrpc.RequestId) -> dict[str, Any]:
         """What the answer that tells the client of ``session`` carries besides its id (its
@@ -315,6 +450,24 @@ class Agent:
         if session is None:
             raise RpcError(RESOURCE_NOT_FOUND, f"Unknown session {session_id}", {"sessionId": session_id})
         return session
+
+
+def _check_directories(params: NewSessionParams) -> None:
+    if not os.path.isabs(params.cwd) or not os.path.isdir(params.cwd):
+        raise RpcError(
+            jsonrpc.INVALID_PARAMS,
+            "Invalid params: cwd: must be an absolute path to an existing directory",
+        )
+    if not all(os.path.isabs(path) for path in params.additional_directories or []):
+        raise RpcError(
+            jsonrpc.INVALID_PARAMS, "Invalid params: additionalDirectories: paths must be absolute"
+        )
+
+
+def _same_directory(session_id: str, cwd: str, requested: str) -> None:
+    if os.path.realpath(cwd) != os.path.realpath(requested):
+        message = f"Invalid params: cwd: session {session_id} belongs to {cwd}, not {requested}"
+        raise RpcError(jsonrpc.INVALID_PARAMS, message)
 
 
 def _import_claude_side() -> None:

@@ -10,9 +10,12 @@ with its own task, so a slow ``interrupt`` never holds back output.
 
 The runner is connected, read and disconnected inside this session's own task (the SDK needs
 its client to live in one task); a prompt that arrives while Claude Code starts simply waits in
-the command queue. Once connected, Claude Code says what it offers (models, commands) and what
-it has in effect (``ready`` waits for that, so that an answer can carry real options); the
-settings are read again whenever the core asks.
+the command queue. The session id is Claude Code's: each start resumes the stored conversation
+of that id, or names a new one with it while nothing is stored yet. A stored conversation
+Claude Code cannot resume fails the session at its first start (``started`` says why), instead
+of starting over. Once connected, Claude Code says what it offers (models, commands) and what
+it has in effect (``ready`` and ``started`` wait for that, so that an answer can carry real
+options); the settings are read again whenever the core asks.
 
 Background output comes from one ``OutputTailer`` per session. Its consumer feeds each event to
 the core and then waits at a barrier until the resulting updates are written: the tailer only
@@ -26,6 +29,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import count
@@ -44,6 +48,7 @@ from claude_agent_sdk.types import (
 from claude_bg_acp.acp.jsonrpc import INTERNAL_ERROR, RequestId, RpcError
 from claude_bg_acp.acp.schema import PermissionResponse, PromptParams
 from claude_bg_acp.acp.updates import session_update_line
+from claude_bg_acp.claude import store
 from claude_bg_acp.claude.conventions import tasks_root
 from claude_bg_acp.claude.options import session_options
 from claude_bg_acp.claude.runner import ClaudeRunner
@@ -61,6 +66,7 @@ from claude_bg_acp.core.effects import (
     Notify,
     Query,
     ReadSettings,
+    ReadTitle,
     Reply,
     SetEffort,
     SetModel,
@@ -141,7 +147,14 @@ class SessionHost:
         self._add_dirs = add_dirs or []
         self.session_id = session_id
         self.cwd = cwd
-        self.core = SessionCore(session_id, presenter, cwd, tasks_root(cwd), allow_bypass=os.geteuid() != 0)
+        self.core = SessionCore(
+            session_id,
+            presenter,
+            cwd,
+            tasks_root(cwd),
+            allow_bypass=os.geteuid() != 0,
+            instance=uuid.uuid4().hex,
+        )
         self._endpoint = endpoint
         self._cli_path = cli_path
         self._clock = clock
@@ -161,6 +174,7 @@ class SessionHost:
         self._tailer = OutputTailer(tailer_options)
         self._runner: ClaudeRunner | None = None
         self._runner_ready = anyio.Event()
+        self._start = Waiter()
         self._ready = anyio.Event()
         self.started_with: ev.ClaudeStarted | None = None
         """What this session's Claude Code said when it first started."""
@@ -190,6 +204,7 @@ class SessionHost:
                 tg.cancel_scope.deadline = anyio.current_time() + CLOSE_BOUND
         finally:
             self._ready.set()
+            self._failed_start("The session was closed before Claude Code started")
             self._finished.set()
 
     async def ready(self) -> None:
@@ -203,11 +218,18 @@ class SessionHost:
         running (it ends with an error) but not the session. After ``MAX_RESTARTS`` failures in
         a row the session gives up and refuses further prompts with the reason.
         """
-        resume: str | None = None
         failures = 0
         while not self._closing.is_set():
+            # Nothing is stored before the first prompt: until then the id names a new one.
+            stored = await store.exists(self.session_id, self.cwd)
             options = session_options(
-                self.cwd, self._can_use_tool, self._cli_path, resume, self._mcp_servers, self._add_dirs
+                self.cwd,
+                self._can_use_tool,
+                self._cli_path,
+                resume=self.session_id if stored else None,
+                mcp_servers=self._mcp_servers,
+                add_dirs=self._add_dirs,
+                session_id=None if stored else self.session_id,
             )
             options.permission_mode = self.core.modes.current  # type: ignore[assignment]
             options.model = self.core.config.chosen_model
@@ -217,13 +239,15 @@ class SessionHost:
             self._ready.set()
             if reason is None:
                 return
+            if stored and not self._start.done.is_set():
+                self._failed_start(f"Claude Code cannot resume session {self.session_id}: {reason}")
+                return
             failures = 0 if runner.delivered else failures + 1
-            # A conversation that Claude Code never saved cannot be resumed: start afresh.
-            resume = runner.cli_session_id if runner.delivered else None
             fatal = failures >= MAX_RESTARTS
             log.warning("session %s: %s%s", self.session_id, reason, "" if fatal else "; restarting")
             self.handle(ev.ClaudeDied(reason, fatal))
             if fatal:
+                self._failed_start(reason)
                 await self._closing.wait()
                 return
             with anyio.move_on_after(RESTART_DELAY * failures):
@@ -237,7 +261,6 @@ class SessionHost:
             log.debug("Claude Code did not start", exc_info=True)
             await runner.disconnect()
             return f"Claude Code did not start: {exc}"
-        await self._started(runner)
         exited = anyio.Event()
         reason = "Claude Code exited"
 
@@ -249,6 +272,9 @@ class SessionHost:
         tg.start_soon(read)
         self._runner = runner
         self._runner_ready.set()
+        await self._started(runner)
+        if not self._start.done.is_set():
+            self._start.settle()
         async with anyio.create_task_group() as race:
             race.start_soon(_set_on, self._closing, exited)
             await exited.wait()
@@ -274,6 +300,23 @@ class SessionHost:
             await self._settled.wait()
         self.handle(ev.CloseTimedOut())
         await runner.disconnect()
+
+    def _failed_start(self, reason: str) -> None:
+        if not self._start.done.is_set():
+            self._start.settle(error=RpcError(INTERNAL_ERROR, reason))
+
+    async def started(self) -> None:
+        """Wait until Claude Code has the conversation; raises ``RpcError`` when it could not
+        resume the stored one (the session is over then)."""
+        await self._start.wait()
+
+    async def attach(self, conversation: ev.StoredConversation | None) -> None:
+        """A client (re)attaches: replay ``conversation`` if given, then the current state; return
+        once all of it is written (before the client's request is answered)."""
+        if conversation is not None:
+            self.handle(ev.Recall(conversation))
+        self.handle(ev.Resync())
+        await self.written()
 
     async def close(self) -> None:
         """Cancel what is pending, stop Claude Code, and return once it is gone."""
@@ -393,6 +436,9 @@ class SessionHost:
             case FinishTail(task_id):
                 assert self._tg is not None
                 self._tg.start_soon(self._finish_tail, task_id)
+            case ReadTitle():
+                assert self._tg is not None
+                self._tg.start_soon(self._read_title)
             case Log(message):
                 log.warning("session %s: %s", self.session_id, message)
             case (
@@ -407,6 +453,14 @@ class SessionHost:
                 self._commands_in.send_nowait(effect)
             case _:
                 assert_never(effect)
+
+    async def _read_title(self) -> None:
+        try:
+            title, updated_at = await store.title(self.session_id, self.cwd)
+        except Exception:
+            log.warning("session %s: could not read its title", self.session_id, exc_info=True)
+            return
+        self.handle(ev.TitleRead(title, updated_at))
 
     # --- background output ----------------------------------------------------------------------------
 

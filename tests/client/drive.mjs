@@ -46,6 +46,13 @@
 //
 //   {op: "initialize", params?}                 (only needed with autoInitialize: false)
 //   {op: "newSession", name?, cwd?, request?}   a further session; becomes the default session
+//   {op: "loadSession" | "resumeSession", sessionId, name?, cwd?, request?, replayFrom?}
+//        session/load (v1) or session/resume of a session by id (a known id re-attaches its
+//        session under its name; else a new name): it becomes the default session. Updates
+//        that come before the response already count as that session's.
+//   {op: "forkSession", sessionId, name?, cwd?, request?}   session/fork: the new session
+//   {op: "listSessions", cwd?, cursor?, allPages?: false}   session/list (following nextCursor
+//        with allPages); responses[id] = {pages, sessions}
 //   {op: "prompt", text | content: [ContentBlock], await?: true}
 //        v1: await = wait for the PromptResponse ({stopReason}, the end of the turn);
 //        v2: await = wait for the {messageId} response (insertion), NOT for idle.
@@ -710,7 +717,9 @@ async function main() {
     const entry = { t: now(), sessionId: params.sessionId, session: name ?? null, update: toJsonSafe(params.update) };
     if (params._meta !== undefined) entry.meta = toJsonSafe(params._meta);
     out.updates.push(entry);
-    if (name !== undefined) sessions.get(name).seen += 1;
+    // A session being loaded or resumed has a name before it has a state.
+    const state = name !== undefined ? sessions.get(name) : undefined;
+    if (state) state.seen += 1;
     applyUpdate(params.update);
     changed();
   });
@@ -765,11 +774,56 @@ async function main() {
   }
 
   async function startSession(ctx, step, key) {
-    const name = step.name ?? (sessions.size === 0 ? "main" : `session${sessions.size + 1}`);
+    const name = step.name ?? nextSessionName();
     if (sessions.has(name)) fail(`session name ${JSON.stringify(name)} already used`);
     const request = { cwd: step.cwd ?? script.cwd ?? process.cwd(), mcpServers: [], ...(script.session ?? {}), ...(step.request ?? {}) };
     const session = await withTimeout(ctx.buildSession(request).start(), step.timeoutMs ?? defaultStepTimeoutMs, "session/new");
-    const state = {
+    out.responses[key] = { t: now(), result: toJsonSafe(session.newSessionResponse), session: name };
+    return registerSession(name, session, session.newSessionResponse);
+  }
+
+  function nextSessionName() {
+    return sessions.size === 0 ? "main" : `session${sessions.size + 1}`;
+  }
+
+  // Opens a session by id: session/load, session/resume (the same session again when its id
+  // is known) or session/fork (a new one). The id is mapped to its name before the request,
+  // so that what is replayed before the response is counted as that session's.
+  async function openSession(ctx, step, key, method) {
+    const source = substitute(step.sessionId, undefined);
+    if (typeof source !== "string") fail(`${step.op} needs a sessionId`);
+    const forking = method === "session/fork";
+    const known = forking ? undefined : sessionNameById.get(source);
+    const name = step.name ?? known ?? nextSessionName();
+    if (name !== known && sessions.has(name)) fail(`session name ${JSON.stringify(name)} already used`);
+    const params = { sessionId: source, cwd: step.cwd ?? script.cwd ?? process.cwd(), mcpServers: [], ...(script.session ?? {}), ...(step.request ?? {}) };
+    if (step.replayFrom !== undefined) params.replayFrom = step.replayFrom;
+    if (!forking) {
+      sessionNameById.set(source, name);
+      for (const u of out.updates) if (u.sessionId === source) u.session = name;
+    }
+    const controller = new AbortController();
+    trackRequest(key, ctx.request(method, params, { cancellationSignal: controller.signal }), controller, { session: name });
+    const response = await settle(key, step.timeoutMs ?? defaultStepTimeoutMs, `the ${method} response`);
+    out.responses[key].session = name;
+    checkExpectation(step, key);
+    if (response.error) {
+      if (!forking && known === undefined) sessionNameById.delete(source);
+      return;
+    }
+    const result = { ...response.result, sessionId: forking ? response.result.sessionId : source };
+    // The library builds an ActiveSession only from session/new; its attach works for any answer.
+    registerSession(name, ctx.attachSession(result), result);
+  }
+
+  function registerSession(name, session, response) {
+    const earlier = sessions.get(name);
+    if (earlier) {
+      // A re-attached session: the new ActiveSession replaces the old one.
+      earlier.session.dispose();
+      earlier.session = session;
+    }
+    const state = earlier ?? {
       name,
       id: session.sessionId,
       session,
@@ -779,14 +833,15 @@ async function main() {
       promptStartIndex: 0,
       idleConsumed: -1,
     };
-    // Count updates for this id that the global handler saw before the id was known.
-    state.seen = out.updates.filter((u) => u.sessionId === session.sessionId).length;
-    for (const u of out.updates) if (u.sessionId === session.sessionId) u.session = name;
-    sessions.set(name, state);
+    if (!earlier) {
+      // Count updates for this id that the global handler saw before the id was known.
+      state.seen = out.updates.filter((u) => u.sessionId === session.sessionId).length;
+      for (const u of out.updates) if (u.sessionId === session.sessionId) u.session = name;
+      sessions.set(name, state);
+      out.sessions[name] = { sessionId: session.sessionId, newSessionResponse: toJsonSafe(response) };
+    }
     sessionNameById.set(session.sessionId, name);
     currentSessionName = name;
-    out.sessions[name] = { sessionId: session.sessionId, newSessionResponse: toJsonSafe(session.newSessionResponse) };
-    out.responses[key] = { t: now(), result: toJsonSafe(session.newSessionResponse), session: name };
     // Drain what the ActiveSession surfaces, so we know what its API delivered.
     (async () => {
       for (;;) {
@@ -855,6 +910,38 @@ async function main() {
 
     async newSession(ctx, step, key) {
       await startSession(ctx, step, key);
+    },
+
+    async loadSession(ctx, step, key) {
+      await openSession(ctx, step, key, "session/load");
+    },
+
+    async resumeSession(ctx, step, key) {
+      await openSession(ctx, step, key, "session/resume");
+    },
+
+    async forkSession(ctx, step, key) {
+      await openSession(ctx, step, key, "session/fork");
+    },
+
+    async listSessions(ctx, step, key) {
+      const pages = [];
+      let cursor = step.cursor;
+      do {
+        const params = { ...(step.cwd !== undefined ? { cwd: step.cwd } : {}), ...(cursor !== undefined ? { cursor } : {}) };
+        const controller = new AbortController();
+        const pageKey = `${key}#${pages.length}`;
+        trackRequest(pageKey, ctx.request("session/list", params), controller);
+        const response = await settle(pageKey, step.timeoutMs ?? defaultStepTimeoutMs, "the session/list response");
+        checkExpectation(step, pageKey);
+        if (response.error) {
+          out.responses[key] = response;
+          return;
+        }
+        pages.push(response.result);
+        cursor = response.result.nextCursor ?? undefined;
+      } while (step.allPages && cursor !== undefined);
+      out.responses[key] = { t: now(), pages, sessions: pages.flatMap((page) => page.sessions) };
     },
 
     async prompt(ctx, step, key) {

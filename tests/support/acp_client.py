@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from .air import air_update_count, declares_air
-from .rules import Violation, check_updates
+from .rules import BackgroundRules, Violation
 from .schema import CLIENT_DIR, SDK_PACKAGE_DIR, SDK_VERSION, validate_transcript
 
 DRIVER = CLIENT_DIR / "drive.mjs"
@@ -370,17 +370,35 @@ class ClientRun:
         return problems
 
     def broken_rules(self) -> list[str]:
-        """The first background rule (``tests.support.rules``) the agent's updates break, if any."""
-        updates = (
-            (str(line["params"].get("sessionId")), line["params"]["update"])
-            for line in self.agent_messages("session/update")
-            if isinstance(line.get("params"), dict) and isinstance(line["params"].get("update"), dict)
-        )
+        """The first background rule (``tests.support.rules``) the agent's updates break, if any.
+
+        A ``session/load`` or ``session/resume`` the client sent makes the rules forget that
+        session from then on, as the client does.
+        """
+        rules = BackgroundRules(lists=self.protocol_version >= 2)
         try:
-            check_updates(updates, self.protocol_version)
+            for _, session_id, update in self._timeline():
+                if update is None:
+                    rules.forget(session_id)
+                else:
+                    rules.see(session_id, update)
         except Violation as broken:
             return [str(broken)]
         return []
+
+    def _timeline(self) -> list[tuple[float, str, JsonObject | None]]:
+        """Updates the agent sent and the sessions the client re-attached to (``None``), by time."""
+        events: list[tuple[float, str, JsonObject | None]] = []
+        for line, t in zip(self.client_lines, self.client_line_times, strict=False):
+            if isinstance(line, dict) and line.get("method") in ("session/load", "session/resume"):
+                events.append((t, str((line.get("params") or {}).get("sessionId")), None))
+        for line, t in zip(self.agent_lines, self.agent_line_times, strict=False):
+            params = line.get("params") if isinstance(line, dict) else None
+            update = params.get("update") if isinstance(params, dict) else None
+            if line.get("method") == "session/update" and isinstance(update, dict):
+                events.append((t, str(params.get("sessionId")), update))
+        # A request goes out before anything the agent sends about it: at equal times it is first.
+        return sorted(events, key=lambda event: (event[0], event[2] is not None))
 
     def assert_clean(self) -> None:
         problems = self.problems()

@@ -16,8 +16,14 @@ client's stop by task id); a
 played from the output files the recorder kept: when the core finishes a terminal, the file's
 bytes go through the closing-line rule the tailer applies, then back to the core.
 
+``stored_conversation`` reads what a recording kept of Claude Code's stored conversation the
+way the agent does (the SDK's readers through ``claude.store``), for ``recall``: a client
+loading the session; ``resync`` is a client (re)attaching.
+
 ``effect_json`` and ``as_jsonrpc`` show the effects as golden lines and as the JSON-RPC
-messages they become on the wire (for schema validation and the background rules).
+messages they become on the wire; ``check_transcript`` validates those against the schema and
+the background rules, and ``assert_golden`` compares golden lines with their file
+(``UPDATE_GOLDEN=1`` rewrites it).
 """
 
 from __future__ import annotations
@@ -26,16 +32,19 @@ import base64
 import hashlib
 import itertools
 import json
+import os
 import zlib
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 from claude_agent_sdk._internal.message_parser import parse_message
 
 from claude_bg_acp.acp.schema import ContentBlock, air_capabilities
+from claude_bg_acp.claude import store
 from claude_bg_acp.claude.server_info import Applied, read_server_info
 from claude_bg_acp.closing_line import ExitInfo, TrailerGate
 from claude_bg_acp.core import events as ev
@@ -44,12 +53,17 @@ from claude_bg_acp.core.effects import AskPermission, Effect, Fail, FinishTail, 
 from claude_bg_acp.core.session import ALLOW_ONCE, REJECT_ONCE, SessionCore
 from claude_bg_acp.presenters.choice import presenter_for
 from tests.support.air import air_capabilities as air_capabilities_of
-from tests.support.zed import ZED_CAPABILITIES
+from tests.support.air import declares_air
+from tests.support.rules import check_updates
+from tests.support.schema import validate_transcript
+from tests.support.zed import ZED_CAPABILITIES, ZedView
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 SESSION_ID = "session-core"
 CWD = "/tmp/claude-bg-acp/work"
 """The session's cwd as the recorder's normalisation writes it."""
+RECORDED_SESSION = "00000000-0000-4000-8000-5e5510000000"
+"""Claude Code's session id in every recording."""
 DIGEST_OVER = 4096
 
 CLIENTS: dict[str, tuple[int, dict[str, Any]]] = {
@@ -219,6 +233,12 @@ class CoreDriver:
     def drained(self, task_id: str, rest: bytes = b"", exit_info: ExitInfo | None = None) -> list[Effect]:
         return self.handle(ev.OutputEnded(task_id, rest, exit_info))
 
+    def recall(self, conversation: ev.StoredConversation) -> list[Effect]:
+        return self.handle(ev.Recall(conversation))
+
+    def resync(self) -> list[Effect]:
+        return self.handle(ev.Resync())
+
     def tick(self, to: float | None = None) -> list[Effect]:
         """The ticker: at ``to`` (never back in time), or now."""
         self.now = max(self.now, to if to is not None else self.now)
@@ -322,6 +342,22 @@ class CoreDriver:
         return [e.update.wire() for e in self.effects if isinstance(e, Notify) and e.session_id == wanted]
 
 
+def stored_conversation(recorded: list[Frame], config_dir: Path) -> ev.StoredConversation:
+    """What the recording kept of the stored conversation, written under ``config_dir`` as Claude
+    Code lays it out and read back as the agent reads it; output files are the recorded ones."""
+    project = config_dir / "projects" / CWD.replace("/", "-")
+    for line in (line for line in recorded if line["dir"] == "stored"):
+        path = project / line["path"]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a") as file:
+            file.write(json.dumps(line["record"]) + ("\n" if path.suffix == ".jsonl" else ""))
+    files = {line["path"]: _file_bytes(line) for line in recorded if line["dir"] == "file"}
+    with mock.patch.dict(os.environ, {"CLAUDE_CONFIG_DIR": str(config_dir)}):
+        return store._conversation(
+            RECORDED_SESSION, CWD, lambda path: (files[path], True) if path in files else None
+        )
+
+
 def _blocks(content: str | list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{"type": "text", "text": content}] if isinstance(content, str) else content
 
@@ -378,3 +414,27 @@ def _digested(value: Any) -> Any:
     if isinstance(value, list):
         return [_digested(item) for item in value]
     return value
+
+
+def check_transcript(driver: CoreDriver, effects: list[Effect], client: str) -> None:
+    """The effects, as the wire carries them, are valid for the client kind's version, keep the
+    background rules, and (for Zed) leave no terminal that Zed would show running forever."""
+    agent_lines, client_lines = as_jsonrpc(effects, driver.requests)
+    version, capabilities = CLIENTS[client]
+    violations = validate_transcript(agent_lines, client_lines, version, air=declares_air(capabilities))
+    assert not violations, "\n".join(violations)
+    check_updates(((e.session_id, e.update.wire()) for e in effects if isinstance(e, Notify)), version)
+    if capabilities == ZED_CAPABILITIES:
+        shown = ZedView.replay(driver.session_id, agent_lines, client_lines)
+        assert not shown.problems(), "\n".join(shown.problems())
+        running = [t.terminal_id for t in shown.terminals.values() if t.exit is None]
+        assert not running, f"Zed would show these terminals running forever: {running}"
+
+
+def assert_golden(golden: Path, lines: list[dict[str, Any]]) -> None:
+    text = "".join(json.dumps(line, sort_keys=True) + "\n" for line in lines)
+    if os.environ.get("UPDATE_GOLDEN") or not golden.exists():
+        golden.parent.mkdir(parents=True, exist_ok=True)
+        golden.write_text(text)
+        assert os.environ.get("UPDATE_GOLDEN"), f"wrote a new golden file {golden.name}; review and commit it"
+    assert text == golden.read_text()

@@ -25,6 +25,10 @@ v1 transcripts have no snapshots: rules 3 (final statuses, exits, cancel), 5, 6 
 apply, also to the terminals of the ``_meta`` extension (Zed's): announced by
 ``terminal_info`` on a ``tool_call``, fed by ``terminal_output`` / ``terminal_output_delta``,
 ended by ``terminal_exit``.
+
+A client that loads or resumes a session forgets what it knew of it and of its children
+(``forget``), as the RFDs require: from there on everything must be announced anew, whether the
+agent replays the history or restates only what is live.
 """
 
 from __future__ import annotations
@@ -75,6 +79,12 @@ class BackgroundRules:
 
     def view(self, session_id: str) -> SessionView:
         return self.sessions.setdefault(session_id, SessionView())
+
+    def forget(self, session_id: str) -> None:
+        """The client (re)attaches to the session: what it knew of it and its children is gone."""
+        view = self.sessions.pop(session_id, None)
+        for child in view.children if view is not None else ():
+            self.forget(child)
 
     def see(self, session_id: str, update: dict[str, Any]) -> None:
         view = self.view(session_id)

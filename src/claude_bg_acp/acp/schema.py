@@ -104,6 +104,21 @@ class SessionParams(WireModel):
     session_id: str
 
 
+class LoadSessionParams(NewSessionParams):
+    """``session/load``, ``session/resume`` and ``session/fork`` (which names the source)."""
+
+    session_id: str
+
+
+class ResumeSessionParams(LoadSessionParams):
+    replay_from: dict[str, Any] | None = None
+
+
+class ListSessionsParams(WireModel):
+    cwd: str | None = None
+    cursor: str | None = None
+
+
 class PromptParams(SessionParams):
     prompt: list[ContentBlock] = Field(min_length=1)
 

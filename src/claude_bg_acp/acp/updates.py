@@ -99,6 +99,12 @@ class SubagentUpdate(WireModel):
     state: dict[str, Any] | None = None
 
 
+class SessionInfoUpdate(WireModel):
+    session_update: Literal["session_info_update"] = "session_info_update"
+    title: str | None = None
+    updated_at: str | None = None
+
+
 class SessionMessage(WireModel):
     session_update: Literal["session_message"] = "session_message"
     message_id: str
@@ -192,6 +198,7 @@ SessionUpdate = (
     | TerminalOutputChunk
     | SubagentUpdate
     | SessionMessage
+    | SessionInfoUpdate
     | CurrentModeUpdate
     | SubagentSpawned
     | SubagentStateUpdate

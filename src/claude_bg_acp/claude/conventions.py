@@ -7,7 +7,10 @@ the lock file). None is documented, so a CLI upgrade is reviewed here, in one fi
 - the hand-off text of a tool result that sent work to the background;
 - the exit code in a task notification's summary;
 - the closing line appended to a background shell's output file, and the signal it implies;
-- where task output files live;
+- where task output files and stored conversations live;
+- Claude Code's own messages in a stored conversation (task notifications, command echoes ...);
+- the commands that start a new conversation under another session id;
+- what the task tools' results say (a stored conversation has only their text);
 - the error an assistant message reports when Claude Code is not logged in.
 
 Standard library only: the core and the edges both import it.
@@ -119,6 +122,109 @@ def tasks_root(cwd: str, environ: dict[str, str] | None = None) -> str:
 
 def output_file(root: str, cli_session_id: str, task_id: str) -> str:
     return f"{root}/{cli_session_id}/tasks/{task_id}.output"
+
+
+# --- where stored conversations live ----------------------------------------------------------
+
+
+def projects_dir(environ: dict[str, str] | None = None) -> str:
+    """``$CLAUDE_CONFIG_DIR/projects`` (default ``~/.claude/projects``).
+
+    Below it: ``<cwd, each non-alphanumeric character as ->/<session id>.jsonl`` (a cwd longer
+    than 200 characters is cut and hashed), and the subagents' transcripts in
+    ``<session id>/subagents/``.
+    """
+    env = os.environ if environ is None else environ
+    config = env.get("CLAUDE_CONFIG_DIR") or os.path.join(os.path.expanduser("~"), ".claude")
+    return os.path.join(config, "projects")
+
+
+# --- Claude Code's own messages in a stored conversation ---------------------------------------
+
+_NOTIFICATION = re.compile(r"<task-notification>(.*?)</task-notification>", re.DOTALL)
+_COMMAND = re.compile(r"<command-name>(.*?)</command-name>", re.DOTALL)
+_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.DOTALL)
+OWN_MESSAGES = (
+    "<task-notification>",
+    "<local-command-",
+    "<system-reminder>",
+    "[Request interrupted by user",
+    "This session is being continued from a previous conversation",
+)
+"""How user messages that Claude Code wrote itself begin: a task's end, the output of a local
+command, a reminder, the marker of an interrupted turn, the summary that replaces a compacted
+conversation."""
+
+
+@dataclass(frozen=True)
+class TaskNote:
+    """A ``<task-notification>`` Claude Code wrote into the conversation when a task ended."""
+
+    task_id: str
+    tool_use_id: str | None
+    status: str | None
+    summary: str | None
+
+
+def task_notes(text: str) -> list[TaskNote]:
+    notes = []
+    for block in _NOTIFICATION.findall(text):
+        task_id = _tag(block, "task-id")
+        if task_id:
+            notes.append(
+                TaskNote(task_id, _tag(block, "tool-use-id"), _tag(block, "status"), _tag(block, "summary"))
+            )
+    return notes
+
+
+def _tag(block: str, name: str) -> str | None:
+    match = re.search(rf"<{name}>(.*?)</{name}>", block, re.DOTALL)
+    return match[1].strip() if match else None
+
+
+def user_text(text: str) -> str | None:
+    """A stored user text as the user typed it; None when Claude Code wrote it itself.
+
+    A slash command is stored as ``<command-message>…<command-name>/x</command-name>
+    <command-args>y</command-args>``: the user typed ``/x y``.
+    """
+    stripped = text.lstrip()
+    if stripped.startswith(("<command-message>", "<command-name>")):
+        command = _COMMAND.search(text)
+        if command:
+            args = _ARGS.search(text)
+            return f"{command[1].strip()} {args[1].strip() if args else ''}".strip()
+    return None if stripped.startswith(OWN_MESSAGES) else text
+
+
+# --- commands that start another conversation -------------------------------------------------
+
+NEW_CONVERSATION_COMMANDS = ("/clear", "/reset", "/new")
+"""``/clear`` and its aliases: Claude Code goes on under a NEW session id (``conversation_reset``),
+so the ACP session would no longer name Claude Code's conversation."""
+
+
+def starts_new_conversation(text: str) -> bool:
+    words = text.split(maxsplit=1)
+    return bool(words) and words[0] in NEW_CONVERSATION_COMMANDS
+
+
+# --- the task tools' results ---------------------------------------------------------------------
+
+_TASK_CREATED = re.compile(r"^Task #(\S+) created")
+"""``TaskCreate``: ``"Task #1 created successfully: Write the parser"``."""
+_TASK_LINE = re.compile(r"^#(\S+) \[([a-z_]+)\] (.*)$", re.MULTILINE)
+"""A line of ``TaskList``: ``"#1 [in_progress] Write the parser"``."""
+
+
+def created_task(text: str) -> str | None:
+    match = _TASK_CREATED.match(text)
+    return match[1] if match else None
+
+
+def listed_tasks(text: str) -> list[dict[str, str]]:
+    """The tasks a ``TaskList`` result lists, in the shape of its structured form."""
+    return [{"id": m[1], "status": m[2], "subject": m[3]} for m in _TASK_LINE.finditer(text)]
 
 
 # --- logging in ---------------------------------------------------------------------------------

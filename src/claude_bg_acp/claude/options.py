@@ -40,11 +40,14 @@ def session_options(
     resume: str | None = None,
     mcp_servers: list[dict[str, Any]] | None = None,
     add_dirs: list[str] | None = None,
+    session_id: str | None = None,
 ) -> ClaudeAgentOptions:
+    """``resume`` continues a stored conversation; ``session_id`` names a new one."""
     return ClaudeAgentOptions(
         cwd=cwd,
         system_prompt={"type": "preset", "preset": "claude_code"},
         resume=resume,
+        session_id=session_id,
         mcp_servers=mcp_config(mcp_servers or []),
         add_dirs=list(add_dirs or []),
         cli_path=cli_path,

@@ -27,6 +27,9 @@ each one is to the client and keeps the RFD's ordering rules:
 - ``terminal/cancel``, ``tool_call/cancel`` and a stop by task id send ``stop_task``; only the
   SDK's events confirm the stop, unless none comes within ``STOP_BOUND``, when the item is
   finalized with an unknown exit and the log says why.
+- A client that (re)attaches learns what each listed item is now (``restate``): a terminal with
+  its command, cwd and latest output (the last ``RESTATE_LIMIT`` bytes, kept while it runs, for
+  clients that keep a list), a tool call with its status; both cancellable.
 
 A task is classified once its launching tool is known (``task_started`` or the tool result),
 or after ``CLASSIFY_GRACE`` on the level signal alone. What the client can see (``Visibility``,
@@ -50,8 +53,10 @@ A stop request (``stop_sent_at``) is orthogonal: it waits for the task's end in 
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
-from typing import Literal
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 from claude_bg_acp.acp.jsonrpc import INVALID_PARAMS, RpcError
 from claude_bg_acp.claude.conventions import KILLED_SIGNAL, SHELL_TOOLS, summary_exit_code
@@ -62,6 +67,9 @@ from claude_bg_acp.core.tool_uses import ToolUse
 
 CLASSIFY_GRACE = 0.5
 STOP_BOUND = 10.0
+RESTATE_LIMIT = 256 * 1024
+"""Bytes of a live terminal's latest output kept to restate it (the size of the snapshot a
+client that falls behind gets)."""
 FOLLOW_UP_STATUSES = ("completed", "failed")
 LiveStatus = Literal["pending", "in_progress", "paused"]
 FinalStatus = Literal["completed", "failed", "cancelled"]
@@ -119,6 +127,29 @@ class Listed:
 
 
 @dataclass
+class Recent:
+    """The latest output of a live terminal, at least ``RESTATE_LIMIT`` bytes of it when it has
+    that many (whole chunks are kept, so appending costs no copy)."""
+
+    parts: deque[bytes] = field(default_factory=deque)
+    size: int = 0
+
+    def add(self, data: bytes) -> None:
+        self.parts.append(data)
+        self.size += len(data)
+        while self.size - len(self.parts[0]) >= RESTATE_LIMIT:
+            self.size -= len(self.parts.popleft())
+
+    def replace(self, data: bytes) -> None:
+        self.parts.clear()
+        self.size = 0
+        self.add(data)
+
+    def latest(self) -> bytes:
+        return b"".join(self.parts)[-RESTATE_LIMIT:]
+
+
+@dataclass
 class Told:
     """What was reported of a task so far, so that only what changed is reported next."""
 
@@ -141,6 +172,10 @@ class Item:
     """The output file being tailed."""
     told: Told | None = None
     """What was reported of it as a task (never for a subagent)."""
+    command: str = ""
+    """A terminal's command line."""
+    recent: Recent | None = None
+    """A terminal's latest output, kept for clients that can re-attach to it."""
 
     @property
     def final(self) -> bool:
@@ -162,6 +197,8 @@ class TerminalOpened:
     tool_call_id: str
     command: str
     cwd: str
+    cancellable: bool = True
+    """False for a terminal replayed from history: ``cancel`` is only granted to live ones."""
 
 
 @dataclass(frozen=True)
@@ -195,6 +232,18 @@ class TerminalExited:
 
 
 @dataclass(frozen=True)
+class TerminalRestated:
+    """A live terminal as it is now, for a client that (re)attaches."""
+
+    session_id: str
+    terminal_id: str
+    tool_call_id: str
+    command: str
+    cwd: str
+    output: bytes
+
+
+@dataclass(frozen=True)
 class WorkOpened:
     """Work continues on a tool call: its launching one, or one of ours (``title`` set)."""
 
@@ -217,6 +266,19 @@ class WorkEnded:
     tool_call_id: str
     status: FinalStatus
     summary: str | None
+
+
+@dataclass(frozen=True)
+class WorkRestated:
+    """A listed tool call as it is now, for a client that (re)attaches: the tool that launched
+    it (``name``, ``tool_input``), or our own ``title`` when no tool call of Claude Code's did."""
+
+    session_id: str
+    tool_call_id: str
+    status: LiveStatus
+    title: str | None
+    name: str | None = None
+    tool_input: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -365,10 +427,13 @@ class Background:
     def _open_terminal(
         self, task: Task, tool: ToolUse | None, owner: str, output_file: str | None
     ) -> list[BackgroundOut]:
-        item = self.items[task.task_id] = Item(task, Kind.TERMINAL, self._fresh(task.task_id), owner)
         command = tool.tool_input.get("command") if tool else None
         if not isinstance(command, str) or not command:
             command = task.description
+        recent = Recent() if self.visibility.detached_work else None
+        item = self.items[task.task_id] = Item(
+            task, Kind.TERMINAL, self._fresh(task.task_id), owner, command=command, recent=recent
+        )
         opened = TerminalOpened(owner, item.ref, item.tool_call_id, command, self.cwd)
         return [opened, *self._follow(item, task.output_file or output_file)]
 
@@ -485,10 +550,10 @@ class Background:
         known_task: bool = True,
     ) -> list[BackgroundOut]:
         task = item.task if known_task else None
-        item.phase = Phase.FINAL
+        item.phase, item.recent = Phase.FINAL, None
         out: list[BackgroundOut] = []
         if item.kind is Kind.TERMINAL:
-            exit = None if unknown else _exit(task, exit_info)
+            exit = None if unknown else exit_of(task, exit_info)
             out.append(TerminalExited(item.session_id, item.ref, item.tool_call_id, exit))
         elif item.kind is Kind.TOOL_CALL:
             end = (
@@ -513,7 +578,7 @@ class Background:
         """An end event after the orphan timeout: tell the client how it really ended."""
         if item.kind is not Kind.TERMINAL:
             return []
-        return [TerminalExited(item.session_id, item.ref, item.tool_call_id, _exit(item.task, None), True)]
+        return [TerminalExited(item.session_id, item.ref, item.tool_call_id, exit_of(item.task, None), True)]
 
     # --- tool results --------------------------------------------------------------------------
 
@@ -546,13 +611,46 @@ class Background:
         item = self.items.get(task_id)
         if item is None or item.final or not data:
             return []
+        if item.recent is not None:
+            item.recent.add(data)
         return [TerminalOutput(item.session_id, item.ref, item.tool_call_id, data)]
 
     def replaced(self, task_id: str, data: bytes) -> list[BackgroundOut]:
         item = self.items.get(task_id)
         if item is None or item.final:
             return []
+        if item.recent is not None:
+            item.recent.replace(data)
         return [TerminalReplaced(item.session_id, item.ref, item.tool_call_id, data)]
+
+    # --- a client (re)attaching -------------------------------------------------------------------
+
+    def restate(
+        self, session_id: str, tool_of: Callable[[str | None], ToolUse | None]
+    ) -> list[TerminalRestated | WorkRestated]:
+        """What each terminal and tool call ``session_id`` lists is now (its children are
+        ``subagents``' to say)."""
+        out: list[TerminalRestated | WorkRestated] = []
+        for item in self.items.values():
+            if item.session_id != session_id or not self._listed_now(item):
+                continue
+            if item.kind is Kind.TERMINAL:
+                output = item.recent.latest() if item.recent is not None else b""
+                out.append(
+                    TerminalRestated(session_id, item.ref, item.tool_call_id, item.command, self.cwd, output)
+                )
+            elif item.kind is Kind.TOOL_CALL:
+                tool = tool_of(item.task.tool_use_id) if item.ref == item.task.tool_use_id else None
+                status = _live_status(item.task)
+                if tool is None:
+                    out.append(WorkRestated(session_id, item.ref, status, _own_title(item.task)))
+                else:
+                    out.append(WorkRestated(session_id, item.ref, status, None, tool.name, tool.tool_input))
+        return out
+
+    def unfinished(self) -> frozenset[str]:
+        """The tasks whose items have no final status yet (a terminal may still be draining)."""
+        return frozenset(item.task.task_id for item in self.items.values() if not item.final)
 
     # --- stopping ---------------------------------------------------------------------------------
 
@@ -666,6 +764,9 @@ class Background:
             if item.session_id == session_id and (entry := self._entry(item)) is not None
         ]
 
+    def _listed_now(self, item: Item) -> bool:
+        return self.visibility.detached_work and self._entry(item) is not None
+
     def _entry(self, item: Item) -> Listed | None:
         if item.kind is Kind.SUBAGENT:
             running = not item.final and item.task.backgrounded is not False
@@ -700,7 +801,7 @@ def _own_title(task: Task) -> str:
     return f"{task.description} ({kind})" if task.description else f"Background {kind}"
 
 
-def _exit(task: Task | None, exit_info: ExitInfo | None) -> ExitInfo | None:
+def exit_of(task: Task | None, exit_info: ExitInfo | None) -> ExitInfo | None:
     """How a terminal's command ended: its file's closing line, else what the task said."""
     if exit_info is not None and (exit_info.exit_code is not None or exit_info.signal is not None):
         return exit_info

@@ -7,8 +7,9 @@ Claude Code lists its commands when it starts, and the whole list again when it 
 terminal: a local one answers with a message of its own (shown as the agent's), others become
 a prompt for the model.
 
-The client is offered every command a prompt can run, each name once: not ``clear``, which
-would carry on under another Claude Code session id than the ACP session's; not Claude Code's
+The client is offered every command a prompt can run, each name once: not ``clear`` (nor its
+aliases), which would carry on under another Claude Code session id than the ACP session's
+(the prompt is refused); not Claude Code's
 internal ones (a name starting with ``_``), nor names with whitespace (ACP forbids them), nor
 the terminal-only ones once Claude Code has named them. ``CommandsChanged`` goes out when the
 client is told of the session, and again whenever what is offered changes.
@@ -18,9 +19,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from claude_bg_acp.claude.conventions import NEW_CONVERSATION_COMMANDS
 from claude_bg_acp.claude.server_info import Command
 
-NOT_OFFERED = frozenset({"clear"})
+NOT_OFFERED = frozenset(command.lstrip("/") for command in NEW_CONVERSATION_COMMANDS)
 
 
 @dataclass(frozen=True)

@@ -5,9 +5,12 @@ perform. They are small immutable values, grouped by where they come from:
 
 - the client: a prompt and its withdrawal, ``session/cancel`` (of the session or of a child),
   per-item cancels, a stop by task id, a permission-mode switch, a config option's choice, a
-  permission answer, having the answer that tells it of the session, the close and its timeout;
+  permission answer, the close and its timeout, a client (re)attaching to the session
+  (``session/load``, ``session/resume``): the stored conversation to replay, and the request
+  for the current state, and having the answer that tells it of the session;
 - Claude Code: its start (what it offers), what it has in effect, a message, a permission
-  question, a question it stopped waiting for, its death;
+  question, a question it stopped waiting for, its death, and the conversation's title as its
+  stored session names it;
 - the output tailer: bytes of a task's output file, a snapshot of it, and its end;
 - the clock: a tick at the core's next deadline.
 
@@ -124,6 +127,54 @@ class CloseTimedOut:
     """The close waited long enough: finalize whatever did not confirm its end."""
 
 
+@dataclass(frozen=True)
+class StoredMessage:
+    """One message of a stored conversation, as Claude Code's transcript keeps it."""
+
+    uuid: str
+    message: Message
+    """The SDK's ``UserMessage`` or ``AssistantMessage``."""
+    content: Any
+    """The raw content of a user message (the parsed one drops images)."""
+
+
+@dataclass(frozen=True)
+class StoredChild:
+    """A subagent's stored conversation, and the Agent tool use that launched it."""
+
+    agent_id: str
+    tool_use_id: str
+    messages: list[StoredMessage]
+
+
+@dataclass(frozen=True)
+class StoredOutput:
+    """What is left of a background shell's output file: its latest bytes, how it exited."""
+
+    data: bytes
+    exit: ExitInfo | None
+
+
+@dataclass(frozen=True)
+class StoredConversation:
+    messages: list[StoredMessage]
+    children: list[StoredChild]
+    outputs: dict[str, StoredOutput]
+    """By task id, for the background shells whose output file is still there."""
+
+
+@dataclass(frozen=True)
+class Recall:
+    """Replay a stored conversation to the client, before it hears anything current."""
+
+    conversation: StoredConversation
+
+
+@dataclass(frozen=True)
+class Resync:
+    """A client (re)attaches: tell it the current state, and what each listed item is now."""
+
+
 # --- Claude Code ------------------------------------------------------------------------------
 
 
@@ -164,6 +215,14 @@ class PermissionAbandoned:
     """Claude Code no longer waits for the answer to this question."""
 
     ticket: Ticket
+
+
+@dataclass(frozen=True)
+class TitleRead:
+    """The title the stored session has now (None: none yet), and when it last changed."""
+
+    title: str | None
+    updated_at: str | None
 
 
 @dataclass(frozen=True)
@@ -224,12 +283,15 @@ Event = (
     | PermissionAnswered
     | Close
     | CloseTimedOut
+    | Recall
+    | Resync
     | ClaudeStarted
     | SettingsRead
     | ClaudeMessage
     | PermissionAsked
     | PermissionAbandoned
     | ClaudeDied
+    | TitleRead
     | OutputRead
     | OutputReplaced
     | OutputEnded

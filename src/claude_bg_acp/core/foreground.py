@@ -95,8 +95,9 @@ class WaitingPrompt:
 @dataclass
 class PromptTurn:
     ticket: Ticket
-    message_id: str
     uuid: str
+    """Names the prompt to Claude Code, which stores it under it, and to the client (its
+    ``messageId``), so that a replay of the stored conversation names it as it was named live."""
     spawned: set[str] = field(default_factory=set)
     """Subagent tasks started during this turn (or while it was held)."""
     outcome: Outcome | None = None
@@ -154,8 +155,13 @@ ForegroundOut = ForegroundFact | Fail | Interrupt | Query
 
 
 class Foreground:
-    def __init__(self, session_id: str, holds_turns: bool, lists_background: bool) -> None:
+    def __init__(
+        self, session_id: str, holds_turns: bool, lists_background: bool, instance: str = ""
+    ) -> None:
+        """``instance`` tells apart the prompt ids of each process that hosts the session (a
+        resumed one counts its prompts from one again)."""
         self.session_id = session_id
+        self.instance = instance
         self.holds_turns = holds_turns
         self.phase = Phase.IDLE
         self.prompt: PromptTurn | None = None
@@ -352,6 +358,10 @@ class Foreground:
         deadlines = [d for d in (self.follow_up_until, self.release_at) if d is not None]
         return min(deadlines) if deadlines else None
 
+    def snapshot(self) -> StateReported:
+        """The state as last reported, again (no new completion): for a client that re-attaches."""
+        return StateReported(self.session_id, self.reported, self.background)
+
     def set_background(self, background: Sequence[Any]) -> list[ForegroundOut]:
         """A new list (or a state change that came with it) goes out in one snapshot."""
         changed = background != self.background
@@ -404,13 +414,14 @@ class Foreground:
         out = self._release()
         waiting = self.waiting.popleft()
         self._next_message += 1
-        message_id = f"user-{self._next_message}"
         # A name-based UUID keeps replays deterministic and is unique per session and message.
-        prompt_uuid = str(uuid.uuid5(uuid.NAMESPACE_URL, f"acp:{self.session_id}/{message_id}"))
-        self.prompt = PromptTurn(waiting.ticket, message_id, prompt_uuid)
+        instance = f"{self.instance}/" if self.instance else ""
+        name = f"acp:{self.session_id}/{instance}user-{self._next_message}"
+        prompt_uuid = str(uuid.uuid5(uuid.NAMESPACE_URL, name))
+        self.prompt = PromptTurn(waiting.ticket, prompt_uuid)
         self.phase = Phase.PROMPTED
         out += self._report()
-        out.append(PromptInserted(self.session_id, waiting.ticket, message_id, waiting.content))
+        out.append(PromptInserted(self.session_id, waiting.ticket, prompt_uuid, waiting.content))
         out.append(Query(waiting.claude_content, prompt_uuid))
         return out
 

@@ -6,8 +6,9 @@ whole list each time) or a task list (``TaskCreate``, ``TaskUpdate``, ``TaskList
 succeeds, the plan is the list as it then stands, every entry with its status, and an entry in
 progress is named by its ``activeForm`` (what Claude Code's terminal shows). Tasks are folded
 one change at a time: a created task is pending, an update changes its status or subject, a
-deleted one leaves the plan, and ``TaskList``'s result is the whole list. A failed tool use
-changes nothing; a plan that did not change is not sent again.
+deleted one leaves the plan, and ``TaskList``'s result is the whole list (from Claude Code's
+structured result, or from its text where only that is kept: a stored conversation). A failed
+tool use changes nothing; a plan that did not change is not sent again.
 
 Each session has its own plan (a subagent's, in its child session). A subagent shown inside its
 parent's session keeps its tool calls as they are: its list is not the session's plan.
@@ -17,6 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
+
+from claude_bg_acp.claude.conventions import created_task, listed_tasks
 
 PLAN_TOOLS = frozenset({"TodoWrite", "TaskCreate", "TaskUpdate", "TaskList", "TaskGet"})
 STATUSES = ("pending", "in_progress", "completed")
@@ -60,7 +63,9 @@ class Plan:
     def owns(self, tool_use_id: str) -> bool:
         return tool_use_id in self._uses
 
-    def result(self, tool_use_id: str, failed: bool, structured: dict[str, Any] | None) -> list[PlanChanged]:
+    def result(
+        self, tool_use_id: str, failed: bool, text: str, structured: dict[str, Any] | None
+    ) -> list[PlanChanged]:
         name, tool_input = self._uses.pop(tool_use_id)
         if failed:
             return []
@@ -73,13 +78,14 @@ class Plan:
             }
         elif name == "TaskCreate":
             task = structured.get("task")
-            if isinstance(task, dict) and task.get("id") is not None:
-                subject = _text(tool_input, "subject") or str(task.get("subject", ""))
-                self._entries[str(task["id"])] = _Entry(subject, "pending", _text(tool_input, "activeForm"))
+            task_id = task.get("id") if isinstance(task, dict) else created_task(text)
+            if task_id is not None:
+                subject = _text(tool_input, "subject") or ""
+                self._entries[str(task_id)] = _Entry(subject, "pending", _text(tool_input, "activeForm"))
         elif name == "TaskUpdate":
             self._update(str(tool_input.get("taskId")), tool_input)
         elif name == "TaskList":
-            self._listed(structured.get("tasks"))
+            self._listed(structured["tasks"] if "tasks" in structured else listed_tasks(text))
         return self._tell()
 
     def _update(self, task_id: str, change: dict[str, Any]) -> None:

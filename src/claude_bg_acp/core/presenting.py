@@ -22,19 +22,23 @@ from claude_bg_acp.core.background import (
     TerminalOpened,
     TerminalOutput,
     TerminalReplaced,
+    TerminalRestated,
     Visibility,
     WorkEnded,
     WorkOpened,
+    WorkRestated,
     WorkStatus,
 )
 from claude_bg_acp.core.commands import CommandsChanged
 from claude_bg_acp.core.config import Options, OptionsAnswered, OptionsChanged
 from claude_bg_acp.core.effects import ClientEffect
 from claude_bg_acp.core.foreground import PromptAnswered, PromptCancelled, PromptInserted, StateReported
+from claude_bg_acp.core.history import PromptRecalled
 from claude_bg_acp.core.permission_modes import ModeChanged
 from claude_bg_acp.core.plan import PlanChanged
 from claude_bg_acp.core.schedules import ScheduleEnded
-from claude_bg_acp.core.subagents import ChildAnnounced, ChildStateChanged
+from claude_bg_acp.core.subagents import ChildAnnounced, ChildRestated, ChildStateChanged
+from claude_bg_acp.core.titles import TitleChanged
 from claude_bg_acp.core.tool_uses import (
     ToolCallCut,
     ToolCallFinished,
@@ -71,7 +75,12 @@ Fact = (
     | PromptInserted
     | PromptAnswered
     | PromptCancelled
+    | PromptRecalled
     | ModeChanged
+    | TitleChanged
+    | TerminalRestated
+    | WorkRestated
+    | ChildRestated
     | OptionsChanged
     | OptionsAnswered
     | CommandsChanged

@@ -16,6 +16,13 @@ this module routes them and never lets the parts call each other:
   permission question, asked under the session the tool use belongs to.
 - After task changes, the ``background`` list goes to the foreground, which sends it with the
   state when the client keeps one.
+- A client attaching to a stored or live session gets the stored conversation replayed by
+  ``History`` (apart from everything live) and then the current state: each listed item
+  restated by its owner, and the state snapshot.
+- The title comes from the stored session (``Title``): read when Claude Code announces a
+  rename, after turns while none is known, and when a client attaches.
+- A prompt that would make Claude Code start a new conversation under another id (``/clear``)
+  is refused: the session id is Claude Code's, and must stay so.
 - What Claude Code offers and has in effect (its start, ``system/init`` and ``status``, the
   settings read after switches and turns) goes to ``Config`` and ``PermissionModes`` (the
   config options) and to ``Commands``; streamed usage and results go to ``Usage``; the todo and
@@ -33,9 +40,9 @@ from dataclasses import dataclass
 from typing import Any, assert_never
 
 from claude_agent_sdk import AssistantMessage, ResultMessage, SystemMessage, ToolUseBlock, UserMessage
-from claude_agent_sdk.types import Message, StreamEvent
+from claude_agent_sdk.types import ConversationResetMessage, Message, StreamEvent
 
-from claude_bg_acp.acp.jsonrpc import INTERNAL_ERROR, RpcError
+from claude_bg_acp.acp.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, RpcError
 from claude_bg_acp.claude import conventions
 from claude_bg_acp.claude.server_info import read_commands
 from claude_bg_acp.core import events as ev
@@ -57,6 +64,7 @@ from claude_bg_acp.core.background import (
     ToolCallDetached,
     WorkEnded,
     WorkOpened,
+    WorkRestated,
     WorkStatus,
 )
 from claude_bg_acp.core.commands import Commands
@@ -70,6 +78,7 @@ from claude_bg_acp.core.effects import (
     Interrupt,
     Log,
     Query,
+    ReadTitle,
     SetPermissionMode,
     StopTask,
     Tail,
@@ -77,6 +86,7 @@ from claude_bg_acp.core.effects import (
     WithdrawPermission,
 )
 from claude_bg_acp.core.foreground import Foreground, ForegroundOut, Phase, WaitingPrompt
+from claude_bg_acp.core.history import History, Live
 from claude_bg_acp.core.permission_modes import ModeChanged, PermissionModes
 from claude_bg_acp.core.plan import PLAN_TOOLS, Plan
 from claude_bg_acp.core.presenting import Fact, Presenter
@@ -84,6 +94,7 @@ from claude_bg_acp.core.prompts import to_claude_content
 from claude_bg_acp.core.schedules import ScheduleEnded, Schedules, schedules_work
 from claude_bg_acp.core.subagents import ChildAnnounced, ChildFact, Subagents
 from claude_bg_acp.core.tasks import Change, Task, TaskChange, TaskRegistry
+from claude_bg_acp.core.titles import Title
 from claude_bg_acp.core.tool_uses import ToolCallHandedOff, ToolUses
 from claude_bg_acp.core.transcript import (
     MessageChunk,
@@ -116,21 +127,26 @@ class SessionCore:
         cwd: str = "/",
         tasks_root: str | None = None,
         allow_bypass: bool = True,
+        instance: str = "",
     ) -> None:
         """``tasks_root``: where Claude Code keeps task output files, up to its session id
         (``conventions.tasks_root``). ``allow_bypass``: whether the bypassPermissions mode is
-        offered (Claude Code refuses it to root)."""
+        offered (Claude Code refuses it to root). ``instance``: this host of the session, among
+        the processes that may host it in turn (see ``Foreground``)."""
         self.session_id = session_id
         self.presenter = presenter
         self._tasks_root = tasks_root
         self._visibility = presenter.visibility
-        self.foreground = Foreground(session_id, presenter.holds_turns, presenter.visibility.detached_work)
+        self.foreground = Foreground(
+            session_id, presenter.holds_turns, presenter.visibility.detached_work, instance
+        )
         self.background = Background(session_id, cwd, presenter.visibility)
         self.subagents = Subagents(session_id)
         self.schedules = Schedules()
         self.registry = TaskRegistry()
         self.tool_uses = ToolUses()
         self.modes = PermissionModes(session_id, allow_bypass)
+        self.title = Title(session_id)
         self.config = Config(session_id)
         self.commands = Commands(session_id)
         self.usage = Usage(session_id)
@@ -149,6 +165,14 @@ class SessionCore:
         match event:
             case ev.Prompt(ticket, content):
                 wire = [block.wire() for block in content]
+                if conventions.starts_new_conversation(
+                    next((b["text"] for b in wire if b["type"] == "text"), "")
+                ):
+                    raise RpcError(
+                        INVALID_PARAMS,
+                        "Invalid params: prompt: /clear would go on under another Claude Code session "
+                        "id; start a new session instead",
+                    )
                 return self._foreground(
                     self.foreground.submit(WaitingPrompt(ticket, wire, to_claude_content(wire)))
                 )
@@ -188,6 +212,12 @@ class SessionCore:
                 return self._close(now)
             case ev.CloseTimedOut():
                 return self._abandon(now)
+            case ev.Recall(conversation):
+                return self._recall(conversation)
+            case ev.Resync():
+                return self._resync()
+            case ev.TitleRead(title, updated_at):
+                return self._present(self.title.read(title, updated_at))
             case ev.ClaudeMessage(message):
                 return self._claude_message(message, now)
             case ev.PermissionAsked():
@@ -301,9 +331,13 @@ class SessionCore:
             return self._child_message(parent, message, now)
         if isinstance(message, ResultMessage):
             return self._result(message, now)
+        if isinstance(message, ConversationResetMessage):
+            return [Log("Claude Code started a new conversation; this session stays with the old one")]
         if isinstance(message, SystemMessage):
             if message.subtype == "session_state_changed":
                 return self._turn(self.foreground.cli_state, str(message.data.get("state")), now)
+            if message.subtype == "session_title_changed":
+                return [ReadTitle()]
             effects = self._settings(message.subtype, message.data)
             changes = self.registry.system(message.subtype, message.data, now)
             return effects + (self._task_changes(changes, now) + self._flush(now) if changes else [])
@@ -381,8 +415,10 @@ class SessionCore:
             ):
                 self._plan(session_id).input_known(tool_use_id, name, tool_input)
                 return []
-            case ToolResulted(tool_use_id, _, is_error) if self._plan(session_id).owns(tool_use_id):
-                return self._present(self._plan(session_id).result(tool_use_id, is_error, fact.structured))
+            case ToolResulted(tool_use_id, text, is_error) if self._plan(session_id).owns(tool_use_id):
+                return self._present(
+                    self._plan(session_id).result(tool_use_id, is_error, text, fact.structured)
+                )
             case ToolInput(tool_use_id, name, tool_input, launched_by, message):
                 # Work that is only scheduled is pending from the start, never in progress.
                 pending = self._visibility.detached_work and schedules_work(name, tool_input)
@@ -457,7 +493,8 @@ class SessionCore:
         effects += self._present(self.usage.result(message.model_usage, message.total_cost_usd))
         effects += self._foreground(self.foreground.result(outcome, follow_up, now))
         # A turn may have switched the model or the effort (``/model``, ``/effort``, a fallback).
-        return effects + self.config.confirm()
+        effects += self.config.confirm()
+        return effects + ([ReadTitle()] if self.title.wanted else [])
 
     def _claude_died(self, reason: str, fatal: bool, now: float) -> list[Effect]:
         """Claude Code died. Its turn ends with an error and what it ran is gone with it.
@@ -475,6 +512,43 @@ class SessionCore:
         return effects + self._foreground(
             self.foreground.fail(error) if fatal else self.foreground.crashed(error)
         )
+
+    # --- a client attaching ----------------------------------------------------------------------
+
+    def _recall(self, conversation: ev.StoredConversation) -> list[Effect]:
+        live = Live(
+            tasks=self.background.unfinished() | {task.task_id for task in self.registry.live()},
+            tool_uses=frozenset(use.tool_use_id for use in self.tool_uses.unfinished()),
+            children=self.subagents.working(),
+        )
+        history = History(self.session_id, self.background.cwd, self._visibility.children, live)
+        replayed = self._present(history.replay(conversation))
+        for session_id, plan in history.plans.items():
+            self.plans.setdefault(session_id, plan)  # the task tools fold into what is known
+        return replayed
+
+    def _resync(self) -> list[Effect]:
+        """Each listed item as it is now, then the state with the list (RFD: resume restores it)."""
+        effects = self._present(self._restated(self.session_id)) + self._present([self.foreground.snapshot()])
+        return effects + ([ReadTitle()] if self.title.wanted else [])
+
+    def _restated(self, session_id: str) -> list[Fact]:
+        """What ``session_id`` lists, each as it is now; a child is introduced before its own
+        work is restated, and its state (with its own list) follows that."""
+        facts: list[Fact] = list(self.background.restate(session_id, self.tool_uses.get))
+        for ref in self.schedules.listed(session_id):
+            use = self.tool_uses.get(ref)
+            name, tool_input = (use.name, use.tool_input) if use is not None else (None, {})
+            facts.append(WorkRestated(session_id, ref, "pending", None if use else ref, name, tool_input))
+        for entry in self.background.listed(session_id):
+            if entry.kind == "subagent":
+                child = entry.ref
+                facts += [
+                    self.subagents.restate(child),
+                    *self._restated(child),
+                    self.subagents.snapshot(child),
+                ]
+        return facts
 
     # --- tool results ---------------------------------------------------------------------------
 

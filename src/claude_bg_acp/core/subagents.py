@@ -17,6 +17,7 @@ call and its traffic shows in the session that launched it.
 - Its own background work (shells, monitors, nested children) is its own: listed in its own
   state (``background``), which the parent's copy carries too; a child whose work ended is
   listed by its parent while its own list is not empty (``background`` decides that).
+- A client that (re)attaches learns what each listed child is now (``restate``).
 
 A child's lifecycle:
 
@@ -74,6 +75,8 @@ class Child:
     task_id: str
     tool_use_id: str
     parent_id: str
+    title: str
+    description: str | None
     state: State = State.RUNNING
     stop_reason: StopReason | None = None
     questions: int = 0
@@ -93,6 +96,20 @@ class ChildAnnounced:
     title: str
     description: str | None
     prompt: str | None
+    cancellable: bool = True
+    """False for a child replayed from history: ``cancel`` is only granted to live ones."""
+
+
+@dataclass(frozen=True)
+class ChildRestated:
+    """A listed child, for a client that (re)attaches: who it is, what it does now (its own
+    list comes with the snapshot of its state that follows), whether it can be cancelled."""
+
+    parent_id: str
+    child_id: str
+    title: str
+    description: str | None
+    state: State
 
 
 @dataclass(frozen=True)
@@ -128,12 +145,13 @@ class Subagents:
         known = self.children.get(task.task_id)
         if known is not None:
             return self._report(known, State.RUNNING, None)  # the same child, working again
-        child = Child(task.task_id, task.task_id, task.tool_use_id, parent)
-        self.children[child.session_id] = child
         description = _text(tool.tool_input.get("description")) or task.description or None
+        child = Child(
+            task.task_id, task.task_id, task.tool_use_id, parent, _title(tool.tool_input, task), description
+        )
+        self.children[child.session_id] = child
         prompt = task.prompt or _text(tool.tool_input.get("prompt"))
-        title = _title(tool.tool_input, task)
-        return [ChildAnnounced(parent, child.session_id, task.tool_use_id, title, description, prompt)]
+        return [ChildAnnounced(parent, child.session_id, task.tool_use_id, child.title, description, prompt)]
 
     def ended(self, task: Task) -> list[ChildFact]:
         child = self.children.get(task.task_id)
@@ -150,6 +168,21 @@ class Subagents:
             if child.state in WORKING:
                 facts += self._report(child, State.UNKNOWN, None)
         return facts
+
+    def restate(self, session_id: str) -> ChildRestated:
+        """A listed child, for a client that (re)attaches: who it is (its state follows)."""
+        child = self.children[session_id]
+        return ChildRestated(child.parent_id, child.session_id, child.title, child.description, child.state)
+
+    def snapshot(self, session_id: str) -> ChildStateChanged:
+        """The child's state as last reported, again (no new transition)."""
+        child = self.children[session_id]
+        return ChildStateChanged(
+            child.parent_id, child.session_id, child.state, child.background, child.stop_reason, repeat=True
+        )
+
+    def working(self) -> frozenset[str]:
+        return frozenset(c.session_id for c in self.children.values() if c.state in WORKING)
 
     def asking(self, session_id: str, opened: bool) -> list[ChildFact]:
         """A permission question of the child's own opened (or closed)."""

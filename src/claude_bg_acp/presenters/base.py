@@ -1,20 +1,24 @@
 """What every client kind renders alike, and the dispatch of facts to their renderings.
 
 ``BasePresenter.render`` matches each fact to one method; the presenters of the client kinds
-override the methods whose wire form differs. Agent text, tool calls, permission questions, the
-answer to a stop by task id, usage and the config options (but for the key that names an
-option) look alike in every version; state, prompts' answers, terminals, background tool
-calls, tasks, child sessions, the modes, commands and the plan are each kind's own business.
+override the methods whose wire form differs. Agent text, tool calls, permission questions,
+the answer to a stop by task id, the session's title, usage and the config options (but for
+the key that names an option) look alike in every version, and a replayed prompt is a user
+message chunk unless a kind says otherwise; state, prompts' answers, terminals, background
+tool calls, tasks, child sessions and restating them to a client that re-attaches, the modes,
+commands and the plan are each kind's own business.
 """
 
 from __future__ import annotations
 
 from typing import Any, ClassVar, Literal, assert_never
 
+from claude_bg_acp.acp.schema import ContentBlock
 from claude_bg_acp.acp.updates import (
     AvailableCommandsUpdate,
     ConfigOptionUpdate,
     ContentChunk,
+    SessionInfoUpdate,
     SessionUpdate,
     TextContent,
     ToolCall,
@@ -32,20 +36,24 @@ from claude_bg_acp.core.background import (
     TerminalOpened,
     TerminalOutput,
     TerminalReplaced,
+    TerminalRestated,
     Visibility,
     WorkEnded,
     WorkOpened,
+    WorkRestated,
     WorkStatus,
 )
 from claude_bg_acp.core.commands import CommandsChanged
 from claude_bg_acp.core.config import EFFORT, MODE, MODEL, Options, OptionsAnswered, OptionsChanged
 from claude_bg_acp.core.effects import ClientEffect, Notify, Reply
 from claude_bg_acp.core.foreground import PromptAnswered, PromptCancelled, PromptInserted, StateReported
+from claude_bg_acp.core.history import PromptRecalled
 from claude_bg_acp.core.permission_modes import ModeChanged
 from claude_bg_acp.core.plan import PlanChanged
 from claude_bg_acp.core.presenting import Fact
 from claude_bg_acp.core.schedules import ScheduleEnded
-from claude_bg_acp.core.subagents import ChildAnnounced, ChildStateChanged
+from claude_bg_acp.core.subagents import ChildAnnounced, ChildRestated, ChildStateChanged
+from claude_bg_acp.core.titles import TitleChanged
 from claude_bg_acp.core.tool_uses import (
     ToolCallCut,
     ToolCallFinished,
@@ -99,8 +107,14 @@ class BasePresenter:
                 return self.state(fact)
             case PromptInserted() | PromptAnswered() | PromptCancelled():
                 return self.prompt(fact)
+            case PromptRecalled():
+                return self.recalled(fact)
+            case TerminalRestated() | WorkRestated() | ChildRestated():
+                return self.restate(fact)
             case ModeChanged():
                 return self.mode(fact)
+            case TitleChanged():
+                return [Notify(fact.session_id, title_update(fact))]
             case OptionsChanged():
                 update = ConfigOptionUpdate(config_options=self.config_options(fact.options))
                 return [Notify(fact.session_id, update)]
@@ -163,6 +177,19 @@ class BasePresenter:
             case _:
                 assert_never(fact)
         return update
+
+    def recalled(self, fact: PromptRecalled) -> list[ClientEffect]:
+        return [
+            Notify(
+                fact.session_id,
+                ContentChunk(
+                    session_update="user_message_chunk",
+                    content=ContentBlock.model_validate(block),
+                    message_id=fact.message_id,
+                ),
+            )
+            for block in fact.content
+        ]
 
     def permission_request(
         self, session_id: str, tool_call_id: str, tool_name: str, tool_input: dict[str, Any]
@@ -264,6 +291,16 @@ class BasePresenter:
 
     def prompt(self, fact: PromptInserted | PromptAnswered | PromptCancelled) -> list[ClientEffect]:
         return []
+
+    def restate(self, fact: TerminalRestated | WorkRestated | ChildRestated) -> list[ClientEffect]:
+        return []
+
+
+def title_update(fact: TitleChanged) -> SessionInfoUpdate:
+    update = SessionInfoUpdate(title=fact.title)
+    if fact.updated_at is not None:
+        update.updated_at = fact.updated_at
+    return update
 
 
 def usage_update(fact: UsageReported) -> UsageUpdate:
