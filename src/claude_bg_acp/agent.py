@@ -5,6 +5,10 @@ client's: 1 or 2), creates and finds sessions, validates params into models, and
 request to its session. Framing and dispatch are the endpoint's business; translation is the
 core's. Importing the Claude side is deferred to the first ``session/new`` (and started in the
 background right after ``initialize``) so that ``initialize`` answers fast.
+
+A later ``initialize`` negotiates again: the sessions created after it take the new version and
+capabilities, while those that exist keep the ones they were created with (their presenter is
+chosen at ``session/new``), so nothing that runs is lost.
 """
 
 from __future__ import annotations

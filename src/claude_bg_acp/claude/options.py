@@ -105,6 +105,13 @@ def mcp_config(servers: list[dict[str, Any]]) -> dict[str, Any]:
 
 def build_client(options: ClaudeAgentOptions, observer: FrameObserver | None = None) -> ClaudeSDKClient:
     """A client whose transport adds the stop affordance (and reports frames to ``observer``)."""
+    return ClaudeSDKClient(options=options, transport=build_transport(options, observer))
+
+
+def build_transport(
+    options: ClaudeAgentOptions, observer: FrameObserver | None = None
+) -> AffordanceTransport:
+    """The subprocess transport for ``options``, wrapped (see ``transport``)."""
     from claude_agent_sdk._internal.transport.subprocess_cli import SubprocessCLITransport
 
     # A custom transport gets no CLI flags from the client, so build the subprocess one from
@@ -115,7 +122,7 @@ def build_client(options: ClaudeAgentOptions, observer: FrameObserver | None = N
     inner = SubprocessCLITransport(prompt=_no_prompt(), options=cli_options)
     cli = str(options.cli_path) if options.cli_path is not None else inner._find_cli()
     inner._cli_path = tied_to_us(cli)
-    return ClaudeSDKClient(options=options, transport=AffordanceTransport(inner, observer))
+    return AffordanceTransport(inner, observer)
 
 
 def tied_to_us(cli: str) -> str:
