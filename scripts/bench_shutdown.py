@@ -13,7 +13,7 @@ measures, on one monotonic clock, from that moment to the process's exit:
 Every run also checks what the editor got: the terminal's ``exitStatus`` and a last
 ``state_update`` that lists nothing; and that no process of the run outlived the agent. The CLI
 runs offline against the scripted model on loopback; nothing leaves the machine. Target: within
-1 s (the TypeScript adapter exits in about 0.04 s, and sends no final updates).
+1 s (the TypeScript adapter exits in about 0.04 s).
 
 Usage: ``.venv/bin/python scripts/bench_shutdown.py [-n 10] [--json PATH]``.
 """
