@@ -55,13 +55,15 @@ def message(value: Any) -> bytes:
     return json.dumps(value).encode() + b"\n"
 
 
-def request(method: str, params: Any = None, request_id: RequestId = None, **extra: Any) -> tuple[bytes, str]:
+def request(
+    method: str, params: Any = None, request_id: int | str | None = None, **extra: Any
+) -> tuple[bytes, int | str]:
     """A request with a fresh id (unless given); returns its bytes and its id."""
-    request_id = f"case-{next(_ids)}" if request_id is None else request_id
-    frame: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method, **extra}
+    the_id = f"case-{next(_ids)}" if request_id is None else request_id
+    frame: dict[str, Any] = {"jsonrpc": "2.0", "id": the_id, "method": method, **extra}
     if params is not None:
         frame["params"] = params
-    return message(frame), str(request_id)
+    return message(frame), the_id
 
 
 def refused(name: str, method: str, params: Any, code: int) -> Case:
