@@ -10,6 +10,9 @@ A session's id is Claude Code's session id, so every conversation Claude Code st
 session a client can list, load, resume, fork or delete (``claude.store``), whichever program
 started it. A session that is open in this process is never given a second Claude Code: a
 client loading or resuming it re-attaches to the one it has.
+A later ``initialize`` negotiates again: the sessions created after it take the new version and
+capabilities, while those that exist keep the ones they were created with (their presenter is
+chosen at ``session/new``), so nothing that runs is lost.
 """
 
 from __future__ import annotations
