@@ -92,9 +92,9 @@ class Sample:
     exit_ms: float
 
 
-def one_run(version: int, env: dict[str, str], cwd: Path) -> Sample:
-    start = time.monotonic_ns()
-    proc = subprocess.Popen(
+def spawn(env: dict[str, str], cwd: Path) -> subprocess.Popen[bytes]:
+    """The agent, in a process group of its own (so that whatever it leaves can be killed)."""
+    return subprocess.Popen(
         [str(AGENT)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
@@ -103,6 +103,11 @@ def one_run(version: int, env: dict[str, str], cwd: Path) -> Sample:
         cwd=cwd,
         start_new_session=True,
     )
+
+
+def one_run(version: int, env: dict[str, str], cwd: Path) -> Sample:
+    start = time.monotonic_ns()
+    proc = spawn(env, cwd)
     assert proc.stdin is not None and proc.stdout is not None
     reader = LineReader(proc.stdout.fileno())
 

@@ -37,18 +37,20 @@ class Written:
 def test_what_follows_an_answer_runs_after_it_is_written_and_never_after_an_error() -> None:
     sink = Written()
     requests = [{"jsonrpc": "2.0", "id": n, "method": method} for n, method in ((1, "good"), (2, "bad"))]
-    endpoint = Endpoint(Lines(*requests), sink)
-
-    async def on_request(method: str, params: Any, request_id: Any) -> Any:
-        endpoint.after_reply(request_id, lambda: sink.lines.append({"after": request_id}))
-        if method == "bad":
-            raise RpcError(INVALID_PARAMS, "Invalid params")
-        return {"ok": True}
-
-    async def on_notification(method: str, params: Any) -> None:
-        return None
 
     async def main() -> None:
+        # The endpoint belongs to the event loop it serves in (it holds a cancel scope).
+        endpoint = Endpoint(Lines(*requests), sink)
+
+        async def on_request(method: str, params: Any, request_id: Any) -> Any:
+            endpoint.after_reply(request_id, lambda: sink.lines.append({"after": request_id}))
+            if method == "bad":
+                raise RpcError(INVALID_PARAMS, "Invalid params")
+            return {"ok": True}
+
+        async def on_notification(method: str, params: Any) -> None:
+            return None
+
         async with anyio.create_task_group() as tg:
             await endpoint.serve(tg, on_request, on_notification)
 

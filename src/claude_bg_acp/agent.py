@@ -20,6 +20,10 @@ follow the answer.
 
 Claude Code logs itself in. A client that can run terminal auth methods is offered one: it
 runs this agent's command with ``login``, which runs Claude Code's own login.
+
+A later ``initialize`` negotiates again: the sessions created after it take the new version and
+capabilities, while those that exist keep the ones they were created with (their presenter is
+chosen at ``session/new``), so nothing that runs is lost.
 """
 
 from __future__ import annotations

@@ -17,6 +17,12 @@ of starting over. Once connected, Claude Code says what it offers (models, comma
 it has in effect (``ready`` and ``started`` wait for that, so that an answer can carry real
 options); the settings are read again whenever the core asks.
 
+When Claude Code dies, or the session closes and it is stopped, what it left running (a
+background shell lives in a process group of its own) is stopped too (``orphans``), and the
+core learns how each terminal's process ended. A close takes well under a second: the tasks get
+``STOP_WAIT`` to confirm their stop through Claude Code, Claude Code ``EXIT_GRACE`` per step to
+exit, and whatever stayed silent is finalized from what the agent knows.
+
 Background output comes from one ``OutputTailer`` per session. Its consumer feeds each event to
 the core and then waits at a barrier until the resulting updates are written: the tailer only
 reads more when the client's pipe has taken what came before, so a slow client makes the
@@ -48,7 +54,7 @@ from claude_agent_sdk.types import (
 from claude_bg_acp.acp.jsonrpc import INTERNAL_ERROR, RequestId, RpcError
 from claude_bg_acp.acp.schema import PermissionResponse, PromptParams
 from claude_bg_acp.acp.updates import session_update_line
-from claude_bg_acp.claude import store
+from claude_bg_acp.claude import orphans, store
 from claude_bg_acp.claude.conventions import tasks_root
 from claude_bg_acp.claude.options import session_options
 from claude_bg_acp.claude.runner import ClaudeRunner
@@ -86,8 +92,14 @@ log = logging.getLogger(__name__)
 MAX_RESTARTS = 3
 """Claude Code failures in a row (without a single message in between) before giving up."""
 RESTART_DELAY = 0.5
-CLOSE_BOUND = 5.0
-"""Seconds ``session/close`` waits for stopped tasks to confirm their end before it gives up."""
+STOP_WAIT = 0.2
+"""Seconds a close waits for the tasks it stops to confirm their end through Claude Code."""
+EXIT_GRACE = 0.15
+"""Seconds a closing Claude Code gets at each step: input closed, then SIGTERM, then SIGKILL."""
+DRAIN_BOUND = 1.0
+"""Seconds a close waits at most for the files of stopped terminals to be read to their end."""
+FLUSH_BOUND = 5.0
+"""Seconds a closed session's last updates may take to be written before it stops anyway."""
 TRAILER_WAIT = 0.3
 """Seconds a finished shell's file may take to receive Claude Code's closing line."""
 
@@ -147,11 +159,12 @@ class SessionHost:
         self._add_dirs = add_dirs or []
         self.session_id = session_id
         self.cwd = cwd
+        self._tasks_root = tasks_root(cwd)
         self.core = SessionCore(
             session_id,
             presenter,
             cwd,
-            tasks_root(cwd),
+            self._tasks_root,
             allow_bypass=os.geteuid() != 0,
             instance=uuid.uuid4().hex,
         )
@@ -175,6 +188,10 @@ class SessionHost:
         self._runner: ClaudeRunner | None = None
         self._runner_ready = anyio.Event()
         self._start = Waiter()
+        self._command_scope = anyio.CancelScope()
+        """The command in flight: a Claude Code that is gone never answers it."""
+        self._claude_running = False
+        """Claude Code runs, and so may still append a closing line to a shell's output file."""
         self._ready = anyio.Event()
         self.started_with: ev.ClaudeStarted | None = None
         """What this session's Claude Code said when it first started."""
@@ -201,7 +218,7 @@ class SessionHost:
                 self._tailer.close()
                 self._outbox_in.close()
                 self._commands_in.close()
-                tg.cancel_scope.deadline = anyio.current_time() + CLOSE_BOUND
+                tg.cancel_scope.deadline = anyio.current_time() + FLUSH_BOUND
         finally:
             self._ready.set()
             self._failed_start("The session was closed before Claude Code started")
@@ -245,7 +262,8 @@ class SessionHost:
             failures = 0 if runner.delivered else failures + 1
             fatal = failures >= MAX_RESTARTS
             log.warning("session %s: %s%s", self.session_id, reason, "" if fatal else "; restarting")
-            self.handle(ev.ClaudeDied(reason, fatal))
+            stopped = await orphans.stop_left_by(runner.owner, self._tasks_root)
+            self.handle(ev.ClaudeDied(reason, fatal, stopped))
             if fatal:
                 self._failed_start(reason)
                 await self._closing.wait()
@@ -267,8 +285,10 @@ class SessionHost:
         async def read() -> None:
             nonlocal reason
             reason = await runner.read()
+            self._claude_running = False
             exited.set()
 
+        self._claude_running = True
         tg.start_soon(read)
         self._runner = runner
         self._runner_ready.set()
@@ -284,6 +304,7 @@ class SessionHost:
             await self._stop_runner(runner)
             return None
         self._runner_ready = anyio.Event()
+        self._command_scope.cancel()
         await runner.disconnect()
         return reason
 
@@ -294,12 +315,18 @@ class SessionHost:
         self._ready.set()
 
     async def _stop_runner(self, runner: ClaudeRunner) -> None:
-        # Stopped tasks confirm their end through Claude Code's own events; wait for them
-        # (bounded) so their final updates go out, then finalize what stayed silent.
-        with anyio.move_on_after(CLOSE_BOUND):
+        # Stopped tasks confirm their end through Claude Code's own events, which tell how they
+        # ended: a short wait for them, then Claude Code goes, and so does what it left running.
+        with anyio.move_on_after(STOP_WAIT):
             await self._settled.wait()
-        self.handle(ev.CloseTimedOut())
-        await runner.disconnect()
+        await runner.stop(EXIT_GRACE, idle=self.core.settled)
+        self._command_scope.cancel()
+        self._claude_running = False
+        stopped = await orphans.stop_left_by(runner.owner, self._tasks_root)
+        self._settled = anyio.Event()
+        self.handle(ev.CloseTimedOut(stopped))
+        with anyio.move_on_after(DRAIN_BOUND):
+            await self._settled.wait()
 
     def _failed_start(self, reason: str) -> None:
         if not self._start.done.is_set():
@@ -413,8 +440,13 @@ class SessionHost:
         async for effect in self._outbox:
             if isinstance(effect, anyio.Event):
                 effect.set()
-            else:
+                continue
+            try:
                 await self._perform(effect)
+            except Exception:
+                # One effect that cannot be performed (an update no encoder takes, say) must not
+                # end this session, nor the agent and its other sessions with it.
+                log.exception("session %s: could not perform %s", self.session_id, type(effect).__name__)
 
     async def _perform(self, effect: Effect) -> None:
         match effect:
@@ -490,7 +522,7 @@ class SessionHost:
     async def _finish_tail(self, task_id: str) -> None:
         """Relay the rest of a finished task's file (with backpressure), then how it exited."""
         try:
-            async for event in self._tailer.drain(task_id, trailer_timeout=TRAILER_WAIT):
+            async for event in self._tailer.drain(task_id, trailer_timeout=self._trailer_wait):
                 if isinstance(event, Final):
                     self.handle(ev.OutputEnded(task_id, event.remaining, event.exit))
                     return
@@ -499,6 +531,10 @@ class SessionHost:
         except (KeyError, OSError) as exc:
             log.warning("session %s: could not read the end of %s: %s", self.session_id, task_id, exc)
         self.handle(ev.OutputEnded(task_id, b"", None))
+
+    @property
+    def _trailer_wait(self) -> float:
+        return TRAILER_WAIT if self._claude_running else 0.0
 
     async def _tick(self, scope: anyio.CancelScope) -> None:
         with scope:
@@ -526,11 +562,12 @@ class SessionHost:
             await self._runner_ready.wait()
             runner = self._runner
             assert runner is not None
-            try:
-                await self._command(runner, command)
-            except Exception:
-                # The stream's end reports a dead CLI; one failed command must not stop the rest.
-                log.exception("session %s: %s failed", self.session_id, type(command).__name__)
+            with anyio.CancelScope() as self._command_scope:
+                try:
+                    await self._command(runner, command)
+                except Exception:
+                    # The stream's end reports a dead CLI; one failed command must not stop the rest.
+                    log.exception("session %s: %s failed", self.session_id, type(command).__name__)
 
     async def _command(self, runner: ClaudeRunner, command: Command) -> None:
         match command:
@@ -547,8 +584,13 @@ class SessionHost:
             case SetEffort(level):
                 await runner.set_effort(level)
             case ReadSettings():
-                # Answered whatever happens: the core holds Claude Code's reports until then.
-                self.handle(ev.SettingsRead(await _applied(runner)))
+                # Answered whatever happens, a Claude Code gone meanwhile included: the core
+                # holds Claude Code's reports until then.
+                applied = None
+                try:
+                    applied = await _applied(runner)
+                finally:
+                    self.handle(ev.SettingsRead(applied))
             case _:
                 assert_never(command)
 

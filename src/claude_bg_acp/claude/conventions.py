@@ -108,6 +108,8 @@ MAX_CLOSING_LINE = 1 + len(EXITED_PREFIX) + 1 + MAX_CODE_DIGITS + len(CODE_END)
 
 # --- where task output files live -------------------------------------------------------------
 
+OUTPUT_SUFFIX = ".output"
+
 
 def tasks_root(cwd: str, environ: dict[str, str] | None = None) -> str:
     """``$CLAUDE_CODE_TMPDIR/claude-<uid>/<cwd, each non-alphanumeric character as ->``.
@@ -121,7 +123,17 @@ def tasks_root(cwd: str, environ: dict[str, str] | None = None) -> str:
 
 
 def output_file(root: str, cli_session_id: str, task_id: str) -> str:
-    return f"{root}/{cli_session_id}/tasks/{task_id}.output"
+    return f"{root}/{cli_session_id}/tasks/{task_id}{OUTPUT_SUFFIX}"
+
+
+def task_of_output_file(root: str, path: str) -> str | None:
+    """The task whose output file ``path`` is, if it is one below ``root`` (see ``output_file``)."""
+    if not path.startswith(root + "/"):
+        return None
+    parts = path[len(root) + 1 :].split("/")
+    if len(parts) != 3 or parts[1] != "tasks" or not parts[2].endswith(OUTPUT_SUFFIX):
+        return None
+    return parts[2].removesuffix(OUTPUT_SUFFIX) or None
 
 
 # --- where stored conversations live ----------------------------------------------------------

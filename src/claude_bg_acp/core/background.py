@@ -41,20 +41,26 @@ phase         what happens                                              next pha
 ============  ========================================================  ============
 (task)        classified                                                ``LIVE``
 ``LIVE``      a terminal's task ended: its file is read to the end      ``DRAINING``
+``LIVE``      Claude Code is gone (or the close waited long enough),    ``DRAINING``
+              and the agent stopped the terminal's process itself: its
+              file is read to the end
 ``LIVE``      any other item's task ended; a stop was not confirmed in  ``FINAL``
-              time; the session closed or Claude Code is gone
+              time; Claude Code is gone, or the close waited long enough
 ``DRAINING``  the file's end was read (or a stop went unconfirmed)      ``FINAL``
 ``FINAL``     a new run of its task (a resumed subagent): shown anew    (task)
 ============  ========================================================  ============
 
-A stop request (``stop_sent_at``) is orthogonal: it waits for the task's end in any phase.
+A stop request (``stop_sent_at``) is orthogonal: it waits for the task's end in any phase. A
+terminal reports how its command ended from its file's closing line, else from how its process
+ended when the agent stopped it (``stopped_with``), else from what its task said; a terminal
+still ``DRAINING`` when Claude Code goes stays until its file is read.
 """
 
 from __future__ import annotations
 
 import enum
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -176,6 +182,10 @@ class Item:
     """A terminal's command line."""
     recent: Recent | None = None
     """A terminal's latest output, kept for clients that can re-attach to it."""
+    stopped_with: ExitInfo | None = None
+    """How its process ended when the agent stopped it (Claude Code was gone)."""
+    exit: ExitInfo | None = None
+    """The exit a final terminal reported (None: unknown)."""
 
     @property
     def final(self) -> bool:
@@ -553,8 +563,8 @@ class Background:
         item.phase, item.recent = Phase.FINAL, None
         out: list[BackgroundOut] = []
         if item.kind is Kind.TERMINAL:
-            exit = None if unknown else exit_of(task, exit_info)
-            out.append(TerminalExited(item.session_id, item.ref, item.tool_call_id, exit))
+            item.exit = None if unknown else exit_of(task, exit_info, item.stopped_with)
+            out.append(TerminalExited(item.session_id, item.ref, item.tool_call_id, item.exit))
         elif item.kind is Kind.TOOL_CALL:
             end = (
                 "cancelled"
@@ -575,10 +585,12 @@ class Background:
         return out
 
     def _corrected(self, item: Item) -> list[BackgroundOut]:
-        """An end event after the orphan timeout: tell the client how it really ended."""
-        if item.kind is not Kind.TERMINAL:
+        """An end event after the orphan timeout: tell the client how it really ended, unless it
+        was told already (a Claude Code that took over after a crash repeats old ends)."""
+        if item.kind is not Kind.TERMINAL or item.exit is not None:
             return []
-        return [TerminalExited(item.session_id, item.ref, item.tool_call_id, exit_of(item.task, None), True)]
+        item.exit = exit_of(item.task, None, item.stopped_with)
+        return [TerminalExited(item.session_id, item.ref, item.tool_call_id, item.exit, True)]
 
     # --- tool results --------------------------------------------------------------------------
 
@@ -700,17 +712,34 @@ class Background:
                     item.stop_sent_at = now
         return out
 
-    def abandon(self, now: float) -> list[BackgroundOut]:
-        """Finalize whatever did not confirm its end in time, so nothing stays listed."""
+    def abandon(self, now: float, stopped: Mapping[str, ExitInfo]) -> list[BackgroundOut]:
+        """No end will be confirmed any more: finalize everything, so nothing stays listed.
+
+        A terminal whose process the agent stopped (``stopped``: how it ended, by task id) has
+        its file read to the end first, as has one whose file was being read already. Every
+        other end is unknown.
+        """
         out: list[BackgroundOut] = []
         for item in list(self.items.values()):
-            if not item.final:
+            if item.final:
+                continue
+            if item.kind is Kind.TERMINAL and item.task.task_id in stopped:
+                item.stopped_with = stopped[item.task.task_id]
+            if item.phase is Phase.DRAINING:
+                continue
+            if item.stopped_with is None:
                 out += self._finalize(item, None, now, unknown=True)
+            elif item.path is None:
+                out += self._finalize(item, None, now)
+            else:
+                item.phase = Phase.DRAINING
+                out.append(FinishTail(item.task.task_id))
         return out
 
     def forget(self) -> None:
-        """Claude Code is gone: its tasks with it (finalize them first)."""
-        self.items.clear()
+        """Claude Code is gone, its tasks with it (``abandon`` first); a terminal whose file is
+        still being read stays until it is."""
+        self.items = {key: item for key, item in self.items.items() if item.phase is Phase.DRAINING}
 
     @property
     def settled(self) -> bool:
@@ -801,10 +830,15 @@ def _own_title(task: Task) -> str:
     return f"{task.description} ({kind})" if task.description else f"Background {kind}"
 
 
-def exit_of(task: Task | None, exit_info: ExitInfo | None) -> ExitInfo | None:
-    """How a terminal's command ended: its file's closing line, else what the task said."""
+def exit_of(
+    task: Task | None, exit_info: ExitInfo | None, stopped_with: ExitInfo | None = None
+) -> ExitInfo | None:
+    """How a terminal's command ended: its file's closing line, else how its process ended when
+    the agent stopped it, else what the task said."""
     if exit_info is not None and (exit_info.exit_code is not None or exit_info.signal is not None):
         return exit_info
+    if stopped_with is not None:
+        return stopped_with
     code = summary_exit_code(task.summary) if task is not None else None
     if code is not None:
         return ExitInfo(code, None)

@@ -5,12 +5,14 @@ perform. They are small immutable values, grouped by where they come from:
 
 - the client: a prompt and its withdrawal, ``session/cancel`` (of the session or of a child),
   per-item cancels, a stop by task id, a permission-mode switch, a config option's choice, a
-  permission answer, the close and its timeout, a client (re)attaching to the session
-  (``session/load``, ``session/resume``): the stored conversation to replay, and the request
-  for the current state, and having the answer that tells it of the session;
+  permission answer, the close and its timeout (with how the processes the agent stopped
+  itself ended), a client (re)attaching to the session (``session/load``,
+  ``session/resume``): the stored conversation to replay, and the request for the current
+  state, and having the answer that tells it of the session;
 - Claude Code: its start (what it offers), what it has in effect, a message, a permission
-  question, a question it stopped waiting for, its death, and the conversation's title as its
-  stored session names it;
+  question, a question it stopped waiting for, its death (with how the processes it left
+  running ended, once the agent stopped them), and the conversation's title as its stored
+  session names it;
 - the output tailer: bytes of a task's output file, a snapshot of it, and its end;
 - the clock: a tick at the core's next deadline.
 
@@ -20,7 +22,8 @@ from ``handle`` before anything changes; otherwise the request is accepted.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from claude_bg_acp.acp.schema import ContentBlock
@@ -125,6 +128,9 @@ class Close:
 @dataclass(frozen=True)
 class CloseTimedOut:
     """The close waited long enough: finalize whatever did not confirm its end."""
+
+    stopped: Mapping[str, ExitInfo] = field(default_factory=dict)
+    """Tasks whose processes the agent stopped itself once Claude Code was gone: how each ended."""
 
 
 @dataclass(frozen=True)
@@ -231,6 +237,8 @@ class ClaudeDied:
 
     reason: str
     fatal: bool = True
+    stopped: Mapping[str, ExitInfo] = field(default_factory=dict)
+    """Tasks whose processes it left running, which the agent stopped: how each ended."""
 
 
 # --- the output tailer ------------------------------------------------------------------------

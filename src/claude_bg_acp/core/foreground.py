@@ -17,6 +17,12 @@ phase            what happens                                              next 
 any              Claude Code died, or the session closes                   ``IDLE``
 ===============  ========================================================  ===============
 
+After a crash, the Claude Code that takes over may start with an empty turn of its own (it
+replays the notification of a task the crash cut short): until it shows work, says ``idle`` or
+a prompt goes in (``restarted``), its ``running`` is not shown, so no empty ``running`` →
+``idle`` pair follows the error. Once the session closes, no turn runs any more: neither what
+Claude Code still does before it stops nor a follow-up turn is shown.
+
 A result whose ``origin`` names a task notification belongs to a follow-up turn, never to a
 prompt; Claude Code lists the prompts a result covers (``user_message_uuids``), so a prompt it
 took into a turn it started itself is settled by that turn's result.
@@ -184,6 +190,8 @@ class Foreground:
         self.live_subagents: set[str] = set()
         self.holding: PromptTurn | None = None
         self.release_at: float | None = None
+        self.restarted = False
+        """A new Claude Code took over after a crash and has shown no work yet."""
 
     @property
     def busy(self) -> bool:
@@ -212,8 +220,10 @@ class Foreground:
     def cli_state(self, state: str) -> list[ForegroundOut]:
         out: list[ForegroundOut] = []
         if state in ("running", "requires_action"):
-            out += self._claude_turn()
+            if not self.restarted:
+                out += self._claude_turn()
         elif state == "idle":
+            self.restarted = False
             if self.cancelled and self.phase is not Phase.EXPECTING:
                 # An interrupt that produced no result still ends the cancelled work.
                 return self._settle(Outcome("cancelled"))
@@ -236,6 +246,7 @@ class Foreground:
         A follow-up turn may start with output and no ``running``; from here on it is the
         turn's own result, not a timer, that ends the wait for it.
         """
+        self.restarted = False
         if self.phase in (Phase.PROMPTED, Phase.CLAUDE_TURN):
             return []
         return self._claude_turn() + self._report()
@@ -319,9 +330,10 @@ class Foreground:
         return out
 
     def close(self) -> list[ForegroundOut]:
-        """The session closes: nothing more is inserted, and the turn ends as cancelled."""
+        """The session closes: nothing more is inserted or expected, the turn ends as cancelled."""
         out = self._release() + self._refuse_waiting()
         was_busy = self.prompt is not None or self.reported != "idle"
+        self.gone = RpcError(INTERNAL_ERROR, "The session is closed")
         self._stop()
         if was_busy:
             out += self._settle(Outcome("cancelled"))
@@ -337,6 +349,8 @@ class Foreground:
         Claude Code starts that turn by itself a few milliseconds later; if it does not within
         ``FOLLOW_UP_WAIT``, ``tick`` reports ``idle`` again, with no stop reason.
         """
+        if self.gone is not None:
+            return  # the session closed (or Claude Code is gone for good): nothing follows
         if self.busy:
             self.follow_up_owed = True  # Claude Code starts it right after the running turn
         else:
@@ -386,6 +400,7 @@ class Foreground:
         out = self._release()
         quiet = self.prompt is None and self.reported == "idle"
         self._stop()
+        self.restarted = True
         if quiet:
             return out + self._report()
         return out + self._settle(Outcome("error", error=error))
@@ -394,6 +409,8 @@ class Foreground:
 
     def _claude_turn(self) -> list[ForegroundOut]:
         """Claude Code is running a turn: ours, if a prompt is in, else one of its own."""
+        if self.gone is not None:
+            return []  # the session closed (or Claude Code is gone for good): nothing more runs
         expected = self.phase is Phase.EXPECTING
         if self.phase is not Phase.PROMPTED:
             self.phase = Phase.CLAUDE_TURN
@@ -413,6 +430,7 @@ class Foreground:
         # The next prompt hands a held turn off, also when it waited while that turn ran.
         out = self._release()
         waiting = self.waiting.popleft()
+        self.restarted = False
         self._next_message += 1
         # A name-based UUID keeps replays deterministic and is unique per session and message.
         instance = f"{self.instance}/" if self.instance else ""

@@ -35,7 +35,7 @@ Every fact meant for the client goes through the ``Presenter`` chosen for the cl
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, assert_never
 
@@ -45,6 +45,7 @@ from claude_agent_sdk.types import ConversationResetMessage, Message, StreamEven
 from claude_bg_acp.acp.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, RpcError
 from claude_bg_acp.claude import conventions
 from claude_bg_acp.claude.server_info import read_commands
+from claude_bg_acp.closing_line import ExitInfo
 from claude_bg_acp.core import events as ev
 from claude_bg_acp.core.background import (
     Background,
@@ -210,8 +211,8 @@ class SessionCore:
                 return self._answered(ticket, option_id)
             case ev.Close():
                 return self._close(now)
-            case ev.CloseTimedOut():
-                return self._abandon(now)
+            case ev.CloseTimedOut(stopped):
+                return self._abandon(now, stopped)
             case ev.Recall(conversation):
                 return self._recall(conversation)
             case ev.Resync():
@@ -228,8 +229,8 @@ class SessionCore:
                     if ticket in self.questions
                     else []
                 )
-            case ev.ClaudeDied(reason, fatal):
-                return self._claude_died(reason, fatal, now)
+            case ev.ClaudeDied(reason, fatal, stopped):
+                return self._claude_died(reason, fatal, stopped, now)
             case ev.OutputRead(task_id, data):
                 return self._background(self.background.output(task_id, data), now)
             case ev.OutputReplaced(task_id, data):
@@ -306,7 +307,8 @@ class SessionCore:
         return self._present(facts)
 
     def _close(self, now: float) -> list[Effect]:
-        """Closing starts: withdraw questions, end the turn, and stop every background task.
+        """Closing starts: withdraw questions, end the turn and its tool calls, and stop every
+        background task.
 
         The tasks' own end events finalize them (``settled`` tells when); ``CloseTimedOut``
         finalizes whatever did not confirm in time.
@@ -318,10 +320,11 @@ class SessionCore:
         effects += self._foreground(self.foreground.close())
         return effects + self._background(self.background.stop_all(self.registry.live(), now), now)
 
-    def _abandon(self, now: float) -> list[Effect]:
-        """Finalize whatever did not confirm its end in time, so nothing stays listed."""
+    def _abandon(self, now: float, stopped: Mapping[str, ExitInfo]) -> list[Effect]:
+        """Finalize whatever did not confirm its end in time, so nothing stays listed (a terminal
+        whose process the agent stopped, once its file is read to the end)."""
         effects = self._present(self.schedules.cancel_all())
-        return effects + self._background(self.background.abandon(now), now) + self._publish()
+        return effects + self._background(self.background.abandon(now, stopped), now) + self._publish()
 
     # --- Claude Code -------------------------------------------------------------------------------
 
@@ -496,15 +499,19 @@ class SessionCore:
         effects += self.config.confirm()
         return effects + ([ReadTitle()] if self.title.wanted else [])
 
-    def _claude_died(self, reason: str, fatal: bool, now: float) -> list[Effect]:
-        """Claude Code died. Its turn ends with an error and what it ran is gone with it.
+    def _claude_died(
+        self, reason: str, fatal: bool, stopped: Mapping[str, ExitInfo], now: float
+    ) -> list[Effect]:
+        """Claude Code died. Its turn and the turn's tool calls end with an error, and what it ran
+        is gone with it (the processes it left running were stopped: ``stopped`` says how its
+        terminals ended).
 
         Unless ``fatal``, the session goes on with a new Claude Code: waiting prompts stay.
         """
         effects: list[Effect] = []
         for ticket in list(self.questions):
             effects += self._withdraw(ticket, "Claude Code stopped")
-        effects += self._children(self.subagents.lost()) + self._abandon(now)
+        effects += self._children(self.subagents.lost()) + self._abandon(now, stopped)
         effects += self._present(self.tool_uses.cut_all())
         self.background.forget()
         self.registry = TaskRegistry()

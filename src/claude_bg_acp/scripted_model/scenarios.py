@@ -374,6 +374,27 @@ fg_failed = _tool_then_text(
     "The command failed.",
 )
 
+# A foreground command that keeps its turn open, for faults that must strike mid-turn.
+fg_long = _tool_then_text(
+    _fixed(_bash("for i in $(seq 1 600); do echo waiting-$i; sleep 0.2; done", "a long foreground wait")),
+    "The wait is over.",
+)
+
+# A tool input nested deeper than any encoder of the agent's takes (300 levels).
+deep_input = _tool_then_text(
+    _fixed(
+        (
+            "Bash",
+            {
+                "command": "echo deep",
+                "description": "deep input",
+                "deep": json.loads("[" * 300 + "]" * 300),
+            },
+        )
+    ),
+    "The input was deep.",
+)
+
 permission = _tool_then_text(
     _fixed(_bash("touch perm-test.txt", "create a file")), "Tried to create perm-test.txt."
 )
@@ -605,6 +626,8 @@ SCENARIOS: dict[str, Scenario] = {
     "thinking": thinking,
     "fg_bash": fg_bash,
     "fg_failed": fg_failed,
+    "fg_long": fg_long,
+    "deep_input": deep_input,
     "permission": permission,
     "bg_completed": bg_completed,
     "bg_lines": bg_lines,
