@@ -237,3 +237,28 @@ def test_v1_set_mode_and_the_mode_option_stay_in_sync() -> None:
     ]
     assert not updates(chosen, "config_option_update"), "the answer carries the options"
     assert driver.core.modes.state()["currentModeId"] == "plan"
+
+
+def test_the_echo_of_a_replaced_switch_does_not_bring_its_mode_back() -> None:
+    """Claude Code echoes a mode switch after answering it: two quick switches (Zed cycles modes
+    with a key) must not show the first mode again once the second is chosen."""
+    driver = opened(1)
+    driver.handle(ev.ChooseMode("acceptEdits"))
+    driver.choose("mode", "plan")
+    echoes = driver.frames(status("acceptEdits"), status("plan"))
+    assert not updates(echoes, "current_mode_update") and not updates(echoes, "config_option_update")
+    assert driver.settings_read(OPUS, "medium") == []
+    assert driver.settings_read(OPUS, "medium") == []
+    assert driver.core.modes.state()["currentModeId"] == "plan"
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_a_mode_claude_code_reports_during_a_switch_is_taken_once_it_is_confirmed(version: int) -> None:
+    driver = opened(version)
+    driver.choose("model", "sonnet")
+    assert driver.frame(status("plan")) == [], "it may predate the switch"
+    told = valid(driver, driver.settings_read(SONNET, "medium"), version)
+    [update] = updates(told, "config_option_update")
+    key = "id" if version == 1 else "configId"
+    assert {o[key]: o["currentValue"] for o in update["configOptions"]}["mode"] == "plan"
+    assert len(updates(told, "current_mode_update")) == (1 if version == 1 else 0)

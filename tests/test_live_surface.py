@@ -4,15 +4,20 @@ our agent over stdio, the official ACP client (v1 and v2); every agent line is s
 
 - ``session/new`` offers mode, model and effort options from Claude Code's own lists, and a
   choice reaches the next model request (the scripted model records each request's model);
-- Claude Code's commands are offered before the first prompt ends, and ``/model`` typed as a
-  prompt runs as in the terminal;
-- a turn is followed by a ``usage_update``; a todo list becomes the plan;
+  v1's modes and the mode option stay one, and Claude Code leaving plan mode is told;
+- Claude Code's commands are offered before the first prompt ends, again once they change (a
+  command written mid-session, then ``/reload-skills``), and ``/model`` typed as a prompt runs as
+  in the terminal;
+- a turn is followed by a ``usage_update``; a todo list becomes the plan; tool calls read as what
+  they do (the lines read, the searches, a picture shown, an MCP tool by server and name);
 - without credentials a prompt fails with ``auth_required``, and a client that runs terminal
   auth methods is offered Claude Code's login.
 """
 
 from __future__ import annotations
 
+import base64
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -107,6 +112,38 @@ def test_a_reopened_session_offers_the_options_and_then_its_commands(
     assert answered < listed
 
 
+def mode_of(update: dict[str, Any]) -> Any:
+    return options(update)["mode"]["currentValue"]
+
+
+@pytest.mark.parametrize("client", ["v1", "v2"])
+def test_the_mode_follows_every_switch_and_claude_code_leaving_plan_mode(
+    live: LiveModel, workdir: Path, client: str
+) -> None:
+    """v1's ``session/set_mode`` and the mode option are one setting; Claude Code leaving plan
+    mode by itself (its plan approved) is told as both."""
+    steps: list[dict[str, Any]] = [choose("plan", "mode", "plan")]
+    if client == "v1":
+        set_mode = {"sessionId": "$sessionId", "modeId": "acceptEdits"}
+        steps.insert(0, {"op": "request", "id": "set", "method": "session/set_mode", "params": set_mode})
+    steps += prompt("[scenario:exit_plan] Plan it.", client, "p")
+    run = run_client(script(live, client, workdir, steps))
+    assert mode_of(run.response("plan")["result"]) == "plan"
+    [approval] = run.permission_requests
+    assert (
+        approval["params"].get("toolCall", approval["params"].get("subject", {}).get("toolCall"))["kind"]
+        == "switch_mode"
+    )
+    told = [mode_of(u) for u in run.raw_updates() if u["sessionUpdate"] == "config_option_update"]
+    modes = [u["currentModeId"] for u in run.raw_updates() if u["sessionUpdate"] == "current_mode_update"]
+    # Claude Code goes back to the mode it had before plan mode.
+    if client == "v1":
+        assert told == ["acceptEdits", "acceptEdits"], "set_config_option answers; the rest is told"
+        assert modes == ["acceptEdits", "plan", "acceptEdits"]
+    else:
+        assert told == ["default"] and modes == []
+
+
 def test_an_unknown_option_or_value_is_refused(live: LiveModel, workdir: Path) -> None:
     steps = [
         choose("option", "speed", "fast", expectError=-32602),
@@ -140,14 +177,48 @@ def test_commands_are_offered_before_the_first_prompt_ends(
     assert listed < ended
 
 
+GREET = (
+    "printf -- '---\\ndescription: Say hello\\n---\\nSay hello to $ARGUMENTS\\n' > .claude/commands/greet.md"
+)
+
+
+@pytest.mark.parametrize("client", ["v1", "v2"])
+def test_commands_reloaded_in_the_session_are_offered_again(
+    live: LiveModel, workdir: Path, client: str
+) -> None:
+    # A command written mid-session: Claude Code lists it once its skills are reloaded.
+    (workdir / ".claude" / "commands").mkdir(parents=True)
+    steps = [
+        *prompt(f"[scenario:bg_from_prompt] Add a command. <command>{GREET}</command>", client, "write"),
+        {"op": "waitFor", "update": "tool_call_update", "match": {"status": "completed"}},
+        *prompt("/reload-skills", client, "reload"),
+    ]
+    run = run_client(script(live, client, workdir, steps))
+    assert (workdir / ".claude" / "commands" / "greet.md").exists()
+    first, *later = [u for u in run.raw_updates() if u["sessionUpdate"] == "available_commands_update"]
+    assert "greet" not in [command["name"] for command in first["availableCommands"]]
+    [greet] = [c for c in later[-1]["availableCommands"] if c["name"] == "greet"]
+    assert greet["description"].startswith("Say hello")
+    assert "reloaded" in run.agent_text().lower()
+
+
 def test_a_slash_command_runs_as_in_the_terminal(live: LiveModel, workdir: Path) -> None:
-    steps = [*prompt("/model sonnet", "v1", "slash"), *prompt("[scenario:text] after", "v1", "after")]
+    steps = [
+        *prompt("/model sonnet", "v1", "slash"),
+        *prompt("/effort high", "v1", "effort"),
+        *prompt("[scenario:text] after", "v1", "after"),
+    ]
     run = run_client(script(live, "v1", workdir, steps))
     assert "Set model to" in run.agent_text()
     assert not [u for u in run.raw_updates() if u["sessionUpdate"] == "user_message_chunk"]
-    [update] = [u for u in run.raw_updates() if u["sessionUpdate"] == "config_option_update"]
-    assert options(update)["model"]["currentValue"] == "sonnet"
-    assert live.model.messages_requests()[-1].model == SONNET
+    # Claude Code switched by itself: the client is told.
+    told = [options(u) for u in run.raw_updates() if u["sessionUpdate"] == "config_option_update"]
+    assert [(o["model"]["currentValue"], o["effort"]["currentValue"]) for o in told] == [
+        ("sonnet", "medium"),
+        ("sonnet", "high"),
+    ]
+    request = live.model.messages_requests()[-1]
+    assert request.model == SONNET and request.body["output_config"]["effort"] == "high"
 
 
 @pytest.mark.parametrize("client", ["v1", "v2"])
@@ -192,6 +263,40 @@ def test_claude_codes_list_becomes_the_plan(
     assert [(entry["content"], entry["status"]) for entry in latest] == expected
     calls = [u for u in run.raw_updates() if u["sessionUpdate"] in ("tool_call", "tool_call_update")]
     assert calls == [], "the list's tool calls are the plan"
+
+
+DOT = "iVBORw0KGgoAAAANSUhEUgAAAAIAAAACCAIAAAD91JpzAAAAEElEQVR4nGP4z8AARAwQCgAf7gP9i18U1AAAAABJRU5ErkJggg=="
+"""A PNG of two by two red pixels."""
+PROBE = Path(__file__).parent / "support" / "mcp_probe.py"
+
+
+@pytest.mark.parametrize("client", ["v1", "v2"])
+def test_tool_calls_read_as_what_they_do(live: LiveModel, workdir: Path, client: str) -> None:
+    (workdir / "notes.txt").write_text("one\ntwo\nthree TODO\nfour\n")
+    (workdir / "dot.png").write_bytes(base64.b64decode(DOT))
+    probe = {"name": "probe", "command": sys.executable, "args": [str(PROBE)], "env": []}
+    steps = prompt(f"[scenario:look_around] Look around <dir>{workdir}</dir>", client, "p")
+    run = run_client({**script(live, client, workdir, steps), "session": {"mcpServers": [probe]}})
+    calls: dict[str, dict[str, Any]] = {}
+    for update in run.raw_updates():
+        if update["sessionUpdate"] in ("tool_call", "tool_call_update"):
+            calls.setdefault(update["toolCallId"], {}).update(update)
+    by_title = {call["title"]: call for call in calls.values()}
+    read = by_title[f"Read {workdir}/notes.txt (lines 2-3)"]
+    assert read["kind"] == "read" and read["locations"] == [{"path": f"{workdir}/notes.txt", "line": 2}]
+    assert by_title[f'Grep "TODO" in {workdir} (*.txt)']["kind"] == "search"
+    assert by_title[f'Glob "*.png" in {workdir}']["locations"] == [{"path": str(workdir)}]
+    picture = by_title[f"Read {workdir}/dot.png"]
+    images = [c["content"] for c in picture["content"] if c["content"]["type"] == "image"]
+    assert [image["mimeType"] for image in images] == ["image/png"] and images[0]["data"]
+    assert by_title["probe: probe_echo"]["status"] == "completed"
+    # CLI 2.1.332 offers no Grep nor Glob (the model is told to use Bash): those calls fail, but
+    # they are shown as they were asked.
+    assert {call["title"]: call["status"] for call in calls.values() if call["kind"] != "search"} == {
+        f"Read {workdir}/notes.txt (lines 2-3)": "completed",
+        f"Read {workdir}/dot.png": "completed",
+        "probe: probe_echo": "completed",
+    }
 
 
 @pytest.mark.parametrize("client", ["v1", "v2"])

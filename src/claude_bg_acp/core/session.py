@@ -206,7 +206,8 @@ class SessionCore:
                 return self._settings_changed()
             case ev.SettingsRead(applied):
                 self.config.read(applied)
-                return self._settings_changed()
+                changed = self.modes.settled() if self.config.settled else []
+                return self._present(changed) + self._settings_changed()
             case ev.PermissionAnswered(ticket, option_id):
                 return self._answered(ticket, option_id)
             case ev.Close():
@@ -359,14 +360,14 @@ class SessionCore:
         if subtype == "init":
             if isinstance(data.get("model"), str):
                 self.config.model_reported(data["model"])
-            if isinstance(data.get("permissionMode"), str) and self.config.settled:
-                changed = self.modes.reported(data["permissionMode"])
+            if isinstance(data.get("permissionMode"), str):
+                changed = self.modes.reported(data["permissionMode"], self.config.settled)
             terminal = data.get("terminal_slash_commands")
             self.commands.terminal_only(
                 [n for n in terminal if isinstance(n, str)] if isinstance(terminal, list) else []
             )
         elif subtype == "status" and isinstance(data.get("permissionMode"), str):
-            changed = self.modes.reported(data["permissionMode"])
+            changed = self.modes.reported(data["permissionMode"], self.config.settled)
         elif subtype == "commands_changed":
             self.commands.listed(read_commands(data.get("commands")))
         elif subtype == "compact_boundary" and isinstance(data.get("compact_metadata"), dict):

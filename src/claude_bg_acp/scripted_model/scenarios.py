@@ -618,6 +618,29 @@ def _steps(calls: list[Call], done: str) -> Scenario:
 
 
 todo = _steps(PLAN_STEPS, "The parser is written; the tests are next.")
+
+# Tools whose calls must read well: lines of a file, two searches, a picture and an MCP tool
+# (the editor's ``probe`` server), all in one message, in the directory the prompt names as
+# ``<dir>...</dir>``. CLI 2.1.332 offers no Grep nor Glob: it answers those two with an error.
+DIR_TAG = re.compile(r"<dir>(.*?)</dir>")
+
+
+def _look_around_calls(turn: Turn) -> list[Call]:
+    found = DIR_TAG.search(turn.first_user_text)
+    where = found.group(1) if found else "."
+    return [
+        ("Read", {"file_path": f"{where}/notes.txt", "offset": 2, "limit": 2}),
+        ("Grep", {"pattern": "TODO", "path": where, "glob": "*.txt"}),
+        ("Glob", {"pattern": "*.png", "path": where}),
+        ("Read", {"file_path": f"{where}/dot.png"}),
+        ("mcp__probe__probe_echo", {"text": "echoed by the probe"}),
+    ]
+
+
+look_around = _tool_then_text(_look_around_calls, "Looked around.")
+
+# In plan mode: the model presents its plan, and leaving plan mode is the user's to approve.
+exit_plan = _tool_then_text(_fixed(("ExitPlanMode", {"plan": "1. Write the parser\n2. Test it"})), "On it.")
 tasks = _steps(TASK_STEPS, "Two tasks, the first one started.")
 
 
@@ -646,4 +669,6 @@ SCENARIOS: dict[str, Scenario] = {
     "bg_from_prompt": bg_from_prompt,
     "todo": todo,
     "tasks": tasks,
+    "exit_plan": exit_plan,
+    "look_around": look_around,
 }
