@@ -105,7 +105,7 @@ class V2Presenter(BasePresenter):
                     terminal_id=fact.terminal_id, command=fact.command, cwd=fact.cwd, capabilities=CANCEL
                 )
             case TerminalOutput():
-                update = TerminalOutputChunk.of(fact.terminal_id, fact.data)
+                update = TerminalOutputChunk(fact.terminal_id, fact.data)
             case TerminalReplaced():
                 encoded = base64.b64encode(fact.data).decode("ascii")
                 update = TerminalUpdate(terminal_id=fact.terminal_id, output={"data": encoded})
