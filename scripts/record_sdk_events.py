@@ -14,7 +14,11 @@ Every frame, both directions, goes to ``tests/fixtures/sdk_events/NAME.jsonl`` a
 root becomes ``/tmp/claude-bg-acp``, the session id and other uuids fixed uuids, task / run /
 agent / request ids tokens by first appearance, timestamps and durations zero. The output
 files of shell and Monitor tasks follow as ``{"dir": "file", ...}`` lines so that replays can
-recreate them byte for byte.
+recreate them byte for byte. Recordings made to be reopened also keep what Claude Code stored
+of the conversation, for replays of ``session/load``: ``{"dir": "stored", "path", "record"}``
+lines, one per record of each transcript (path relative to the project folder) and one per
+subagent's ``.meta.json``; records that are not messages keep only what links them into the
+conversation (those outside its chain are left out).
 """
 
 from __future__ import annotations
@@ -79,6 +83,8 @@ class Plan:
     prompt: str
     allow: bool = True
     driver: Driver | None = None
+    stored: bool = False
+    """Keep Claude Code's stored conversation too."""
 
 
 async def _stop_after_output(session: Session) -> None:
@@ -124,6 +130,22 @@ async def _interrupt_while_held(session: Session) -> None:
     await session.client.interrupt()
 
 
+async def _more_prompts(session: Session) -> None:
+    """A conversation of several turns: each prompt once the one before it has settled."""
+    for prompt in (
+        "[scenario:thinking] Think, then answer.",
+        "[scenario:agent_bg] Start a background helper.",
+    ):
+        await session.wait_until(lambda: session.quiet)
+        await _answered(session, prompt)
+
+
+async def _answered(session: Session, prompt: str) -> None:
+    results = session.results
+    await session.client.query(prompt)
+    await session.wait_until(lambda: session.results > results)
+
+
 def _plain(scenario: str, prompt: str) -> tuple[str, Plan]:
     return scenario, Plan(scenario, prompt)
 
@@ -133,6 +155,7 @@ RECORDINGS: dict[str, Plan] = dict(
         _plain("text", "Say hello."),
         _plain("thinking", "Think, then answer."),
         _plain("fg_bash", "Run echo in the foreground."),
+        _plain("fg_failed", "Run a failing command in the foreground."),
         _plain("permission", "Create a file."),
         ("permission_denied", Plan("permission", "Create a file (you will be denied).", allow=False)),
         _plain("bg_completed", "Run a background job."),
@@ -153,6 +176,10 @@ RECORDINGS: dict[str, Plan] = dict(
         ),
         ("agent_hold_cancel", Plan("agent_bg", "Start a background helper.", driver=_interrupt_while_held)),
         _plain("max_tokens", "Write a long answer."),
+        (
+            "conversation",
+            Plan("bg_completed", "Run a background job.", driver=_more_prompts, stored=True),
+        ),
     ]
 )
 
@@ -250,7 +277,10 @@ async def record(name: str, plan: Plan, out_dir: Path, timeout: float) -> Path:
             tape = Tape()
             session = Session(build_client(options, tape.observe), tape)
             files = await _run(session, plan, root, timeout)
-        lines = Normaliser(root).fixture(tape.frames, files, hash_only=name in HASH_ONLY)
+        normaliser = Normaliser(root)
+        lines = normaliser.fixture(tape.frames, files, hash_only=name in HASH_ONLY)
+        if plan.stored:
+            lines += [normaliser.stored_line(path, record) for path, record in _stored_records(root)]
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"{name}.jsonl"
     path.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines))
@@ -291,6 +321,29 @@ def _output_files(session: Session, root: Path) -> dict[str, bytes]:
             if not path.is_symlink():
                 files[str(path)] = path.read_bytes()
     return files
+
+
+LINKS = ("type", "subtype", "uuid", "parentUuid", "logicalParentUuid", "isSidechain", "isMeta", "sessionId")
+"""What is kept of a stored record that is not a message: what the SDK needs to walk the chain."""
+
+
+def _stored_records(root: Path) -> list[tuple[str, dict[str, Any]]]:
+    """Every record of the stored conversation (and subagents), in file order, by its path."""
+    (project,) = (root / "config" / "projects").iterdir()
+    records: list[tuple[str, dict[str, Any]]] = []
+    for path in sorted(project.rglob("*.json*")):
+        relative = str(path.relative_to(project))
+        if path.suffix == ".json":
+            records.append((relative, json.loads(path.read_text())))
+            continue
+        for line in path.read_text().splitlines():
+            record = json.loads(line)
+            if record.get("type") not in ("user", "assistant"):
+                if "uuid" not in record:
+                    continue  # bookkeeping outside the conversation's chain
+                record = {key: record[key] for key in LINKS if key in record}
+            records.append((relative, record))
+    return records
 
 
 # --- normalisation ------------------------------------------------------------------------
@@ -350,6 +403,9 @@ class Normaliser:
         ]
         lines.extend(self._file_line(path, data, hash_only) for path, data in files.items())
         return lines
+
+    def stored_line(self, path: str, record: dict[str, Any]) -> dict[str, Any]:
+        return {"dir": "stored", "path": self._string(path), "record": self.apply(record)}
 
     def _file_line(self, path: str, data: bytes, hash_only: bool) -> dict[str, Any]:
         line: dict[str, Any] = {"dir": "file", "path": self._string(path)}

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from claude_bg_acp.scripted_model import ScriptedModel, offline_env, serve_in_thread
+from tests.support.acp_client import ClientRun, run_client
 from tests.support.processes import survivors
 from tests.support.stdio_agent import AGENT
 
@@ -40,6 +41,14 @@ class LiveModel:
         """The ``agent`` entry of a drive.mjs script: variables the offline env drops are unset."""
         dropped: dict[str, str | None] = {name: None for name in os.environ if name not in self.env}
         return {"argv": [AGENT, *args], "env": {**dropped, **self.env}}
+
+
+def run_live(
+    live: LiveModel, workdir: Path, client: str, steps: list[dict[str, Any]], **extra: Any
+) -> ClientRun:
+    """The official client of kind ``client`` runs ``steps`` against the agent, in ``workdir``."""
+    script = {"agent": live.agent(), "client": client, "cwd": str(workdir), "steps": steps, **extra}
+    return run_client(script, timeout=60)
 
 
 @pytest.fixture

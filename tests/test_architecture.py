@@ -1,5 +1,6 @@
 """The package's shape, checked from its source: imports go one way, and only presenters (and
-the version negotiation in ``agent``) look at the protocol version.
+the version negotiation in ``agent``, and the clients: the demo, the scripted model) look at the
+protocol version.
 
 Imports are read with ``ast`` from every module of ``claude_bg_acp``, those under
 ``TYPE_CHECKING`` included; ``from package import module`` counts as an import of that module.
@@ -60,9 +61,10 @@ def test_no_two_modules_import_each_other_directly_or_through_others() -> None:
 
 
 def test_the_core_imports_no_edge_and_no_presenter() -> None:
-    """The core is sans-IO: it knows neither the endpoint, the runner, the tailer nor a presenter."""
+    """The core is sans-IO: it knows neither the endpoint, the runner, the tailer, the stored
+    conversations nor a presenter."""
     edges = {f"{NAME}.{name}" for name in ("stdio", "session_host", "agent", "tail", "cli")}
-    edges |= {f"{NAME}.claude.runner", f"{NAME}.claude.options", f"{NAME}.claude.transport"}
+    edges |= {f"{NAME}.claude.{name}" for name in ("runner", "options", "transport", "store", "orphans")}
     for module in (m for m in MODULES if m.startswith(f"{NAME}.core")):
         imported = imports_of(module)
         assert not imported & edges, f"{module} imports an edge: {imported & edges}"
@@ -85,7 +87,9 @@ def mentions_a_version(tree: ast.AST) -> bool:
 
 
 def test_only_presenters_and_the_negotiation_know_the_protocol_version() -> None:
+    # The demo is a client of the agent: it chooses the version it speaks.
     allowed = (f"{NAME}.presenters", f"{NAME}.agent", f"{NAME}.acp", f"{NAME}.cli", f"{NAME}.scripted_model")
+    allowed += (f"{NAME}.demo",)
     checked = [m for m in MODULES if not m.startswith(allowed) and m != NAME]
     assert f"{NAME}.core.session" in checked and f"{NAME}.session_host" in checked
     for module in checked:

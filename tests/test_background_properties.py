@@ -30,6 +30,10 @@ as a v2 client would and checks, as they go out:
 8. work the level signal has listed continuously for longer than the classification grace,
    that has not ended, is listed.
 
+The same interleavings also go to a JetBrains AIR client (``play_air``): its async tasks
+keep their own rules (spawned once, before anything else about them; one final state, nothing
+after it), each stop by task id is answered, and every spawned task ends.
+
 The example tests pin tricky orders, and the fixes of the product bugs the properties found.
 
 ``BG_PROPERTY_EXAMPLES`` sets the number of examples, and ``BG_PROPERTY_RANDOM=1`` explores new
@@ -52,7 +56,7 @@ from claude_bg_acp.claude.conventions import KILLED_SIGNAL
 from claude_bg_acp.closing_line import ExitInfo
 from claude_bg_acp.core import events as ev
 from claude_bg_acp.core.background import CLASSIFY_GRACE
-from claude_bg_acp.core.effects import Effect, FinishTail, Notify, Tail
+from claude_bg_acp.core.effects import Effect, FinishTail, Notify, Reply, StopTask, Tail
 from claude_bg_acp.core.tasks import ORPHAN_GRACE
 from tests.support.driver import CoreDriver, as_jsonrpc
 from tests.support.frames import (
@@ -68,7 +72,7 @@ from tests.support.frames import (
     tasks_changed,
     tool_use,
 )
-from tests.support.rules import FINAL, BackgroundRules, SessionView, Violation
+from tests.support.rules import FINAL, TASK_FINAL, BackgroundRules, SessionView, Violation
 from tests.support.schema import validate_transcript
 
 SESSION_ID = "session-props"
@@ -533,7 +537,9 @@ class Player:
         if not targets:
             return False
         kind, ref = targets[arg % len(targets)]
-        request = ev.CancelTerminal(ref) if kind == "terminal" else ev.CancelToolCall(ref)
+        request = (
+            ev.CancelTerminal(SESSION_ID, ref) if kind == "terminal" else ev.CancelToolCall(SESSION_ID, ref)
+        )
         try:
             effects = self.driver.handle(request)
         except RpcError as exc:
@@ -656,13 +662,22 @@ def play(scenario: Scenario) -> Player:
     return player
 
 
-@settings(
-    max_examples=int(os.environ.get("BG_PROPERTY_EXAMPLES", "500")),
-    deadline=None,
-    derandomize=not os.environ.get("BG_PROPERTY_RANDOM"),
-    report_multiple_bugs=False,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+EXAMPLES = int(os.environ.get("BG_PROPERTY_EXAMPLES", "500"))
+
+
+def explore(examples: int) -> Any:
+    """How the properties are explored: ``examples`` scenarios, the fixed set unless
+    ``BG_PROPERTY_RANDOM``."""
+    return settings(
+        max_examples=examples,
+        deadline=None,
+        derandomize=not os.environ.get("BG_PROPERTY_RANDOM"),
+        report_multiple_bugs=False,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
+
+
+@explore(EXAMPLES)
 @given(scenarios())
 def test_background_rules_hold_for_any_interleaving(scenario: Scenario) -> None:
     player = play(scenario)
@@ -672,6 +687,73 @@ def test_background_rules_hold_for_any_interleaving(scenario: Scenario) -> None:
     event(f"cancels accepted: {min(player.cancels, 2)}")
     event(f"drains done later: {min(player.late_drains, 2)}")
     event(f"closed: {player.closed}")
+
+
+# --- the same interleavings through JetBrains AIR -------------------------------------------------
+
+
+def play_air(scenario: Scenario) -> tuple[BackgroundRules, int]:
+    """Plays a scenario to an AIR client (async tasks and draft children; v1, so no list, no
+    terminals and nothing to drain), which stops an open async task by its id where the v2
+    client cancels an item. Checks as it goes: the background rules with AIR's (``rules``,
+    rule 6 and 7), every stop is answered (``stopped: true`` exactly when it sent
+    ``stop_task``), and at the end every message validates (AIR's own updates against its
+    contract), every spawned task has its final state and no ambient task was spawned. Returns
+    the rules' view and how many stops were sent."""
+    driver = CoreDriver.for_client("air", session_id=SESSION_ID, tasks_root=TASKS_ROOT)
+    rules = BackgroundRules()
+    tasks = rules.view(SESSION_ID).tasks
+
+    def feed(effects: list[Effect]) -> list[Effect]:
+        for effect in effects:
+            if isinstance(effect, Notify):
+                rules.see(effect.session_id, effect.update.wire())
+        return effects
+
+    feed(driver.prompt("go", dt=0.0)[1])
+    closed, stops = False, 0
+    for step in scenario.steps:
+        feed(driver.advance(step.dt))
+        if step.frame is not None:
+            feed(driver.frame(step.frame, dt=0.0))
+        elif step.role == "tick":
+            feed(driver.tick())
+        elif step.role == "cancel" and (
+            open_tasks := sorted(t for t, s in tasks.items() if s not in TASK_FINAL)
+        ):
+            ticket, effects = driver.stop_task(open_tasks[step.arg % len(open_tasks)])
+            (answer,) = [e.result for e in feed(effects) if isinstance(e, Reply) and e.ticket == ticket]
+            sent = any(isinstance(e, StopTask) for e in effects)
+            if answer != {"stopped": sent}:
+                raise Violation(f"the stop answered {answer} for {effects}")
+            stops += sent
+        elif step.role == "close" and not closed:
+            closed = True
+            feed(driver.handle(ev.Close()))
+    for _ in range(3):
+        feed(driver.advance(SETTLE))
+        if closed and not driver.core.settled:
+            feed(driver.handle(ev.CloseTimedOut()))
+    unfinished = {task: state for task, state in tasks.items() if state not in TASK_FINAL}
+    if unfinished:
+        raise Violation(f"async tasks without a final state at the end: {unfinished}")
+    ambient = {spec.task_id for spec in scenario.specs if spec.kind == "ambient"} & set(tasks)
+    if ambient:
+        raise Violation(f"ambient tasks were spawned: {ambient}")
+    agent_lines, client_lines = as_jsonrpc(driver.effects, driver.requests)
+    violations = validate_transcript(agent_lines, client_lines, 1, air=True)
+    if violations:
+        raise Violation("\n".join(violations[:5]))
+    return rules, stops
+
+
+@explore(EXAMPLES // 2)
+@given(scenarios())
+def test_air_async_tasks_end_once_for_any_interleaving(scenario: Scenario) -> None:
+    rules, stops = play_air(scenario)
+    event(f"async tasks: {min(len(rules.view(SESSION_ID).tasks), 3)}")
+    event(f"stops sent: {min(stops, 2)}")
+    event(f"children: {min(len(rules.drafts), 2)}")
 
 
 # --- examples -----------------------------------------------------------------------------------

@@ -207,7 +207,8 @@ def test_monitor_is_a_cancellable_tool_call(live: LiveModel, workdir: Path) -> N
 
 
 def test_v1_client_reading_terminal_meta_gets_live_output(live: LiveModel, workdir: Path) -> None:
-    """Zed-style v1 clients take shell output from ``_meta`` (terminal_info / _output_delta / _exit)."""
+    """A v1 client that declares ``terminal_output_delta`` besides Zed's ``terminal_output`` gets
+    the output under that key (``test_live_zed`` shows what Zed itself gets)."""
     run = run_client(
         {
             "agent": live.agent(),
@@ -228,6 +229,7 @@ def test_v1_client_reading_terminal_meta_gets_live_output(live: LiveModel, workd
     assert run.response("p")["result"]["stopReason"] == "end_turn"
     (terminal_id,) = run.terminal_ids
     assert run.terminal_info(terminal_id)["exitStatus"] == {"exitCode": 0, "signal": None}
+    assert not [u for u in run.raw_updates() if "terminal_output" in u.get("_meta", {})]
     written = b"a\xffb\xc3(c\x1b[31mred\x1b[0m\n" + b"\xe2\x82" + b"\xac euro \x1b[" + b"32mgreen\x1b[0m\n"
     # Plain text can only carry valid UTF-8: the split euro sign arrives whole, bad bytes as U+FFFD.
     assert run.terminal_bytes(terminal_id) == written.decode("utf-8", "replace").encode()

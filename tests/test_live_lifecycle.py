@@ -1,10 +1,15 @@
-"""The agent's process life: nothing outlives it, a crashed Claude Code is replaced, a vanished
-output file is survived. Raw stdio (``StdioAgent``) because these tests kill processes and
-delete files under the agent; the real bundled CLI runs against the scripted model."""
+"""The agent's process life and its faults: nothing outlives it, a crashed Claude Code is
+replaced and what it left running is stopped (and its end told), every way out (stdin closed,
+stdout broken, SIGTERM, SIGINT) sends the same final updates, and tampered output files or a
+deleted working directory are survived. Raw stdio (``StdioAgent``) because these tests kill
+processes and delete files under the agent; the real bundled CLI runs against the scripted
+model. Each fault is bounded in time, and the ``live`` fixture checks the whole process tree
+afterwards."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import time
 from pathlib import Path
@@ -69,9 +74,48 @@ def wait_for_new_claude(live: LiveModel, old: int, timeout: float = 30) -> int:
     raise AssertionError("no new Claude Code was started")
 
 
+LONG_JOB = "seq 1 300"
+"""In the command line of bg_long's shell."""
+FOREGROUND_WAIT = "echo waiting-"
+"""In the command line of fg_long's shell."""
+
+
+def running(live: LiveModel, fragment: str) -> list[int]:
+    return [pid for pid, cmd in processes_with(marker(live)).items() if fragment in cmd]
+
+
+def wait_running(live: LiveModel, fragment: str, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while not running(live, fragment):
+        assert time.monotonic() < deadline, f"{fragment!r} never started"
+        time.sleep(0.05)  # polling another process's table: there is no event to await
+
+
 def check_schema(agent: StdioAgent) -> None:
     violations = validate_transcript(agent.lines, agent.sent, 2)
     assert not violations, "\n".join(violations)
+
+
+def goes_on_and_closes(agent: StdioAgent, session_id: str, request_id: int) -> None:
+    """The session still answers a prompt, and the agent exits cleanly having said only valid things."""
+    prompt(agent, request_id, session_id, "[scenario:text] Still there?")
+    wait_update(agent, "state_update", state="idle", stopReason="end_turn")
+    assert agent.close() == 0
+    check_schema(agent)
+
+
+def final_updates(agent: StdioAgent, terminal: str) -> None:
+    """The terminal's exit, then a final state that lists nothing, came before the agent left."""
+    with pytest.raises(EOFError):
+        while True:  # until everything the agent wrote has been read
+            agent.next_message(timeout=10)
+    updates = [update_of(m) for m in agent.lines if m.get("method") == "session/update"]
+    exits = [i for i, u in enumerate(updates) if u.get("terminalId") == terminal and "exitStatus" in u]
+    assert exits, "no exitStatus for the terminal"
+    assert updates[exits[0]]["exitStatus"].get("signal") or updates[exits[0]]["exitStatus"].get("exitCode")
+    last = updates[-1]
+    assert last["sessionUpdate"] == "state_update" and last["state"] == "idle" and last["background"] == []
+    assert exits[0] < len(updates) - 1
 
 
 def test_sigkill_of_the_agent_takes_claude_and_its_shells_along(live: LiveModel, workdir: Path) -> None:
@@ -113,34 +157,135 @@ def test_a_crash_during_a_turn_ends_it_with_an_error(live: LiveModel, workdir: P
     idle = wait_update(agent, "state_update", state="idle")
     assert idle["stopReason"] == "error" and "Claude Code" in idle["error"]["message"]
     agent.send({"jsonrpc": "2.0", "id": question["id"], "result": {"outcome": {"outcome": "cancelled"}}})
-    prompt(agent, 3, session_id, "[scenario:text] Still there?")
-    wait_update(agent, "state_update", state="idle", stopReason="end_turn")
-    assert agent.close() == 0
-    check_schema(agent)
+    goes_on_and_closes(agent, session_id, 3)
 
 
-def test_a_vanished_output_file_is_survived(live: LiveModel, workdir: Path) -> None:
+def test_a_claude_killed_while_only_background_work_runs_leaves_no_shell_running(
+    live: LiveModel, workdir: Path
+) -> None:
     agent, session_id = start(live, workdir)
     prompt(agent, 2, session_id, "[scenario:bg_long] Run a long job.")
-    terminal = wait_update(agent, "terminal_update")
+    terminal = wait_update(agent, "terminal_update")["terminalId"]
+    wait_update(agent, "state_update", state="idle", stopReason="end_turn")
+    assert running(live, LONG_JOB)
+    os.kill(claude_pid(live), signal.SIGKILL)
+    exited = wait_update(agent, "terminal_update", terminalId=terminal, capabilities=None)
+    # The shell was stopped before its end was told, and its end is the signal that stopped it.
+    assert not running(live, LONG_JOB)
+    assert exited["exitStatus"] == {"exitCode": None, "signal": "SIGTERM"}
+    wait_update(agent, "state_update", state="idle", background=[])
+    goes_on_and_closes(agent, session_id, 3)
+
+
+def test_a_claude_killed_mid_turn_ends_the_turn_and_its_command(live: LiveModel, workdir: Path) -> None:
+    agent, session_id = start(live, workdir)
+    prompt(agent, 2, session_id, "[scenario:fg_long] Wait a while.")
+    wait_running(live, FOREGROUND_WAIT)
+    os.kill(claude_pid(live), signal.SIGKILL)
+    idle = wait_update(agent, "state_update", state="idle")
+    assert idle["stopReason"] == "error"
+    assert not running(live, FOREGROUND_WAIT)
+    # The turn's tool call failed with it (a crash is no cancel).
+    calls = [update_of(m) for m in agent.lines if update_of(m).get("sessionUpdate") == "tool_call_update"]
+    assert calls[-1]["status"] == "failed" and calls[-1]["toolCallId"] == calls[0]["toolCallId"]
+    goes_on_and_closes(agent, session_id, 3)
+
+
+@pytest.mark.parametrize("fault", ["deleted", "truncated", "replaced"])
+def test_an_output_file_tampered_with_is_survived(live: LiveModel, workdir: Path, fault: str) -> None:
+    agent, session_id = start(live, workdir)
+    prompt(agent, 2, session_id, "[scenario:bg_long] Run a long job.")
+    terminal = wait_update(agent, "terminal_update")["terminalId"]
     wait_update(agent, "terminal_output_chunk")
-    outputs = list(Path(live.env["CLAUDE_CODE_TMPDIR"]).rglob(f"{terminal['terminalId']}.output"))
-    assert outputs, "the shell's output file"
-    outputs[0].unlink()
-    agent.request(3, "terminal/cancel", {"sessionId": session_id, "terminalId": terminal["terminalId"]})
+    (output,) = Path(live.env["CLAUDE_CODE_TMPDIR"]).rglob(f"{terminal}.output")
+    if fault == "deleted":
+        output.unlink()
+    elif fault == "truncated":
+        os.truncate(output, 0)
+    else:
+        stranger = output.with_name("stranger")
+        stranger.write_bytes(b"not the shell's output\n")
+        stranger.replace(output)
+    agent.request(3, "terminal/cancel", {"sessionId": session_id, "terminalId": terminal})
     assert agent.response(3)["result"] == {}
-    exited = wait_update(agent, "terminal_update", terminalId=terminal["terminalId"], capabilities=None)
+    exited = wait_update(agent, "terminal_update", terminalId=terminal, capabilities=None)
     assert "exitStatus" in exited
-    prompt(agent, 4, session_id, "[scenario:text] And now?")
+    goes_on_and_closes(agent, session_id, 4)
+
+
+@pytest.mark.parametrize(
+    "signum", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP], ids=["SIGTERM", "SIGINT", "SIGHUP"]
+)
+def test_a_stop_signal_sends_the_final_updates_as_closing_stdin_does(
+    live: LiveModel, workdir: Path, signum: signal.Signals
+) -> None:
+    agent, session_id = start(live, workdir)
+    prompt(agent, 2, session_id, "[scenario:bg_long] Run a long job.")
+    terminal = wait_update(agent, "terminal_update")["terminalId"]
+    wait_update(agent, "terminal_output_chunk")
+    agent.proc.send_signal(signum)
+    assert agent.proc.wait(timeout=20) == 0
+    final_updates(agent, terminal)
+    check_schema(agent)
+
+
+def test_closing_stdin_stops_everything_after_the_final_updates(live: LiveModel, workdir: Path) -> None:
+    agent, session_id = start(live, workdir)
+    prompt(agent, 2, session_id, "[scenario:bg_long] Run a long job.")
+    terminal = wait_update(agent, "terminal_update")["terminalId"]
+    wait_update(agent, "terminal_output_chunk")
+    assert agent.close(timeout=20) == 0
+    assert not survivors(marker(live), grace=5)
+    final_updates(agent, terminal)
+    check_schema(agent)
+
+
+def test_closing_does_not_wait_for_a_claude_code_that_does_not_answer(live: LiveModel, workdir: Path) -> None:
+    agent, session_id = start(live, workdir)
+    prompt(agent, 2, session_id, "[scenario:bg_long] Run a long job.")
+    terminal = wait_update(agent, "terminal_update")["terminalId"]
     wait_update(agent, "state_update", state="idle", stopReason="end_turn")
+    os.kill(claude_pid(live), signal.SIGSTOP)  # alive, but it confirms no stop and never exits by itself
+    # Far more than the agent needs, far less than waiting for Claude Code would take (about 15 s).
+    assert agent.close(timeout=5) == 0
+    final_updates(agent, terminal)
+    check_schema(agent)
+
+
+def test_a_broken_stdout_ends_the_agent_as_closing_stdin_does(live: LiveModel, workdir: Path) -> None:
+    agent, session_id = start(live, workdir)
+    prompt(agent, 2, session_id, "[scenario:bg_long] Run a long job.")
+    wait_update(agent, "terminal_output_chunk")
+    agent.hang_up_stdout()  # the shell keeps writing, so the agent's next update finds no reader
+    assert agent.proc.wait(timeout=20) == 0
+    assert "stdout is gone" in agent.stderr
+
+
+def test_a_deleted_working_directory_is_survived(live: LiveModel, tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    agent, session_id = start(live, project)
+    prompt(agent, 2, session_id, "[scenario:bg_long] Run a long job.")
+    terminal = wait_update(agent, "terminal_update")["terminalId"]
+    wait_update(agent, "state_update", state="idle", stopReason="end_turn")
+    shutil.rmtree(project)
+    # Claude Code goes on; the command it runs there fails, and the turn ends as usual.
+    prompt(agent, 3, session_id, "[scenario:fg_bash] Say hello.")
+    wait_update(agent, "tool_call_update", status="failed")
+    wait_update(agent, "state_update", state="idle", stopReason="end_turn")
+    agent.request(4, "terminal/cancel", {"sessionId": session_id, "terminalId": terminal})
+    assert agent.response(4)["result"] == {}
+    assert "exitStatus" in wait_update(agent, "terminal_update", terminalId=terminal, capabilities=None)
+    agent.request(5, "session/close", {"sessionId": session_id})
+    assert agent.response(5, timeout=20)["result"] == {}
     assert agent.close() == 0
     check_schema(agent)
 
 
-def test_closing_stdin_stops_everything(live: LiveModel, workdir: Path) -> None:
+def test_an_update_no_encoder_takes_costs_that_update_only(live: LiveModel, workdir: Path) -> None:
+    """The model's tool input nests 300 levels: the tool call's update cannot be encoded."""
     agent, session_id = start(live, workdir)
-    prompt(agent, 2, session_id, "[scenario:bg_long] Run a long job.")
-    wait_update(agent, "terminal_output_chunk")
-    assert agent.close(timeout=30) == 0
-    assert not survivors(marker(live), grace=5)
-    check_schema(agent)
+    prompt(agent, 2, session_id, "[scenario:deep_input] Send something deep.")
+    wait_update(agent, "state_update", state="idle", stopReason="end_turn")
+    assert "could not perform Notify" in agent.stderr
+    goes_on_and_closes(agent, session_id, 3)

@@ -47,3 +47,25 @@ def test_relative_additional_directories_are_refused(offline: dict[str, str], wo
     )
     assert reply["error"]["code"] == -32602 and "additionalDirectories" in reply["error"]["message"]
     assert agent.close() == 0
+
+
+def test_a_second_initialize_renegotiates_for_the_sessions_that_follow(
+    live: LiveModel, workdir: Path
+) -> None:
+    """Sessions that exist keep the form they were created with; new ones take the new one."""
+    agent = StdioAgent(env=live.env)
+    v1 = agent.call(0, "initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+    assert v1["result"]["protocolVersion"] == 1
+    old = agent.call(1, "session/new", {"cwd": str(workdir), "mcpServers": []})["result"]
+    assert "modes" in old  # the v1 form
+    v2 = agent.call(2, "initialize", {"protocolVersion": 2, "info": {"name": "setup-test", "version": "1"}})
+    assert v2["result"]["protocolVersion"] == 2
+    new = agent.call(3, "session/new", {"cwd": str(workdir), "mcpServers": []})["result"]
+    assert "modes" not in new
+    hello = [{"type": "text", "text": "[scenario:text] hi"}]
+    # v1 answers a prompt when its turn ends; v2 as soon as the prompt is in the conversation.
+    old_answer = agent.call(4, "session/prompt", {"sessionId": old["sessionId"], "prompt": hello}, 60)
+    assert old_answer["result"]["stopReason"] == "end_turn"
+    new_answer = agent.call(5, "session/prompt", {"sessionId": new["sessionId"], "prompt": hello}, 60)
+    assert set(new_answer["result"]) == {"messageId"}
+    assert agent.close() == 0

@@ -3,23 +3,20 @@ held v1 prompts, Zed's cancel-before-prompt, and subagent sessions (v1 unstable 
 
 from __future__ import annotations
 
+import base64
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.conftest import LiveModel
-from tests.support.acp_client import ClientRun, run_client
+from tests.conftest import run_live as run
+from tests.support.acp_client import ClientRun
 
 pytestmark = pytest.mark.live
 
 SUBAGENT_DONE = "subagent one finished its work"
 FOLLOW_UP = "BG_DONE_ACK"
-
-
-def run(live: LiveModel, workdir: Path, client: str, steps: list[dict[str, Any]], **extra: Any) -> ClientRun:
-    script = {"agent": live.agent(), "client": client, "cwd": str(workdir), "steps": steps, **extra}
-    return run_client(script, timeout=60)
 
 
 def line_index(run: ClientRun, predicate: Any) -> int:
@@ -150,7 +147,7 @@ def test_v2_subagent_is_listed_and_cancelled_alone(live: LiveModel, workdir: Pat
         "background": [],
     }
     mirrored = [u for u in result.raw_updates(root) if u["sessionUpdate"] == "subagent_update"][-1]
-    assert mirrored["state"] == {"state": "idle", "stopReason": "cancelled"}
+    assert mirrored["state"] == {"state": "idle", "stopReason": "cancelled", "background": []}
     # Alone: the root's own turn was not cancelled, and the child never finished its work.
     assert "cancelled" not in [u.get("stopReason") for u in result.state_updates()]
     assert SUBAGENT_DONE not in result.agent_text(None)
@@ -173,5 +170,78 @@ def test_v2_session_cancel_with_a_child_id_stops_only_that_child(live: LiveModel
     child = next(u for u in result.raw_updates(root) if u["sessionUpdate"] == "subagent_update")["sessionId"]
     final = [u for u in result.raw_updates(root) if u["sessionUpdate"] == "subagent_update"][-1]
     assert final["sessionId"] == child
-    assert final["state"] == {"state": "idle", "stopReason": "cancelled"}
+    assert final["state"] == {"state": "idle", "stopReason": "cancelled", "background": []}
     assert SUBAGENT_DONE not in result.agent_text(None)
+
+
+def test_v2_a_subagents_background_shell_is_the_childs(live: LiveModel, workdir: Path) -> None:
+    result = run(
+        live,
+        workdir,
+        "v2-unstable",
+        [
+            {"op": "prompt", "text": "[scenario:agent_shell] Delegate a shell."},
+            {
+                "op": "waitFor",
+                "session": "*",
+                "update": "terminal_update",
+                "match": {"exitStatus": "$present"},
+            },
+            {"op": "waitBackground", "empty": True},
+        ],
+    )
+    root = result.session_id()
+    child = next(u for u in result.raw_updates(root) if u["sessionUpdate"] == "subagent_update")["sessionId"]
+    (terminal_id,) = {
+        u["terminalId"] for u in result.raw_updates(child) if u["sessionUpdate"] == "terminal_update"
+    }
+    # Announced, listed and ended in the child's session; never on the root.
+    assert not [u for u in result.raw_updates(root) if u.get("terminalId") == terminal_id]
+    listed = {"type": "terminal", "terminalId": terminal_id}
+    assert any(listed in (u.get("background") or []) for u in result.raw_updates(child))
+    mirrored = [
+        u["state"]
+        for u in result.raw_updates(root)
+        if u["sessionUpdate"] == "subagent_update" and "state" in u
+    ]
+    assert any(listed in state.get("background", []) for state in mirrored)
+    assert all(listed not in (u.get("background") or []) for u in result.state_updates())
+    output = b"".join(
+        base64.b64decode(u["data"])
+        for u in result.raw_updates(child)
+        if u["sessionUpdate"] == "terminal_output_chunk" and u["terminalId"] == terminal_id
+    )
+    assert output == b"child-shell-one\nchild-shell-two\n"
+    last = [u for u in result.raw_updates(child) if u.get("terminalId") == terminal_id][-1]
+    assert last["exitStatus"] == {"exitCode": 0, "signal": None}
+
+
+def test_v2_cancel_stops_a_follow_up_turn_claude_code_started(live: LiveModel, workdir: Path) -> None:
+    """A quick shell ends, Claude Code starts its follow-up turn by itself, and the client stops
+    it while the model's answer is held: idle, cancelled, no error, and the answer never shown;
+    the next prompt is answered as usual."""
+    result = run(
+        live,
+        workdir,
+        "v2-unstable",
+        [
+            {"op": "prompt", "text": "[scenario:bg_slow_follow_up] Run a quick job."},
+            {"op": "waitFor", "update": "terminal_update", "match": {"exitStatus": "$present"}},
+            {"op": "waitBackground", "empty": True},
+            {
+                "op": "waitFor",
+                "id": "follow",
+                "update": "state_update",
+                "match": {"state": "running", "background": []},
+            },
+            {"op": "notify", "method": "session/cancel", "params": {"sessionId": "$sessionId"}},
+            {"op": "waitIdle", "match": {"stopReason": "cancelled"}, "after": "follow"},
+            {"op": "prompt", "id": "next", "text": "[scenario:text] Anything else?"},
+            {"op": "waitIdle", "match": {"stopReason": "end_turn"}, "after": "next"},
+        ],
+    )
+    states = result.state_updates()
+    cancelled = next(u for u in states if u.get("stopReason") == "cancelled")
+    assert "error" not in cancelled
+    assert FOLLOW_UP not in result.agent_text()
+    assert "Hello from the scripted model." in result.agent_text()

@@ -175,6 +175,25 @@ def test_subagent_requests_get_the_subagent_script(model: ScriptedModel) -> None
     assert sub["name"] == "Bash" and sub["id"] != agent["id"]
 
 
+def _message_id(events: list[tuple[str, dict[str, Any]]]) -> str:
+    return str(next(data for name, data in events if name == "message_start")["message"]["id"])
+
+
+def test_two_subagents_launched_by_different_turns_get_their_own_ids(model: ScriptedModel) -> None:
+    """Two subagents with one tag, launched by the parent's first and third turns, are two
+    conversations: no message or tool use id of one is the other's."""
+    first = _ask(model, _user("[scenario:agent_bg] [subagent:one] [launch:0] work"))
+    second = _ask(model, _user("[scenario:agent_bg] [subagent:one] [launch:2] work"))
+    assert _message_id(first) != _message_id(second)
+    assert {b["id"] for b in _blocks(first)}.isdisjoint(b["id"] for b in _blocks(second))
+
+
+def test_the_parent_names_its_turn_in_a_subagents_prompt(model: ScriptedModel) -> None:
+    events = _ask(model, _user("[scenario:agent_bg] go"))
+    deltas = [data["delta"].get("partial_json", "") for name, data in events if name == "content_block_delta"]
+    assert "[subagent:one] [launch:0]" in json.loads("".join(deltas))["prompt"]
+
+
 def test_count_tokens(model: ScriptedModel) -> None:
     response = _post(model, "/v1/messages/count_tokens?beta=true", _request(_user("hello")))
     assert response.status == 200

@@ -8,9 +8,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from claude_bg_acp.core.effects import Effect, Notify
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from claude_bg_acp.acp.jsonrpc import INVALID_PARAMS, RpcError
+from claude_bg_acp.core import events as ev
+from claude_bg_acp.core.effects import Effect, FinishTail, Notify, StopTask
 from tests.support.driver import CoreDriver, as_jsonrpc
-from tests.support.frames import agent_launch, level_entry, task_started, tasks_changed
+from tests.support.frames import TaskSpec, agent_launch, level_entry, task_started, tasks_changed
+from tests.support.rules import BackgroundRules, check_updates
 from tests.support.schema import validate_transcript
 
 ROOT = "root"
@@ -68,3 +75,181 @@ def test_a_child_whose_parent_is_unknown_is_never_put_under_the_root() -> None:
     later = notes(d.tick(1.0))
     assert not [u for _, u in later if u["sessionUpdate"] == "subagent_update"]
     assert {"type": "tool_call", "toolCallId": "task-agent09"} in later[-1][1]["background"]
+
+
+# --- a subagent's own background work ----------------------------------------------------------
+
+HELPER = TaskSpec("agent", "agent01", tool_use_id="toolu_helper", description="helper")
+CHILD_SHELL = TaskSpec("shell", "bash07", parent="toolu_helper")
+CHILD_MONITOR = TaskSpec("monitor", "mon07", parent="toolu_helper")
+
+
+def child_with_work(d: CoreDriver, *work: TaskSpec) -> list[Effect]:
+    """The root launches a background subagent, which launches ``work`` of its own."""
+    effects = d.frames(
+        HELPER.launch(), HELPER.started(), tasks_changed([HELPER.level_entry()]), HELPER.hand_off()
+    )
+    for spec in work:
+        level = [HELPER.level_entry(), *(w.level_entry() for w in work[: work.index(spec) + 1])]
+        effects += d.frames(spec.launch(), spec.started(), tasks_changed(level), spec.hand_off())
+    return effects
+
+
+def lists(effects: list[Effect], session: str) -> list[list[dict[str, Any]]]:
+    return [
+        u["background"] for s, u in notes(effects) if s == session and u["sessionUpdate"] == "state_update"
+    ]
+
+
+def mirrored(effects: list[Effect], child: str) -> list[dict[str, Any]]:
+    return [
+        u["state"]
+        for _, u in notes(effects)
+        if u["sessionUpdate"] == "subagent_update" and u["sessionId"] == child and "state" in u
+    ]
+
+
+def test_a_subagents_shell_is_the_childs_terminal_listed_by_the_child() -> None:
+    d = CoreDriver(2, session_id=ROOT)
+    effects = child_with_work(d, CHILD_SHELL)
+    opened = [(s, u) for s, u in notes(effects) if u["sessionUpdate"] == "terminal_update"]
+    assert opened == [("agent01", opened[0][1])] and opened[0][1]["terminalId"] == "bash07"
+    assert lists(effects, "agent01")[-1] == [{"type": "terminal", "terminalId": "bash07"}]
+    assert mirrored(effects, "agent01")[-1]["background"] == [{"type": "terminal", "terminalId": "bash07"}]
+    assert all({"type": "terminal", "terminalId": "bash07"} not in b for b in lists(effects, ROOT))
+    # Its output is the child's, byte for byte.
+    out = notes(d.output("bash07", b"\xffpart"))
+    assert [(s, u["sessionUpdate"], u["data"]) for s, u in out] == [
+        ("agent01", "terminal_output_chunk", "/3BhcnQ=")
+    ]
+    check_updates(notes(d.effects), 2)
+
+
+def test_a_child_stays_listed_while_its_own_work_runs_after_it_ended() -> None:
+    d = CoreDriver(2, session_id=ROOT)
+    child_with_work(d, CHILD_SHELL)
+    ended = d.frames(
+        HELPER.updated("completed"),
+        HELPER.notification("completed"),
+        tasks_changed([CHILD_SHELL.level_entry()]),
+    )
+    assert mirrored(ended, "agent01")[0]["state"] == "idle"
+    # Idle, but its shell runs: the root still lists it (its last snapshot says so).
+    assert lists(d.effects, ROOT)[-1] == [{"type": "subagent", "sessionId": "agent01"}]
+    done = d.frames(
+        CHILD_SHELL.updated("completed"), CHILD_SHELL.notification("completed"), tasks_changed([])
+    )
+    done += d.drained("bash07")
+    exited = [i for i, (s, u) in enumerate(notes(done)) if u.get("exitStatus") is not None]
+    emptied = [i for i, (s, u) in enumerate(notes(done)) if s == "agent01" and u.get("background") == []]
+    dropped = [i for i, (s, u) in enumerate(notes(done)) if s == ROOT and u.get("background") == []]
+    assert exited and emptied and dropped and exited[0] < emptied[0] < dropped[0]
+    check_updates(notes(d.effects), 2)
+
+
+def test_a_childs_work_is_cancelled_in_the_childs_session_only() -> None:
+    d = CoreDriver(2, session_id=ROOT)
+    child_with_work(d, CHILD_SHELL, CHILD_MONITOR)
+    with pytest.raises(RpcError) as refused:
+        d.handle(ev.CancelTerminal(ROOT, "bash07"))
+    assert refused.value.code == INVALID_PARAMS
+    assert d.handle(ev.CancelTerminal("agent01", "bash07")) == [StopTask("bash07")]
+    monitor_call = str(CHILD_MONITOR.tool_use_id)
+    assert d.handle(ev.CancelToolCall("agent01", monitor_call)) == [StopTask("mon07")]
+    calls = [u for s, u in notes(d.effects) if u.get("toolCallId") == monitor_call]
+    assert calls and all(s == "agent01" for s, u in notes(d.effects) if u.get("toolCallId") == monitor_call)
+    assert calls[-1]["capabilities"] == {"cancel": {}}
+
+
+def test_a_childs_question_makes_the_child_wait_not_the_root() -> None:
+    d = CoreDriver(2, session_id=ROOT)
+    child_with_work(d)
+    asked = d.ask(70, "Bash", {"command": "touch x"}, "toolu_sub", "agent01")
+    assert lists(asked, ROOT) == []
+    assert [
+        u["state"] for s, u in notes(asked) if s == "agent01" and u["sessionUpdate"] == "state_update"
+    ] == ["requires_action"]
+    answered = d.answer(70, "allow_once")
+    assert [m["state"] for m in mirrored(answered, "agent01")] == ["running"]
+    check_updates(notes(d.effects), 2)
+
+
+# --- properties: a subagent's work stays the subagent's -----------------------------------------
+
+
+@st.composite
+def child_work_orders(draw: st.DrawFn) -> tuple[list[TaskSpec], list[tuple[str, Any]]]:
+    """A background subagent with a shell and/or a monitor of its own, their frames in an order
+    they may arrive in (the child's launch after the Agent tool use; ends lost at random), and
+    the client's acts (cancels in the child's session, output, ticks) in between."""
+    work = draw(st.sampled_from([[CHILD_SHELL], [CHILD_MONITOR], [CHILD_SHELL, CHILD_MONITOR]]))
+    agent_ends = draw(st.sampled_from(["completed", "failed", "killed"]))
+    queues: list[list[tuple[str, Any]]] = [
+        [
+            ("frame", HELPER.launch()),
+            ("frame", HELPER.started()),
+            ("frame", HELPER.hand_off()),
+            ("frame", HELPER.updated(agent_ends)),
+        ]
+    ]
+    for spec in work:
+        ends = [("frame", spec.updated("completed")), ("frame", spec.notification("completed"))]
+        queues.append([("frame", spec.launch()), ("frame", spec.started()), ("frame", spec.hand_off())])
+        queues[-1] += [end for end in ends if draw(st.booleans())] or [ends[1]]
+    steps: list[tuple[str, Any]] = []
+    while any(queues):
+        live = [q for q in queues if q]
+        steps.append(live[draw(st.integers(0, len(live) - 1))].pop(0))
+        if draw(st.integers(0, 3)) == 0:
+            steps.append(draw(st.sampled_from([("cancel", 0), ("cancel", 1), ("output", 0), ("tick", 0.6)])))
+    return work, steps
+
+
+@settings(max_examples=80, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(child_work_orders())
+def test_a_subagents_work_is_announced_listed_and_cancelled_in_its_session(
+    order: tuple[list[TaskSpec], list[tuple[str, Any]]],
+) -> None:
+    work, steps = order
+    d = CoreDriver(2, session_id=ROOT)
+    rules = BackgroundRules(lists=True)
+    child_refs = {spec.task_id for spec in work} | {str(spec.tool_use_id) for spec in work}
+
+    def feed(effects: list[Effect]) -> None:
+        for session, update in notes(effects):
+            rules.see(session, update)
+            if session == ROOT:
+                mentioned = {update.get("terminalId"), update.get("toolCallId")} | {
+                    rules.ref(item) for item in update.get("background") or []
+                }
+                assert not mentioned & child_refs, f"the child's work shows on the root: {update}"
+        for effect in effects:
+            if isinstance(effect, FinishTail):
+                feed(d.drained(effect.task_id))
+
+    for kind, arg in steps:
+        if kind == "frame":
+            feed(d.frame(arg))
+        elif kind == "tick":
+            feed(d.advance(arg))
+        elif kind == "output" and "bash07" in d.core.background.items:
+            feed(d.output("bash07", b"line\n"))
+        elif kind == "cancel":
+            child = rules.view("agent01")
+            targets = [(t, r) for (t, r), can in child.caps.items() if can and t in ("terminal", "tool_call")]
+            for item_type, ref in targets[arg % max(1, len(targets)) :][:1]:
+                request = (
+                    ev.CancelTerminal("agent01", ref)
+                    if item_type == "terminal"
+                    else ev.CancelToolCall("agent01", ref)
+                )
+                feed(d.handle(request))
+    feed(d.frames(tasks_changed([])))
+    feed(d.advance(60.0))
+    # Everything ended: the child's list and the root's are empty, its work final.
+    child = rules.view("agent01")
+    assert child.terminals <= child.exited
+    assert all(status in ("completed", "failed", "cancelled") for status in child.tool_status.values())
+    assert rules.view(ROOT).listed == [] and child.listed in (None, [])
+    agent_lines, client_lines = as_jsonrpc(d.effects)
+    assert not validate_transcript(agent_lines, client_lines, 2)

@@ -312,6 +312,78 @@ def test_a_follow_up_turn_is_running_then_idle_with_no_prompt(
     assert answers(effects) == [] and queries(effects) == [] and user_messages(effects) == []
 
 
+def chunks(effects: list[Effect]) -> list[str]:
+    """The agent text sent to the root session."""
+    return [
+        e.update.content.text  # type: ignore[union-attr]
+        for e in effects
+        if isinstance(e, Notify)
+        and e.session_id == ROOT
+        and getattr(e.update, "session_update", "") == "agent_message_chunk"
+    ]
+
+
+@pytest.mark.parametrize("says_running", [True, False], ids=["running-first", "output-first"])
+def test_cancel_stops_a_turn_claude_code_started_itself(says_running: bool, new_driver: NewDriver) -> None:
+    """A follow-up turn (no prompt of ours) is interrupted by session/cancel and ends ``cancelled``,
+    without the ``error`` Claude Code's interrupted result reports; its late answer is not shown."""
+    d = new_driver(2)
+    started = d.frame(state_changed("running")) if says_running else d.frame(text("Looking at the result"))
+    assert states(started) == [("running", None)]
+
+    cancelled = d.handle(ev.CancelTurn(), 0.01)
+    assert [e for e in cancelled if isinstance(e, Interrupt)] == [Interrupt()]
+    assert d.handle(ev.CancelTurn(), 0.01) == []  # once is enough
+
+    ended = d.frames(text("BG_DONE_ACK: the interrupted answer"), interrupt_marker(), interrupted_result())
+    assert chunks(ended) == []
+    assert states(ended) == [("idle", "cancelled")]
+    [idle] = state_updates(ended)
+    assert idle.error is None
+    assert states(d.frame(state_changed("idle"))) == []
+
+    # The session goes on: a new prompt is answered as usual, and its text shown.
+    _, inserted = d.prompt("next")
+    assert queries(inserted) == ["next"]
+    after = d.frames(state_changed("running"), text("fresh answer"), result(), state_changed("idle"))
+    assert chunks(after) == ["fresh answer"]
+    assert states(after)[-1] == ("idle", "end_turn")
+
+
+def test_cancel_while_a_follow_up_is_only_expected_interrupts_it_when_it_starts(
+    new_driver: NewDriver,
+) -> None:
+    """A finished task promised a follow-up turn (``running`` already reported): a cancel in that
+    window is not dropped: the turn is interrupted as it starts and ends ``cancelled``."""
+    d = new_driver(2)
+    shell = TaskSpec("shell", "bash01")
+    d.frames(shell.launch(), shell.started(), tasks_changed([shell.level_entry()]), shell.hand_off())
+    d.frames(result(), state_changed("idle"))
+    expecting = d.frames(shell.updated("completed"), shell.notification("completed"), tasks_changed([]))
+    expecting += d.drained("bash01")
+    assert ("running", None) in states(expecting)
+
+    # It may be running already, silently: interrupted at once, and again as it shows itself.
+    assert [e for e in d.handle(ev.CancelTurn(), 0.01) if isinstance(e, Interrupt)] == [Interrupt()]
+    begun = d.frame(state_changed("running"))
+    assert Interrupt() in begun
+    ended = d.frames(text("BG_DONE_ACK"), interrupt_marker(), interrupted_result(), state_changed("idle"))
+    assert chunks(ended) == []
+    assert states(ended) == [("idle", "cancelled")]
+
+
+def test_cancel_while_a_follow_up_is_only_expected_and_none_comes(new_driver: NewDriver) -> None:
+    d = new_driver(2)
+    shell = TaskSpec("shell", "bash01")
+    d.frames(shell.launch(), shell.started(), tasks_changed([shell.level_entry()]), shell.hand_off())
+    d.frames(result(), state_changed("idle"))
+    d.frames(shell.updated("completed"), shell.notification("completed"), tasks_changed([]))
+    assert ("running", None) in states(d.drained("bash01"))
+    d.handle(ev.CancelTurn(), 0.01)
+    waited = d.advance(FOLLOW_UP_WAIT + 0.1)
+    assert states(waited) == [("idle", "cancelled")]
+
+
 def test_v1_follow_up_result_answers_no_prompt(new_driver: NewDriver) -> None:
     d = new_driver(1)
     ticket, _ = d.prompt("first")

@@ -3,8 +3,16 @@
 It negotiates the protocol version at ``initialize`` (the highest we speak at or below the
 client's: 1 or 2), creates and finds sessions, validates params into models, and hands each
 request to its session. Framing and dispatch are the endpoint's business; translation is the
-core's. Importing the Claude side is deferred to the first ``session/new`` (and started in the
+core's. Importing the Claude side is deferred to the first session request (and started in the
 background right after ``initialize``) so that ``initialize`` answers fast.
+
+A session's id is Claude Code's session id, so every conversation Claude Code stored is a
+session a client can list, load, resume, fork or delete (``claude.store``), whichever program
+started it. A session that is open in this process is never given a second Claude Code: a
+client loading or resuming it re-attaches to the one it has.
+A later ``initialize`` negotiates again: the sessions created after it take the new version and
+capabilities, while those that exist keep the ones they were created with (their presenter is
+chosen at ``session/new``), so nothing that runs is lost.
 """
 
 from __future__ import annotations
@@ -20,23 +28,29 @@ import anyio
 from anyio.abc import TaskGroup
 
 from claude_bg_acp import __version__
-from claude_bg_acp.acp import jsonrpc
+from claude_bg_acp.acp import jsonrpc, session_list
 from claude_bg_acp.acp.jsonrpc import RpcError
 from claude_bg_acp.acp.schema import (
     CancelRequestParams,
     CancelTerminalParams,
     CancelToolCallParams,
     InitializeParams,
+    ListSessionsParams,
+    LoadSessionParams,
     NewSessionParams,
     PromptParams,
+    ResumeSessionParams,
     SessionParams,
     SetModeParams,
+    StopAsyncTaskParams,
+    air_capabilities,
     parse_params,
 )
 from claude_bg_acp.core import events as ev
 from claude_bg_acp.stdio import Endpoint
 
 if TYPE_CHECKING:
+    from claude_bg_acp.claude.store import StoredSession
     from claude_bg_acp.session_host import SessionHost
 
 log = logging.getLogger(__name__)
@@ -48,6 +62,8 @@ CHUNK_SIZE = 256 * 1024
 """Bytes per terminal_output_chunk at most: big enough that per-message costs stay small."""
 V1_PROMPT_CAPABILITIES = {"image": True, "audio": False, "embeddedContext": True}
 V2_PROMPT_CAPABILITIES: dict[str, dict[str, object]] = {"image": {}, "embeddedContext": {}}
+AIR_EXTENSIONS = {"version": 1, "capabilities": ["asyncTasks", "nativeSubagentSessions"]}
+"""What we implement of JetBrains AIR's extensions, told to AIR clients (see ``presenters.air``)."""
 
 
 class Agent:
@@ -60,6 +76,7 @@ class Agent:
         self._output_backlog = output_backlog
         self._version: int | None = None
         self._capabilities: dict[str, Any] = {}
+        self._air: frozenset[str] = frozenset()
         self._early_cancels: deque[jsonrpc.RequestId] = deque(maxlen=64)
         self._sessions: dict[str, SessionHost] = {}
 
@@ -86,14 +103,30 @@ class Agent:
             return {}
         if method == "terminal/cancel":
             request = parse_params(CancelTerminalParams, params)
-            self._session(request.session_id).handle(ev.CancelTerminal(request.terminal_id))
+            self._owner(request.session_id).handle(ev.CancelTerminal(request.session_id, request.terminal_id))
             return {}
         if method == "tool_call/cancel":
             call = parse_params(CancelToolCallParams, params)
-            self._session(call.session_id).handle(ev.CancelToolCall(call.tool_call_id))
+            self._owner(call.session_id).handle(ev.CancelToolCall(call.session_id, call.tool_call_id))
             return {}
         if method == "session/close":
             return await self._close_session(parse_params(SessionParams, params).session_id)
+        if method == "_session/async_task/stop" and "asyncTasks" in self._air:
+            stop = parse_params(StopAsyncTaskParams, params)
+            return await self._session(stop.session_id).answer(
+                lambda ticket: ev.CancelTask(ticket, stop.async_task_id)
+            )
+        if method == "session/list":
+            return await self._list_sessions(parse_params(ListSessionsParams, params))
+        if method == "session/load" and self._version == 1:
+            return await self._open(parse_params(LoadSessionParams, params), replay=True)
+        if method == "session/resume":
+            resume = parse_params(ResumeSessionParams, params)
+            return await self._open(resume, replay=self._replays(resume))
+        if method == "session/fork":
+            return await self._fork(parse_params(LoadSessionParams, params))
+        if method == "session/delete":
+            return await self._delete(parse_params(SessionParams, params).session_id)
         raise RpcError(jsonrpc.METHOD_NOT_FOUND, f"Method not found: {method}")
 
     async def on_notification(self, method: str, params: Any) -> None:
@@ -133,49 +166,159 @@ class Agent:
             raise RpcError(jsonrpc.INVALID_PARAMS, "Invalid params: info: Field required for version 2")
         self._version = version
         self._capabilities = (params.client_capabilities if version == 1 else params.capabilities) or {}
+        air = air_capabilities(self._capabilities) if version == 1 else None
+        self._air = air or frozenset()
         _prewarm_claude_side()
         if version == 1:
             return {
+                **({"_meta": {"jetbrains": {"air": AIR_EXTENSIONS}}} if air is not None else {}),
                 "protocolVersion": 1,
                 "agentInfo": AGENT_INFO,
                 "agentCapabilities": {
-                    "loadSession": False,
+                    "loadSession": True,
                     "promptCapabilities": V1_PROMPT_CAPABILITIES,
-                    "sessionCapabilities": {"close": {}, "additionalDirectories": {}},
+                    "sessionCapabilities": {
+                        "close": {},
+                        "additionalDirectories": {},
+                        "list": {},
+                        "resume": {},
+                        "fork": {},
+                        "delete": {},
+                    },
                     "mcpCapabilities": {"http": True, "sse": True},
                 },
                 "authMethods": [],
             }
+        # session/new, list, resume and close are v2's baseline; v2 has no SSE transport.
         return {
             "protocolVersion": version,
             "info": AGENT_INFO,
             "capabilities": {
                 "session": {
                     "prompt": V2_PROMPT_CAPABILITIES,
-                    "mcp": {"stdio": {}, "http": {}, "sse": {}},
+                    "mcp": {"stdio": {}, "http": {}},
                     "additionalDirectories": {},
+                    "fork": {},
+                    "delete": {},
                 }
             },
             "authMethods": [],
         }
 
     async def _new_session(self, params: NewSessionParams) -> dict[str, Any]:
-        if not os.path.isabs(params.cwd) or not os.path.isdir(params.cwd):
-            raise RpcError(
-                jsonrpc.INVALID_PARAMS,
-                "Invalid params: cwd: must be an absolute path to an existing directory",
-            )
-        if not all(os.path.isabs(path) for path in params.additional_directories or []):
-            raise RpcError(
-                jsonrpc.INVALID_PARAMS, "Invalid params: additionalDirectories: paths must be absolute"
-            )
+        _check_directories(params)
         # The first session pays for importing the SDK; a worker thread keeps the loop serving.
         await anyio.to_thread.run_sync(_import_claude_side)
+        session = self._start_session(str(uuid.uuid4()), params)
+        return {"sessionId": session.session_id, **self._opened(session)}
+
+    async def _open(self, params: LoadSessionParams, replay: bool) -> dict[str, Any]:
+        """``session/load`` and ``session/resume``: re-attach to the session if it is open here,
+        else have Claude Code resume the stored one; replay it if asked, then the current state."""
+        _check_directories(params)
+        await anyio.to_thread.run_sync(_import_claude_side)
+        from claude_bg_acp.claude import store
+
+        session_id = params.session_id
+        if self._parent_of(session_id) is not None:
+            raise RpcError(jsonrpc.INVALID_REQUEST, "A subagent session cannot be loaded or resumed")
+        if session_id not in self._sessions:
+            stored = await self._stored(session_id)
+            _same_directory(session_id, stored.cwd, params.cwd)
+        # Checked again: another request may have opened it meanwhile.
+        session = self._sessions.get(session_id)
+        if session is None:
+            session = await self._resumed(session_id, params)
+        else:
+            _same_directory(session_id, session.cwd, params.cwd)
+            await session.started()
+        conversation = await store.conversation(session_id, session.cwd) if replay else None
+        await session.attach(conversation)
+        return self._opened(session)
+
+    async def _fork(self, params: LoadSessionParams) -> dict[str, Any]:
+        """A new session with a copy of the conversation (and none of its background work)."""
+        _check_directories(params)
+        await anyio.to_thread.run_sync(_import_claude_side)
+        from claude_bg_acp.claude import store
+
+        source = self._sessions.get(params.session_id)
+        cwd = source.cwd if source is not None else (await self._stored(params.session_id)).cwd
+        _same_directory(params.session_id, cwd, params.cwd)
+        try:
+            fork_id = await store.fork(params.session_id, cwd)
+        except store.NotStored:
+            message = f"Session {params.session_id} has no stored conversation to fork yet"
+            raise RpcError(RESOURCE_NOT_FOUND, message, {"sessionId": params.session_id}) from None
+        session = await self._resumed(fork_id, params)
+        await session.attach(None)
+        return {"sessionId": fork_id, **self._opened(session)}
+
+    async def _delete(self, session_id: str) -> dict[str, Any]:
+        await anyio.to_thread.run_sync(_import_claude_side)
+        from claude_bg_acp.claude import store
+
+        if self._parent_of(session_id) is not None:
+            raise RpcError(jsonrpc.INVALID_REQUEST, "A subagent session cannot be deleted")
+        open_here = session_id in self._sessions
+        if open_here:
+            await self._close_session(session_id)
+        if not await store.delete(session_id) and not open_here:
+            raise RpcError(RESOURCE_NOT_FOUND, f"Unknown session {session_id}", {"sessionId": session_id})
+        return {}
+
+    async def _list_sessions(self, params: ListSessionsParams) -> dict[str, Any]:
+        if params.cwd is not None and not os.path.isabs(params.cwd):
+            raise RpcError(jsonrpc.INVALID_PARAMS, "Invalid params: cwd: must be an absolute path")
+        await anyio.to_thread.run_sync(_import_claude_side)
+        from claude_bg_acp.claude import store
+
+        infos = [
+            {"sessionId": s.session_id, "cwd": s.cwd, "updatedAt": s.updated_at}
+            | ({"title": s.title} if s.title else {})
+            for s in await store.listed(params.cwd)
+        ]
+        return session_list.page(infos, params.cursor)
+
+    def _replays(self, params: ResumeSessionParams) -> bool:
+        """v2 ``replayFrom``: only ``{"type": "start"}`` is a cursor this agent can replay from."""
+        if self._version == 1 or params.replay_from is None:
+            return False
+        kind = params.replay_from.get("type")
+        if kind != "start":
+            raise RpcError(
+                jsonrpc.INVALID_PARAMS, f"Invalid params: replayFrom: unsupported cursor type {kind!r}"
+            )
+        return True
+
+    async def _stored(self, session_id: str) -> StoredSession:
+        from claude_bg_acp.claude import store
+
+        try:
+            return await store.find(session_id)
+        except store.NotStored:
+            raise RpcError(
+                RESOURCE_NOT_FOUND, f"Unknown session {session_id}", {"sessionId": session_id}
+            ) from None
+        except store.Unreadable as unreadable:
+            message = f"Session {session_id} cannot be read: {unreadable.args[0]} holds no conversation"
+            raise RpcError(jsonrpc.INTERNAL_ERROR, message, {"sessionId": session_id}) from None
+
+    async def _resumed(self, session_id: str, params: NewSessionParams) -> SessionHost:
+        """A session for a stored conversation, once Claude Code has resumed it."""
+        session = self._start_session(session_id, params)
+        try:
+            await session.started()
+        except RpcError:
+            self._sessions.pop(session_id, None)
+            raise
+        return session
+
+    def _start_session(self, session_id: str, params: NewSessionParams) -> SessionHost:
         from claude_bg_acp.presenters.choice import presenter_for
         from claude_bg_acp.session_host import SessionHost
         from claude_bg_acp.tail import TailerOptions
 
-        session_id = str(uuid.uuid4())
         assert self._version is not None
         tailing = TailerOptions(chunk_size=CHUNK_SIZE, backlog_limit=self._output_backlog)
         session = SessionHost(
@@ -190,9 +333,11 @@ class Agent:
         )
         self._sessions[session_id] = session
         self._tg.start_soon(session.run)
-        if self._version == 1:
-            return {"sessionId": session_id, "modes": session.core.modes.state()}
-        return {"sessionId": session_id}
+        return session
+
+    def _opened(self, session: SessionHost) -> dict[str, Any]:
+        """What the answer to opening a session carries besides its id."""
+        return {"modes": session.core.modes.state()} if self._version == 1 else {}
 
     async def _close_session(self, session_id: str) -> dict[str, Any]:
         session = self._session(session_id)
@@ -204,11 +349,33 @@ class Agent:
         """The session that owns subagent ``session_id``, if it is one."""
         return next((s for s in self._sessions.values() if s.has_child(session_id)), None)
 
+    def _owner(self, session_id: str) -> SessionHost:
+        """The session, or the session whose subagent it is (a child's work is its own)."""
+        return self._parent_of(session_id) or self._session(session_id)
+
     def _session(self, session_id: str) -> SessionHost:
         session = self._sessions.get(session_id)
         if session is None:
             raise RpcError(RESOURCE_NOT_FOUND, f"Unknown session {session_id}", {"sessionId": session_id})
         return session
+
+
+def _check_directories(params: NewSessionParams) -> None:
+    if not os.path.isabs(params.cwd) or not os.path.isdir(params.cwd):
+        raise RpcError(
+            jsonrpc.INVALID_PARAMS,
+            "Invalid params: cwd: must be an absolute path to an existing directory",
+        )
+    if not all(os.path.isabs(path) for path in params.additional_directories or []):
+        raise RpcError(
+            jsonrpc.INVALID_PARAMS, "Invalid params: additionalDirectories: paths must be absolute"
+        )
+
+
+def _same_directory(session_id: str, cwd: str, requested: str) -> None:
+    if os.path.realpath(cwd) != os.path.realpath(requested):
+        message = f"Invalid params: cwd: session {session_id} belongs to {cwd}, not {requested}"
+        raise RpcError(jsonrpc.INVALID_PARAMS, message)
 
 
 def _import_claude_side() -> None:

@@ -1,22 +1,32 @@
-"""The ``claude-bg-acp`` command: parse flags, set up logging, and serve ACP on stdio.
+"""The ``claude-bg-acp`` command: parse flags, set up logging, and serve ACP on stdio
+(``claude-bg-acp demo`` runs the offline demo instead, see ``claude_bg_acp.demo``).
 
 stdout carries the protocol alone: before anything else runs, fd 1 is duplicated for the
-endpoint and pointed at stderr, so nothing else can write a stray line into the stream. When
-stdin closes (the editor went away) or a SIGTERM/SIGINT arrives, every session is closed,
-which stops its Claude Code and the background work it runs, before the process exits.
+endpoint and pointed at stderr, so nothing else can write a stray line into the stream.
+
+One way out: when stdin closes (the editor went away), stdout breaks, or SIGTERM, SIGINT or
+SIGHUP arrives, the endpoint stops reading and every session is closed, which stops its Claude
+Code and the background work it runs and sends each terminal's exit and a final state, before
+the process exits. On Linux the agent is a child subreaper: what a Claude Code leaves running
+becomes the agent's child (``claude.orphans``), is stopped with it, and never outlives it.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import signal
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import anyio
 
 from claude_bg_acp import __version__
+
+if TYPE_CHECKING:
+    from claude_bg_acp.stdio import Endpoint
 
 log = logging.getLogger("claude_bg_acp")
 
@@ -49,6 +59,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="how far (MiB) a terminal's output may run ahead of the editor before the agent sends "
         "a snapshot of the latest output instead of every byte (default: 32)",
     )
+    commands = parser.add_subparsers(dest="command", title="commands", metavar="COMMAND")
+    commands.add_parser(
+        "demo",
+        help="watch background work offline, in the terminal: no API key, no editor, no Node.js "
+        "(ends by itself in well under a minute)",
+    )
     return parser.parse_args(argv)
 
 
@@ -64,33 +80,55 @@ def setup_logging(log_file: str | None, level: str) -> None:
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(argv)
+    if args.command == "demo":
+        from claude_bg_acp.demo import run
+
+        sys.exit(run())
     setup_logging(args.log_file, args.log_level)
+    from claude_bg_acp.claude.orphans import become_subreaper
     from claude_bg_acp.stdio import protect_stdout
 
     protocol_fd = protect_stdout()
+    if not become_subreaper():
+        log.info("not a child subreaper: what a crashed Claude Code leaves running goes to init")
     anyio.run(serve, protocol_fd, args.cli_path, args.output_backlog << 20)
+    # Everything is closed. The interpreter's last collections would walk every object the SDK
+    # and its dependencies made, close to a second on a busy machine, to free memory that the
+    # process gives back anyway as it ends.
+    gc.freeze()
 
 
 async def serve(protocol_fd: int, cli_path: str | None, output_backlog: int) -> None:
     from claude_bg_acp.agent import Agent
+    from claude_bg_acp.claude import orphans
     from claude_bg_acp.stdio import Endpoint, stdio_streams
 
     source, sink = await stdio_streams(0, protocol_fd)
     endpoint = Endpoint(source, sink)
     async with anyio.create_task_group() as tg:
         agent = Agent(endpoint, tg, cli_path, output_backlog)
-        tg.start_soon(_stop_on_signal, tg)
+        tg.start_soon(_hang_up_on_signal, endpoint)
+        tg.start_soon(_reap_orphans)
         try:
             await endpoint.serve(tg, agent.on_request, agent.on_notification)
         finally:
             with anyio.CancelScope(shield=True):
                 await agent.close_all()
+                await orphans.stop_left_by(None, None)  # whatever is left: nothing outlives us
             tg.cancel_scope.cancel()
 
 
-async def _stop_on_signal(tg: anyio.abc.TaskGroup) -> None:
-    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+async def _hang_up_on_signal(endpoint: Endpoint) -> None:
+    """A stop signal ends the connection the way a closed stdin does."""
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
         async for signum in signals:
             log.warning("received %s; closing sessions", signal.Signals(signum).name)
-            tg.cancel_scope.cancel()
-            return
+            endpoint.hang_up()
+
+
+async def _reap_orphans() -> None:
+    from claude_bg_acp.claude.orphans import reap_strays
+
+    with anyio.open_signal_receiver(signal.SIGCHLD) as signals:
+        async for _ in signals:
+            reap_strays()

@@ -11,7 +11,16 @@ with its own task, so a slow ``interrupt`` never holds back output.
 
 The runner is connected, read and disconnected inside this session's own task (the SDK needs
 its client to live in one task), so ``session/new`` answers at once while Claude Code starts;
-a prompt that arrives meanwhile simply waits in the command queue.
+a prompt that arrives meanwhile simply waits in the command queue. The session id is Claude
+Code's: each start resumes the stored conversation of that id, or names a new one with it while
+nothing is stored yet. A stored conversation Claude Code cannot resume fails the session at its
+first start (``started`` says why), instead of starting over.
+
+When Claude Code dies, or the session closes and it is stopped, what it left running (a
+background shell lives in a process group of its own) is stopped too (``orphans``), and the
+core learns how each terminal's process ended. A close takes well under a second: the tasks get
+``STOP_WAIT`` to confirm their stop through Claude Code, Claude Code ``EXIT_GRACE`` per step to
+exit, and whatever stayed silent is finalized from what the agent knows.
 
 Background output comes from one ``OutputTailer`` per session. Its consumer feeds each batch of
 events to the core and then waits at a barrier until the resulting updates are written: the tailer only
@@ -25,6 +34,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import count
@@ -43,6 +53,7 @@ from claude_agent_sdk.types import (
 from claude_bg_acp.acp.jsonrpc import INTERNAL_ERROR, RequestId, RpcError
 from claude_bg_acp.acp.schema import PermissionResponse, PromptParams
 from claude_bg_acp.acp.updates import session_update_line
+from claude_bg_acp.claude import orphans, store
 from claude_bg_acp.claude.conventions import tasks_base, tasks_root
 from claude_bg_acp.claude.options import session_options
 from claude_bg_acp.claude.runner import ClaudeRunner
@@ -58,6 +69,7 @@ from claude_bg_acp.core.effects import (
     Log,
     Notify,
     Query,
+    ReadTitle,
     Reply,
     SetPermissionMode,
     StopTask,
@@ -75,8 +87,14 @@ log = logging.getLogger(__name__)
 MAX_RESTARTS = 3
 """Claude Code failures in a row (without a single message in between) before giving up."""
 RESTART_DELAY = 0.5
-CLOSE_BOUND = 5.0
-"""Seconds ``session/close`` waits for stopped tasks to confirm their end before it gives up."""
+STOP_WAIT = 0.2
+"""Seconds a close waits for the tasks it stops to confirm their end through Claude Code."""
+EXIT_GRACE = 0.15
+"""Seconds a closing Claude Code gets at each step: input closed, then SIGTERM, then SIGKILL."""
+DRAIN_BOUND = 1.0
+"""Seconds a close waits at most for the files of stopped terminals to be read to their end."""
+FLUSH_BOUND = 5.0
+"""Seconds a closed session's last updates may take to be written before it stops anyway."""
 TRAILER_WAIT = 0.3
 """Seconds a finished shell's file may take to receive Claude Code's closing line."""
 
@@ -133,12 +151,21 @@ class SessionHost:
         self._add_dirs = add_dirs or []
         self.session_id = session_id
         self.cwd = cwd
-        self.core = SessionCore(session_id, presenter, cwd, tasks_root(cwd), allow_bypass=os.geteuid() != 0)
+        self._tasks_root = tasks_root(cwd)
+        self.core = SessionCore(
+            session_id,
+            presenter,
+            cwd,
+            self._tasks_root,
+            allow_bypass=os.geteuid() != 0,
+            instance=uuid.uuid4().hex,
+        )
         self._endpoint = endpoint
         self._cli_path = cli_path
         self._clock = clock
         self._tickets = count(1)
         self._prompts: dict[Ticket, Waiter] = {}
+        """The prompts (and other requests) waiting for the core's answer."""
         self._prompt_requests: dict[RequestId, Ticket] = {}
         self._questions: dict[Ticket, Question] = {}
         self._asks: dict[Ticket, Ask] = {}
@@ -153,6 +180,11 @@ class SessionHost:
         self._tailer = OutputTailer(tailer_options, root=tasks_base())
         self._runner: ClaudeRunner | None = None
         self._runner_ready = anyio.Event()
+        self._start = Waiter()
+        self._command_scope = anyio.CancelScope()
+        """The command in flight: a Claude Code that is gone never answers it."""
+        self._claude_running = False
+        """Claude Code runs, and so may still append a closing line to a shell's output file."""
         self._tg: TaskGroup | None = None
 
     # --- life cycle -------------------------------------------------------------------------------
@@ -174,8 +206,9 @@ class SessionHost:
                 self._tailer.close()
                 self._outbox_in.close()
                 self._commands_in.close()
-                tg.cancel_scope.deadline = anyio.current_time() + CLOSE_BOUND
+                tg.cancel_scope.deadline = anyio.current_time() + FLUSH_BOUND
         finally:
+            self._failed_start("The session was closed before Claude Code started")
             self._finished.set()
 
     async def _run_claude(self, tg: TaskGroup) -> None:
@@ -185,24 +218,34 @@ class SessionHost:
         running (it ends with an error) but not the session. After ``MAX_RESTARTS`` failures in
         a row the session gives up and refuses further prompts with the reason.
         """
-        resume: str | None = None
         failures = 0
         while not self._closing.is_set():
+            # Nothing is stored before the first prompt: until then the id names a new one.
+            stored = await store.exists(self.session_id, self.cwd)
             options = session_options(
-                self.cwd, self._can_use_tool, self._cli_path, resume, self._mcp_servers, self._add_dirs
+                self.cwd,
+                self._can_use_tool,
+                self._cli_path,
+                resume=self.session_id if stored else None,
+                mcp_servers=self._mcp_servers,
+                add_dirs=self._add_dirs,
+                session_id=None if stored else self.session_id,
             )
             options.permission_mode = self.core.modes.current  # type: ignore[assignment]
             runner = ClaudeRunner(options, lambda message: self.handle(ev.ClaudeMessage(message)))
             reason = await self._serve_runner(tg, runner)
             if reason is None:
                 return
+            if stored and not self._start.done.is_set():
+                self._failed_start(f"Claude Code cannot resume session {self.session_id}: {reason}")
+                return
             failures = 0 if runner.delivered else failures + 1
-            # A conversation that Claude Code never saved cannot be resumed: start afresh.
-            resume = runner.cli_session_id if runner.delivered else None
             fatal = failures >= MAX_RESTARTS
             log.warning("session %s: %s%s", self.session_id, reason, "" if fatal else "; restarting")
-            self.handle(ev.ClaudeDied(reason, fatal))
+            stopped = await orphans.stop_left_by(runner.owner, self._tasks_root)
+            self.handle(ev.ClaudeDied(reason, fatal, stopped))
             if fatal:
+                self._failed_start(reason)
                 await self._closing.wait()
                 return
             with anyio.move_on_after(RESTART_DELAY * failures):
@@ -222,11 +265,15 @@ class SessionHost:
         async def read() -> None:
             nonlocal reason
             reason = await runner.read()
+            self._claude_running = False
             exited.set()
 
+        self._claude_running = True
         tg.start_soon(read)
         self._runner = runner
         self._runner_ready.set()
+        if not self._start.done.is_set():
+            self._start.settle()
         async with anyio.create_task_group() as race:
             race.start_soon(_set_on, self._closing, exited)
             await exited.wait()
@@ -236,16 +283,40 @@ class SessionHost:
             await self._stop_runner(runner)
             return None
         self._runner_ready = anyio.Event()
+        self._command_scope.cancel()
         await runner.disconnect()
         return reason
 
     async def _stop_runner(self, runner: ClaudeRunner) -> None:
-        # Stopped tasks confirm their end through Claude Code's own events; wait for them
-        # (bounded) so their final updates go out, then finalize what stayed silent.
-        with anyio.move_on_after(CLOSE_BOUND):
+        # Stopped tasks confirm their end through Claude Code's own events, which tell how they
+        # ended: a short wait for them, then Claude Code goes, and so does what it left running.
+        with anyio.move_on_after(STOP_WAIT):
             await self._settled.wait()
-        self.handle(ev.CloseTimedOut())
-        await runner.disconnect()
+        await runner.stop(EXIT_GRACE, idle=self.core.settled)
+        self._command_scope.cancel()
+        self._claude_running = False
+        stopped = await orphans.stop_left_by(runner.owner, self._tasks_root)
+        self._settled = anyio.Event()
+        self.handle(ev.CloseTimedOut(stopped))
+        with anyio.move_on_after(DRAIN_BOUND):
+            await self._settled.wait()
+
+    def _failed_start(self, reason: str) -> None:
+        if not self._start.done.is_set():
+            self._start.settle(error=RpcError(INTERNAL_ERROR, reason))
+
+    async def started(self) -> None:
+        """Wait until Claude Code has the conversation; raises ``RpcError`` when it could not
+        resume the stored one (the session is over then)."""
+        await self._start.wait()
+
+    async def attach(self, conversation: ev.StoredConversation | None) -> None:
+        """A client (re)attaches: replay ``conversation`` if given, then the current state; return
+        once all of it is written (before the client's request is answered)."""
+        if conversation is not None:
+            self.handle(ev.Recall(conversation))
+        self.handle(ev.Resync())
+        await self.written()
 
     async def close(self) -> None:
         """Cancel what is pending, stop Claude Code, and return once it is gone."""
@@ -297,6 +368,18 @@ class SessionHost:
             self._prompts.pop(ticket, None)
             self._prompt_requests.pop(request_id, None)
 
+    async def answer(self, request: Callable[[Ticket], ev.Event]) -> Any:
+        """A client request the core answers through a ticket (``Reply`` or ``Fail``)."""
+        if self._closing.is_set():
+            raise RpcError(INTERNAL_ERROR, "The session is closed")
+        ticket = next(self._tickets)
+        waiter = self._prompts[ticket] = Waiter()
+        try:
+            self.handle(request(ticket))
+            return await waiter.wait()
+        finally:
+            self._prompts.pop(ticket, None)
+
     def withdraw(self, request_id: RequestId) -> bool:
         """The client withdrew a prompt request (``$/cancel_request``); False if not ours."""
         ticket = self._prompt_requests.get(request_id)
@@ -331,11 +414,19 @@ class SessionHost:
             effect: Effect | anyio.Event | None = first
             performed = 0
             while effect is not None:
-                await self._perform(effect)
+                await self._perform_safely(effect)
                 performed += 1
                 effect = self._next_effect()
             await self._flush()
             self._unperformed -= performed
+
+    async def _perform_safely(self, effect: Effect | anyio.Event) -> None:
+        try:
+            await self._perform(effect)
+        except Exception:
+            # One effect that cannot be performed (an update no encoder takes, say) must not
+            # end this session, nor the agent and its other sessions with it.
+            log.exception("session %s: could not perform %s", self.session_id, type(effect).__name__)
 
     def _next_effect(self) -> Effect | anyio.Event | None:
         try:
@@ -374,12 +465,23 @@ class SessionHost:
             case FinishTail(task_id):
                 assert self._tg is not None
                 self._tg.start_soon(self._finish_tail, task_id)
+            case ReadTitle():
+                assert self._tg is not None
+                self._tg.start_soon(self._read_title)
             case Log(message):
                 log.warning("session %s: %s", self.session_id, message)
             case Query() | Interrupt() | StopTask() | SetPermissionMode():
                 self._commands_in.send_nowait(effect)
             case _:
                 assert_never(effect)
+
+    async def _read_title(self) -> None:
+        try:
+            title, updated_at = await store.title(self.session_id, self.cwd)
+        except Exception:
+            log.warning("session %s: could not read its title", self.session_id, exc_info=True)
+            return
+        self.handle(ev.TitleRead(title, updated_at))
 
     # --- background output ----------------------------------------------------------------------------
 
@@ -401,7 +503,7 @@ class SessionHost:
     async def _finish_tail(self, task_id: str) -> None:
         """Relay the rest of a finished task's file (with backpressure), then how it exited."""
         try:
-            async for event in self._tailer.drain(task_id, trailer_timeout=TRAILER_WAIT):
+            async for event in self._tailer.drain(task_id, trailer_timeout=self._trailer_wait):
                 if isinstance(event, Final):
                     self.handle(ev.OutputEnded(task_id, event.remaining, event.exit))
                     return
@@ -410,6 +512,10 @@ class SessionHost:
         except (KeyError, OSError) as exc:
             log.warning("session %s: could not read the end of %s: %s", self.session_id, task_id, exc)
         self.handle(ev.OutputEnded(task_id, b"", None))
+
+    @property
+    def _trailer_wait(self) -> float:
+        return TRAILER_WAIT if self._claude_running else 0.0
 
     async def _tick(self, scope: anyio.CancelScope) -> None:
         with scope:
@@ -437,11 +543,12 @@ class SessionHost:
             await self._runner_ready.wait()
             runner = self._runner
             assert runner is not None
-            try:
-                await self._command(runner, command)
-            except Exception:
-                # The stream's end reports a dead CLI; one failed command must not stop the rest.
-                log.exception("session %s: %s failed", self.session_id, type(command).__name__)
+            with anyio.CancelScope() as self._command_scope:
+                try:
+                    await self._command(runner, command)
+                except Exception:
+                    # The stream's end reports a dead CLI; one failed command must not stop the rest.
+                    log.exception("session %s: %s failed", self.session_id, type(command).__name__)
 
     @staticmethod
     async def _command(runner: ClaudeRunner, command: Command) -> None:

@@ -4,8 +4,12 @@ It knows nothing of Claude or of ACP methods. Each incoming request runs in its 
 long ``session/prompt`` never blocks a ``session/cancel``; notifications are dispatched in
 arrival order. Writes go through one lock, so lines never interleave, and each ``send`` returns
 once its line is handed to the pipe. Requests we send (``session/request_permission``) wait for
-the response with the same id. A line that is not JSON, not UTF-8, or larger than
-``max_line`` gets an error answer and is otherwise dropped; the endpoint keeps reading.
+the response with the same id. A line that is not JSON, not UTF-8, nested too deeply, or larger
+than ``max_line`` gets an error answer and is otherwise dropped; the endpoint keeps reading, and
+no exception raised by one message (decoding it, handling it, encoding its answer) ends it.
+
+Serving ends when the client closes our input, when our output breaks (the client can no longer
+hear us, which is as final), or on ``hang_up`` (a signal): all three end the same way.
 """
 
 from __future__ import annotations
@@ -80,16 +84,22 @@ class Endpoint:
         self._closed = False
         self._broken = False
         self._batch: _Batch | None = None
+        self._reading = anyio.CancelScope()
 
     async def serve(
         self, tg: TaskGroup, on_request: RequestHandler, on_notification: NotificationHandler
     ) -> None:
-        """Read and dispatch until end of input; handlers run in ``tg``."""
-        async for line in self._lines():
-            await self._dispatch(tg, line, on_request, on_notification)
+        """Read and dispatch until end of input (or ``hang_up``); handlers run in ``tg``."""
+        with self._reading:
+            async for line in self._lines():
+                await self._dispatch(tg, line, on_request, on_notification)
         self._closed = True
         for pending in self._pending.values():
             pending.done.set()
+
+    def hang_up(self) -> None:
+        """Stop reading as if the client had closed our input: ``serve`` returns."""
+        self._reading.cancel()
 
     async def notify(self, method: str, params: Any) -> None:
         await self._send(jsonrpc.notification_frame(method, params))
@@ -150,7 +160,8 @@ class Endpoint:
             except (ConnectionError, OSError) as exc:
                 # The client stopped reading; what it misses it can no longer use.
                 self._broken = True
-                log.warning("stdout is gone (%s); further output is dropped", exc)
+                log.warning("stdout is gone (%s); closing as if stdin had ended", exc)
+                self.hang_up()
 
     async def _lines(self) -> Any:
         buffer = bytearray()
@@ -212,13 +223,14 @@ class Endpoint:
     async def _answer(self, request: jsonrpc.Request, on_request: RequestHandler) -> None:
         try:
             result = await on_request(request.method, request.params, request.id)
+            answer = jsonrpc.encode(jsonrpc.result_frame(request.id, result))
         except RpcError as exc:
             await self._reply_error(request.id, exc)
         except Exception:
             log.exception("internal error handling %s", request.method)
             await self._reply_error(request.id, RpcError(jsonrpc.INTERNAL_ERROR, "Internal error"))
         else:
-            await self._send(jsonrpc.result_frame(request.id, result))
+            await self.send_line(answer)
 
     async def _run_notification(
         self, notification: jsonrpc.Notification, on_notification: NotificationHandler

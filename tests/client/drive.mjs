@@ -41,10 +41,18 @@
 // and `session` (a session name; default: the most recently created session). Request steps
 // accept `expectError: true | <code>` (the step then fails unless the agent answered an error)
 // and `timeoutMs`. Values "$lastTerminal" / "$lastToolCall" / "$lastSubagent" (the last
-// terminal / tool call / subagent session id the client saw), "$sessionId" and "$session:<name>" are substituted in ids, params, patterns.
+// terminal / tool call / subagent session id the client saw), "$lastAsyncTask" (the last
+// JetBrains AIR async task the agent spawned), "$sessionId" and "$session:<name>" are substituted in ids, params, patterns.
 //
 //   {op: "initialize", params?}                 (only needed with autoInitialize: false)
 //   {op: "newSession", name?, cwd?, request?}   a further session; becomes the default session
+//   {op: "loadSession" | "resumeSession", sessionId, name?, cwd?, request?, replayFrom?}
+//        session/load (v1) or session/resume of a session by id (a known id re-attaches its
+//        session under its name; else a new name): it becomes the default session. Updates
+//        that come before the response already count as that session's.
+//   {op: "forkSession", sessionId, name?, cwd?, request?}   session/fork: the new session
+//   {op: "listSessions", cwd?, cursor?, allPages?: false}   session/list (following nextCursor
+//        with allPages); responses[id] = {pages, sessions}
 //   {op: "prompt", text | content: [ContentBlock], await?: true}
 //        v1: await = wait for the PromptResponse ({stopReason}, the end of the turn);
 //        v2: await = wait for the {messageId} response (insertion), NOT for idle.
@@ -58,7 +66,9 @@
 //        (`fresh`), or from the end of step `after`. session "*" = any session, including child
 //        sessions the driver never created (subagents). Partial match: objects match key by
 //        key (extra keys are fine), arrays element-wise with equal length, "$present" /
-//        "$absent" test a key's existence, other values compare strictly.
+//        "$absent" test a key's existence, other values compare strictly. With `raw: true`
+//        the agent's raw session/update lines are searched instead (updates the client library
+//        drops, such as JetBrains AIR's, are only there).
 //   {op: "waitIdle", match?: {...}}
 //        v2: wait for an idle state_update (matching `match`, e.g. {"stopReason": "end_turn",
 //        "background": []}) that arrived after the session's latest prompt was sent and after
@@ -101,12 +111,12 @@
 //                 seenUpdates means ActiveSession.nextUpdate() missed some (e.g. updates that
 //                 arrived before the session/new response)
 //   responses     {stepId: {...}} per step: result | error of requests, matched updates, ...
-//   steps         [{key, op, ok, error?, tStart, tEnd, updateIndexAtEnd}]
+//   steps         [{key, op, ok, error?, tStart, tEnd, updateIndexAtEnd, agentLineIndexAtEnd}]
 //   promptResponses    [{step, session, t, result | error}] in settle order
 //   permissionRequests [{t, sessionId, params, answer, answeredAt, forBackgroundWork (v2)}]
 //   terminals     {terminalId: base64 of the bytes assembled from terminal_update.output
 //                 (replace) and terminal_output_chunk (append); v1: from the _meta
-//                 terminal_output (replace) / terminal_output_delta (append) text}
+//                 terminal_output / terminal_output_delta text, appended}
 //   terminalInfo  {terminalId: merged terminal_update fields + {chunks, bytes}}
 //   background    the client's latest background list of the first session (null = unreported)
 //   clientStderr, droppedNotifications   what the client library logged; lines matching
@@ -338,8 +348,11 @@ const agentRecorder = lineRecorder((text, terminated) => {
   if (!trimmed) return;
   if (!terminated) out.warnings.push("the agent's last stdout line had no terminating newline");
   try {
-    out.agentLines.push(JSON.parse(trimmed));
+    const line = JSON.parse(trimmed);
+    out.agentLines.push(line);
     out.agentLineTimes.push(t);
+    const update = line?.method === "session/update" ? line.params?.update : undefined;
+    if (update?.sessionUpdate === "async_task_spawned") lastAsyncTaskId = update.asyncTaskId;
   } catch {
     out.agentNonJsonLines.push({ t, text });
   }
@@ -366,6 +379,7 @@ let currentSessionName;
 let lastTerminalId;
 let lastToolCallId;
 let lastSubagentId;
+let lastAsyncTaskId;
 const terminalBytes = new Map();
 
 function sessionState(name) {
@@ -442,13 +456,12 @@ function applyUpdate(update) {
         out.terminalInfo[info.terminal_id] ??= { chunks: 0, bytes: 0 };
         out.terminalInfo[info.terminal_id].v1Meta = true;
       }
-      const full = meta.terminal_output;
-      if (full && typeof full.terminal_id === "string" && typeof full.data === "string") {
-        appendTerminal(full.terminal_id, Buffer.from(full.data, "utf8"), true);
-      }
-      const delta = meta.terminal_output_delta;
-      if (delta && typeof delta.terminal_id === "string" && typeof delta.data === "string") {
-        appendTerminal(delta.terminal_id, Buffer.from(delta.data, "utf8"), false);
+      // Both keys append (terminal_output is what Zed reads; terminal_output_delta what
+      // clients that declare it read).
+      for (const output of [meta.terminal_output, meta.terminal_output_delta]) {
+        if (output && typeof output.terminal_id === "string" && typeof output.data === "string") {
+          appendTerminal(output.terminal_id, Buffer.from(output.data, "utf8"), false);
+        }
       }
       const exit = meta.terminal_exit;
       if (exit && typeof exit.terminal_id === "string") {
@@ -473,6 +486,7 @@ function substitute(value, session) {
     if (value === "$lastTerminal") return lastTerminalId;
     if (value === "$lastToolCall") return lastToolCallId;
     if (value === "$lastSubagent") return lastSubagentId;
+    if (value === "$lastAsyncTask") return lastAsyncTaskId;
     if (value === "$sessionId") return session?.id;
     if (value.startsWith("$session:")) return sessionState(value.slice("$session:".length)).id;
     return value;
@@ -703,7 +717,9 @@ async function main() {
     const entry = { t: now(), sessionId: params.sessionId, session: name ?? null, update: toJsonSafe(params.update) };
     if (params._meta !== undefined) entry.meta = toJsonSafe(params._meta);
     out.updates.push(entry);
-    if (name !== undefined) sessions.get(name).seen += 1;
+    // A session being loaded or resumed has a name before it has a state.
+    const state = name !== undefined ? sessions.get(name) : undefined;
+    if (state) state.seen += 1;
     applyUpdate(params.update);
     changed();
   });
@@ -758,11 +774,56 @@ async function main() {
   }
 
   async function startSession(ctx, step, key) {
-    const name = step.name ?? (sessions.size === 0 ? "main" : `session${sessions.size + 1}`);
+    const name = step.name ?? nextSessionName();
     if (sessions.has(name)) fail(`session name ${JSON.stringify(name)} already used`);
     const request = { cwd: step.cwd ?? script.cwd ?? process.cwd(), mcpServers: [], ...(script.session ?? {}), ...(step.request ?? {}) };
     const session = await withTimeout(ctx.buildSession(request).start(), step.timeoutMs ?? defaultStepTimeoutMs, "session/new");
-    const state = {
+    out.responses[key] = { t: now(), result: toJsonSafe(session.newSessionResponse), session: name };
+    return registerSession(name, session, session.newSessionResponse);
+  }
+
+  function nextSessionName() {
+    return sessions.size === 0 ? "main" : `session${sessions.size + 1}`;
+  }
+
+  // Opens a session by id: session/load, session/resume (the same session again when its id
+  // is known) or session/fork (a new one). The id is mapped to its name before the request,
+  // so that what is replayed before the response is counted as that session's.
+  async function openSession(ctx, step, key, method) {
+    const source = substitute(step.sessionId, undefined);
+    if (typeof source !== "string") fail(`${step.op} needs a sessionId`);
+    const forking = method === "session/fork";
+    const known = forking ? undefined : sessionNameById.get(source);
+    const name = step.name ?? known ?? nextSessionName();
+    if (name !== known && sessions.has(name)) fail(`session name ${JSON.stringify(name)} already used`);
+    const params = { sessionId: source, cwd: step.cwd ?? script.cwd ?? process.cwd(), mcpServers: [], ...(script.session ?? {}), ...(step.request ?? {}) };
+    if (step.replayFrom !== undefined) params.replayFrom = step.replayFrom;
+    if (!forking) {
+      sessionNameById.set(source, name);
+      for (const u of out.updates) if (u.sessionId === source) u.session = name;
+    }
+    const controller = new AbortController();
+    trackRequest(key, ctx.request(method, params, { cancellationSignal: controller.signal }), controller, { session: name });
+    const response = await settle(key, step.timeoutMs ?? defaultStepTimeoutMs, `the ${method} response`);
+    out.responses[key].session = name;
+    checkExpectation(step, key);
+    if (response.error) {
+      if (!forking && known === undefined) sessionNameById.delete(source);
+      return;
+    }
+    const result = { ...response.result, sessionId: forking ? response.result.sessionId : source };
+    // The library builds an ActiveSession only from session/new; its attach works for any answer.
+    registerSession(name, ctx.attachSession(result), result);
+  }
+
+  function registerSession(name, session, response) {
+    const earlier = sessions.get(name);
+    if (earlier) {
+      // A re-attached session: the new ActiveSession replaces the old one.
+      earlier.session.dispose();
+      earlier.session = session;
+    }
+    const state = earlier ?? {
       name,
       id: session.sessionId,
       session,
@@ -772,14 +833,15 @@ async function main() {
       promptStartIndex: 0,
       idleConsumed: -1,
     };
-    // Count updates for this id that the global handler saw before the id was known.
-    state.seen = out.updates.filter((u) => u.sessionId === session.sessionId).length;
-    for (const u of out.updates) if (u.sessionId === session.sessionId) u.session = name;
-    sessions.set(name, state);
+    if (!earlier) {
+      // Count updates for this id that the global handler saw before the id was known.
+      state.seen = out.updates.filter((u) => u.sessionId === session.sessionId).length;
+      for (const u of out.updates) if (u.sessionId === session.sessionId) u.session = name;
+      sessions.set(name, state);
+      out.sessions[name] = { sessionId: session.sessionId, newSessionResponse: toJsonSafe(response) };
+    }
     sessionNameById.set(session.sessionId, name);
     currentSessionName = name;
-    out.sessions[name] = { sessionId: session.sessionId, newSessionResponse: toJsonSafe(session.newSessionResponse) };
-    out.responses[key] = { t: now(), result: toJsonSafe(session.newSessionResponse), session: name };
     // Drain what the ActiveSession surfaces, so we know what its API delivered.
     (async () => {
       for (;;) {
@@ -809,10 +871,18 @@ async function main() {
     if (step.after !== undefined) {
       const marker = out.steps.find((s) => s.key === String(step.after));
       if (!marker) fail(`after: no completed step ${JSON.stringify(step.after)}`);
-      return marker.updateIndexAtEnd;
+      return step.raw ? marker.agentLineIndexAtEnd : marker.updateIndexAtEnd;
     }
-    if (step.fresh) return out.updates.length;
+    if (step.fresh) return step.raw ? out.agentLines.length : out.updates.length;
     return 0;
+  }
+
+  // The updates a waitFor searches: what the client library accepted, or (raw) what the agent wrote.
+  function updateEntry(step, index) {
+    if (!step.raw) return out.updates[index];
+    const line = out.agentLines[index];
+    if (line?.method !== "session/update") return undefined;
+    return { sessionId: line.params?.sessionId, update: line.params?.update, t: out.agentLineTimes[index] };
   }
 
   const ops = {
@@ -840,6 +910,38 @@ async function main() {
 
     async newSession(ctx, step, key) {
       await startSession(ctx, step, key);
+    },
+
+    async loadSession(ctx, step, key) {
+      await openSession(ctx, step, key, "session/load");
+    },
+
+    async resumeSession(ctx, step, key) {
+      await openSession(ctx, step, key, "session/resume");
+    },
+
+    async forkSession(ctx, step, key) {
+      await openSession(ctx, step, key, "session/fork");
+    },
+
+    async listSessions(ctx, step, key) {
+      const pages = [];
+      let cursor = step.cursor;
+      do {
+        const params = { ...(step.cwd !== undefined ? { cwd: step.cwd } : {}), ...(cursor !== undefined ? { cursor } : {}) };
+        const controller = new AbortController();
+        const pageKey = `${key}#${pages.length}`;
+        trackRequest(pageKey, ctx.request("session/list", params), controller);
+        const response = await settle(pageKey, step.timeoutMs ?? defaultStepTimeoutMs, "the session/list response");
+        checkExpectation(step, pageKey);
+        if (response.error) {
+          out.responses[key] = response;
+          return;
+        }
+        pages.push(response.result);
+        cursor = response.result.nextCursor ?? undefined;
+      } while (step.allPages && cursor !== undefined);
+      out.responses[key] = { t: now(), pages, sessions: pages.flatMap((page) => page.sessions) };
     },
 
     async prompt(ctx, step, key) {
@@ -885,8 +987,9 @@ async function main() {
       let index = from; // scan each update once
       const found = await waitUntil(
         () => {
-          for (; index < out.updates.length; index++) {
-            const u = out.updates[index];
+          for (; index < (step.raw ? out.agentLines.length : out.updates.length); index++) {
+            const u = updateEntry(step, index);
+            if (u === undefined) continue;
             if (!all) {
               if (step.sessionId !== undefined ? u.sessionId !== step.sessionId : u.sessionId !== state.id) continue;
             }
@@ -1130,6 +1233,7 @@ async function main() {
       } finally {
         record.tEnd = now();
         record.updateIndexAtEnd = out.updates.length;
+        record.agentLineIndexAtEnd = out.agentLines.length;
       }
     }
   }

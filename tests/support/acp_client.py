@@ -7,7 +7,11 @@ asserts that:
 - the run did not error (every step succeeded, nothing timed out);
 - every line the agent wrote is JSON and validates against the official schema of the
   negotiated protocol version (:func:`tests.support.schema.validate_transcript`, strict mode);
-- the client dropped no notification (no ``Error handling notification`` on its stderr);
+  for a client that declares JetBrains AIR, the updates only AIR is sent validate against
+  AIR's contract instead (:mod:`tests.support.air`);
+- the client dropped no notification (no ``Error handling notification`` on its stderr), but
+  for an AIR client exactly one per update only AIR is sent (the official client does not
+  know those);
 - the agent's updates keep the background rules (:mod:`tests.support.rules`).
 
 Node and npm are required: if they are missing the helpers fail loudly, they never skip.
@@ -30,7 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .rules import Violation, check_updates
+from .air import air_update_count, declares_air
+from .rules import BackgroundRules, Violation
 from .schema import CLIENT_DIR, SDK_PACKAGE_DIR, SDK_VERSION, validate_transcript
 
 DRIVER = CLIENT_DIR / "drive.mjs"
@@ -136,6 +141,11 @@ class ClientRun:
     driver_stderr: str = ""
 
     # -- plain fields ---------------------------------------------------------------------------
+
+    @property
+    def air(self) -> bool:
+        """The client declared JetBrains AIR (see :mod:`tests.support.air`)."""
+        return declares_air(self.script.get("capabilities"))
 
     @property
     def ok(self) -> bool:
@@ -349,22 +359,46 @@ class ClientRun:
         problems.extend(
             f"agent wrote a non-JSON line on stdout: {line!r}" for line in self.agent_non_json_lines
         )
-        problems.extend(f"the client dropped a notification: {line}" for line in self.dropped_notifications)
+        dropped = self.dropped_notifications
+        if self.air:
+            expected = air_update_count(self.agent_lines)
+            if len(dropped) != expected:
+                problems.append(f"the client dropped {len(dropped)} notifications; AIR's own: {expected}")
+            dropped = []
+        problems.extend(f"the client dropped a notification: {line}" for line in dropped)
         problems.extend(f"background rule broken: {broken}" for broken in self.broken_rules())
         return problems
 
     def broken_rules(self) -> list[str]:
-        """The first background rule (``tests.support.rules``) the agent's updates break, if any."""
-        updates = (
-            (str(line["params"].get("sessionId")), line["params"]["update"])
-            for line in self.agent_messages("session/update")
-            if isinstance(line.get("params"), dict) and isinstance(line["params"].get("update"), dict)
-        )
+        """The first background rule (``tests.support.rules``) the agent's updates break, if any.
+
+        A ``session/load`` or ``session/resume`` the client sent makes the rules forget that
+        session from then on, as the client does.
+        """
+        rules = BackgroundRules(lists=self.protocol_version >= 2)
         try:
-            check_updates(updates, self.protocol_version)
+            for _, session_id, update in self._timeline():
+                if update is None:
+                    rules.forget(session_id)
+                else:
+                    rules.see(session_id, update)
         except Violation as broken:
             return [str(broken)]
         return []
+
+    def _timeline(self) -> list[tuple[float, str, JsonObject | None]]:
+        """Updates the agent sent and the sessions the client re-attached to (``None``), by time."""
+        events: list[tuple[float, str, JsonObject | None]] = []
+        for line, t in zip(self.client_lines, self.client_line_times, strict=False):
+            if isinstance(line, dict) and line.get("method") in ("session/load", "session/resume"):
+                events.append((t, str((line.get("params") or {}).get("sessionId")), None))
+        for line, t in zip(self.agent_lines, self.agent_line_times, strict=False):
+            params = line.get("params") if isinstance(line, dict) else None
+            update = params.get("update") if isinstance(params, dict) else None
+            if line.get("method") == "session/update" and isinstance(update, dict):
+                events.append((t, str(params.get("sessionId")), update))
+        # A request goes out before anything the agent sends about it: at equal times it is first.
+        return sorted(events, key=lambda event: (event[0], event[2] is not None))
 
     def assert_clean(self) -> None:
         problems = self.problems()
@@ -441,9 +475,13 @@ def run_client(
             f"drive.mjs printed no result (exit {proc.returncode}).\n"
             f"stdout: {stdout[-3000:]!r}\nstderr: {stderr[-3000:]}"
         )
-    version_guess = ClientRun(raw=raw, script=prepared).protocol_version
+    guess = ClientRun(raw=raw, script=prepared)
     violations = validate_transcript(
-        raw.get("agentLines", []), raw.get("clientLines", []), version_guess, strict=strict
+        raw.get("agentLines", []),
+        raw.get("clientLines", []),
+        guess.protocol_version,
+        strict=strict,
+        air=guess.air,
     )
     run = ClientRun(raw=raw, script=prepared, violations=violations, driver_stderr=stderr)
     if check:

@@ -8,13 +8,20 @@ it turns client acts into the core's events. Every effect is kept in ``effects``
 
 ``replay`` plays a recorded fixture: each frame at its recorded time; what the SDK sent is
 turned back into the client request that caused it (the user message is a ``session/prompt``,
-an ``interrupt`` a ``session/cancel``, a ``stop_task`` the client's per-item cancel); a
+an ``interrupt`` a ``session/cancel``, a ``stop_task`` the client's per-item cancel, or an AIR
+client's stop by task id); a
 ``can_use_tool`` question is answered as the recording answered it. The tailer's part is
 played from the output files the recorder kept: when the core finishes a terminal, the file's
 bytes go through the closing-line rule the tailer applies, then back to the core.
 
+``stored_conversation`` reads what a recording kept of Claude Code's stored conversation the
+way the agent does (the SDK's readers through ``claude.store``), for ``recall``: a client
+loading the session; ``resync`` is a client (re)attaching.
+
 ``effect_json`` and ``as_jsonrpc`` show the effects as golden lines and as the JSON-RPC
-messages they become on the wire (for schema validation and the background rules).
+messages they become on the wire; ``check_transcript`` validates those against the schema and
+the background rules, and ``assert_golden`` compares golden lines with their file
+(``UPDATE_GOLDEN=1`` rewrites it).
 """
 
 from __future__ import annotations
@@ -23,35 +30,49 @@ import base64
 import hashlib
 import itertools
 import json
+import os
 import zlib
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 from claude_agent_sdk._internal.message_parser import parse_message
 
-from claude_bg_acp.acp.schema import ContentBlock
+from claude_bg_acp.acp.schema import ContentBlock, air_capabilities
+from claude_bg_acp.claude import store
 from claude_bg_acp.closing_line import ExitInfo, TrailerGate
 from claude_bg_acp.core import events as ev
 from claude_bg_acp.core.background import Kind
 from claude_bg_acp.core.effects import AskPermission, Effect, Fail, FinishTail, Notify, Query, Reply, Tail
 from claude_bg_acp.core.session import ALLOW_ONCE, REJECT_ONCE, SessionCore
 from claude_bg_acp.presenters.choice import presenter_for
+from tests.support.air import air_capabilities as air_capabilities_of
+from tests.support.air import declares_air
+from tests.support.rules import check_updates
+from tests.support.schema import validate_transcript
+from tests.support.zed import ZED_CAPABILITIES, ZedView
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 SESSION_ID = "session-core"
 CWD = "/tmp/claude-bg-acp/work"
 """The session's cwd as the recorder's normalisation writes it."""
+RECORDED_SESSION = "00000000-0000-4000-8000-5e5510000000"
+"""Claude Code's session id in every recording."""
 DIGEST_OVER = 4096
 
 CLIENTS: dict[str, tuple[int, dict[str, Any]]] = {
     "v1": (1, {}),
     "v1-subagents": (1, {"subagents": {}}),
-    "v1-terminal-meta": (1, {"_meta": {"terminal_output": True, "terminal_output_delta": True}}),
+    "v1-terminal-meta": (1, ZED_CAPABILITIES),
     "v2": (2, {}),
+    "air": (1, air_capabilities_of("asyncTasks", "nativeSubagentSessions")),
 }
-"""The client kinds of the replay goldens: (protocol version, declared capabilities)."""
+"""The client kinds of the replay goldens: (protocol version, declared capabilities). The
+``v1-terminal-meta`` kind declares exactly what Zed declares (its ``_meta`` terminal extension
+and ``subagents`` among it)."""
 
 Frame = dict[str, Any]
 
@@ -83,6 +104,10 @@ class CoreDriver:
         self.core = SessionCore(session_id, presenter_for(version, capabilities or {}), CWD, tasks_root)
         self.now = 0.0
         self.echo_uuids = echo_uuids
+        self.stops_tasks = "asyncTasks" in (air_capabilities(capabilities or {}) or ())
+        """The client stops a task by its id (JetBrains AIR's async tasks)."""
+        self.requests: dict[int, str] = {}
+        """The client requests other than prompts the core answers, by ticket."""
         self.effects: list[Effect] = []
         self.sent: deque[str | None] = deque()
         """The uuids of the user messages written to Claude Code (``Query``), oldest first."""
@@ -146,6 +171,12 @@ class CoreDriver:
     def cancel(self) -> list[Effect]:
         return self.handle(ev.CancelTurn(), 0.01)
 
+    def stop_task(self, task_id: str) -> tuple[int, list[Effect]]:
+        """AIR's ``_session/async_task/stop``; its ticket names the answer."""
+        ticket = self.ticket()
+        self.requests[ticket] = "_session/async_task/stop"
+        return ticket, self.handle(ev.CancelTask(ticket, task_id), 0.01)
+
     def ask(
         self,
         ticket: int,
@@ -165,6 +196,12 @@ class CoreDriver:
 
     def drained(self, task_id: str, rest: bytes = b"", exit_info: ExitInfo | None = None) -> list[Effect]:
         return self.handle(ev.OutputEnded(task_id, rest, exit_info))
+
+    def recall(self, conversation: ev.StoredConversation) -> list[Effect]:
+        return self.handle(ev.Recall(conversation))
+
+    def resync(self) -> list[Effect]:
+        return self.handle(ev.Resync())
 
     def tick(self, to: float | None = None) -> list[Effect]:
         """The ticker: at ``to`` (never back in time), or now."""
@@ -244,12 +281,14 @@ class CoreDriver:
 
     def _stop(self, task_id: str) -> list[Effect]:
         """The recorder stopped a task: the client's per-item cancel does the same."""
+        if self.stops_tasks:
+            return self.stop_task(task_id)[1]
         item = self.core.background.items.get(task_id)
         if item is None or item.kind not in (Kind.TERMINAL, Kind.TOOL_CALL):
             return []  # nothing the client could cancel
         if item.kind is Kind.TERMINAL:
-            return self.handle(ev.CancelTerminal(item.ref))
-        return self.handle(ev.CancelToolCall(item.ref))
+            return self.handle(ev.CancelTerminal(item.session_id, item.ref))
+        return self.handle(ev.CancelToolCall(item.session_id, item.ref))
 
     def _drain(self, task_id: str, data: bytes) -> list[Effect]:
         gate = TrailerGate()
@@ -265,6 +304,22 @@ class CoreDriver:
         return [e.update.wire() for e in self.effects if isinstance(e, Notify) and e.session_id == wanted]
 
 
+def stored_conversation(recorded: list[Frame], config_dir: Path) -> ev.StoredConversation:
+    """What the recording kept of the stored conversation, written under ``config_dir`` as Claude
+    Code lays it out and read back as the agent reads it; output files are the recorded ones."""
+    project = config_dir / "projects" / CWD.replace("/", "-")
+    for line in (line for line in recorded if line["dir"] == "stored"):
+        path = project / line["path"]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a") as file:
+            file.write(json.dumps(line["record"]) + ("\n" if path.suffix == ".jsonl" else ""))
+    files = {line["path"]: _file_bytes(line) for line in recorded if line["dir"] == "file"}
+    with mock.patch.dict(os.environ, {"CLAUDE_CONFIG_DIR": str(config_dir)}):
+        return store._conversation(
+            RECORDED_SESSION, CWD, lambda path: (files[path], True) if path in files else None
+        )
+
+
 def _blocks(content: str | list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{"type": "text", "text": content}] if isinstance(content, str) else content
 
@@ -278,8 +333,11 @@ def effect_json(effect: Effect, root: str = SESSION_ID) -> dict[str, Any]:
     return {type(effect).__name__: asdict(effect)}
 
 
-def as_jsonrpc(effects: list[Effect]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The agent's lines and the client requests they answer, as they would go over stdio."""
+def as_jsonrpc(
+    effects: list[Effect], requests: Mapping[int, str] | None = None
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The agent's lines and the client requests they answer, as they would go over stdio;
+    ``requests`` names the method of a ticket that is not a prompt (``CoreDriver.requests``)."""
     agent: list[dict[str, Any]] = []
     client: list[dict[str, Any]] = []
     for effect in effects:
@@ -287,7 +345,8 @@ def as_jsonrpc(effects: list[Effect]) -> tuple[list[dict[str, Any]], list[dict[s
             params = {"sessionId": effect.session_id, "update": effect.update.wire()}
             agent.append({"jsonrpc": "2.0", "method": "session/update", "params": params})
         elif isinstance(effect, Reply):
-            client.append({"jsonrpc": "2.0", "id": effect.ticket, "method": "session/prompt"})
+            method = (requests or {}).get(effect.ticket, "session/prompt")
+            client.append({"jsonrpc": "2.0", "id": effect.ticket, "method": method})
             agent.append({"jsonrpc": "2.0", "id": effect.ticket, "result": effect.result})
         elif isinstance(effect, Fail):
             client.append({"jsonrpc": "2.0", "id": effect.ticket, "method": "session/prompt"})
@@ -317,3 +376,27 @@ def _digested(value: Any) -> Any:
     if isinstance(value, list):
         return [_digested(item) for item in value]
     return value
+
+
+def check_transcript(driver: CoreDriver, effects: list[Effect], client: str) -> None:
+    """The effects, as the wire carries them, are valid for the client kind's version, keep the
+    background rules, and (for Zed) leave no terminal that Zed would show running forever."""
+    agent_lines, client_lines = as_jsonrpc(effects, driver.requests)
+    version, capabilities = CLIENTS[client]
+    violations = validate_transcript(agent_lines, client_lines, version, air=declares_air(capabilities))
+    assert not violations, "\n".join(violations)
+    check_updates(((e.session_id, e.update.wire()) for e in effects if isinstance(e, Notify)), version)
+    if capabilities == ZED_CAPABILITIES:
+        shown = ZedView.replay(driver.session_id, agent_lines, client_lines)
+        assert not shown.problems(), "\n".join(shown.problems())
+        running = [t.terminal_id for t in shown.terminals.values() if t.exit is None]
+        assert not running, f"Zed would show these terminals running forever: {running}"
+
+
+def assert_golden(golden: Path, lines: list[dict[str, Any]]) -> None:
+    text = "".join(json.dumps(line, sort_keys=True) + "\n" for line in lines)
+    if os.environ.get("UPDATE_GOLDEN") or not golden.exists():
+        golden.parent.mkdir(parents=True, exist_ok=True)
+        golden.write_text(text)
+        assert os.environ.get("UPDATE_GOLDEN"), f"wrote a new golden file {golden.name}; review and commit it"
+    assert text == golden.read_text()

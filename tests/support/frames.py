@@ -109,14 +109,17 @@ def tool_use(tool_use_id: str, name: str, tool_input: dict[str, Any], parent: st
 
 
 def tool_result(
-    tool_use_id: str, content: str | list[dict[str, Any]], tool_use_result: dict[str, Any] | None = None
+    tool_use_id: str,
+    content: str | list[dict[str, Any]],
+    tool_use_result: dict[str, Any] | None = None,
+    is_error: bool = False,
 ) -> Frame:
     frame: Frame = {
         "type": "user",
         "message": {
             "role": "user",
             "content": [
-                {"tool_use_id": tool_use_id, "type": "tool_result", "content": content, "is_error": False}
+                {"tool_use_id": tool_use_id, "type": "tool_result", "content": content, "is_error": is_error}
             ],
         },
         "parent_tool_use_id": None,
@@ -423,6 +426,8 @@ class TaskSpec:
     task_type: str = ""
     description: str = ""
     extra_level: dict[str, Any] = field(default_factory=dict)
+    parent: str | None = None
+    """The Agent tool use whose subagent launches this task (None: the main conversation)."""
 
     def __post_init__(self) -> None:
         self.task_type = self.task_type or TASK_TYPES.get(self.kind, "local_workflow")
@@ -464,10 +469,13 @@ class TaskSpec:
 
     def launch(self) -> Frame:
         assert self.tool_use_id is not None and self.tool_name is not None
-        return tool_use(self.tool_use_id, self.tool_name, self.tool_input())
+        return tool_use(self.tool_use_id, self.tool_name, self.tool_input(), parent=self.parent)
 
     def hand_off(self) -> Frame:
         """The tool result that returns control to the model while the task goes on."""
+        return {**self._hand_off(), "parent_tool_use_id": self.parent}
+
+    def _hand_off(self) -> Frame:
         assert self.tool_use_id is not None
         if self.is_shell:
             return shell_launched(self.tool_use_id, self.task_id)

@@ -8,14 +8,27 @@ replay golden, every live transcript and the property tests go through it. Per s
    first that did);
 2. an item is announced (``terminal_update`` / ``tool_call`` / ``tool_call_update`` /
    ``subagent_update``) before the first snapshot that lists it;
-3. a terminal's ``exitStatus``, a tool call's final status, a child's ``idle`` goes out before
-   the snapshot that removes it; nothing is listed after its final status, nothing changes a
-   final status, sends output after an exit, or still advertises ``cancel`` then;
+3. a terminal's ``exitStatus``, a tool call's final status, a child's ``idle`` (with its own list
+   empty) goes out before the snapshot that removes it; nothing is listed after its final
+   status, nothing changes a final status, sends output after an exit, or still advertises
+   ``cancel`` then;
 4. each piece of work is listed at most once per snapshot, and process work is listed as its
    terminal, never as the tool call that references the terminal;
-5. terminal output comes only for a terminal that was announced.
+5. terminal output comes only for a terminal that was announced, and a tool call references
+   only announced terminals;
+6. (JetBrains AIR) an async task is spawned once, before its progress and state updates, and
+   nothing follows its final state (``completed``, ``failed``, ``stopped``);
+7. (the draft subagent form) a child's ``subagent_state_update`` and its own updates (stamped
+   ``_meta.claudeCode.parentToolUseId``) come after its ``subagent_spawned``.
 
-v1 transcripts have no snapshots: rules 3 (final statuses, exits, cancel) and 5 still apply.
+v1 transcripts have no snapshots: rules 3 (final statuses, exits, cancel), 5, 6 and 7 still
+apply, also to the terminals of the ``_meta`` extension (Zed's): announced by
+``terminal_info`` on a ``tool_call``, fed by ``terminal_output`` / ``terminal_output_delta``,
+ended by ``terminal_exit``.
+
+A client that loads or resumes a session forgets what it knew of it and of its children
+(``forget``), as the RFDs require: from there on everything must be announced anew, whether the
+agent replays the history or restates only what is live.
 """
 
 from __future__ import annotations
@@ -26,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 FINAL = ("completed", "failed", "cancelled")
+TASK_FINAL = ("completed", "failed", "stopped")
 
 
 class Violation(AssertionError):
@@ -43,9 +57,13 @@ class SessionView:
     """Tool calls whose content references a terminal: their work is listed as the terminal."""
     children: dict[str, str] = field(default_factory=dict)
     """Announced subagent sessions and their latest state."""
+    children_work: dict[str, bool] = field(default_factory=dict)
+    """Whether a child's own ``background`` list (mirrored on its parent) names work."""
     caps: dict[tuple[str, str], bool] = field(default_factory=dict)
     """(item type, id) -> whether it advertises cancel now."""
     listed: list[dict[str, Any]] | None = None
+    tasks: dict[str, str] = field(default_factory=dict)
+    """Spawned async tasks and their latest state."""
     reports_background: bool = False
     last_state: str | None = None
     snapshots: int = 0
@@ -56,9 +74,17 @@ class BackgroundRules:
     lists: bool = False
     """The agent keeps a ``background`` list (v2): then every ``state_update`` carries it."""
     sessions: dict[str, SessionView] = field(default_factory=dict)
+    drafts: set[str] = field(default_factory=set)
+    """Child sessions announced in the draft form (``subagent_spawned``)."""
 
     def view(self, session_id: str) -> SessionView:
         return self.sessions.setdefault(session_id, SessionView())
+
+    def forget(self, session_id: str) -> None:
+        """The client (re)attaches to the session: what it knew of it and its children is gone."""
+        view = self.sessions.pop(session_id, None)
+        for child in view.children if view is not None else ():
+            self.forget(child)
 
     def see(self, session_id: str, update: dict[str, Any]) -> None:
         view = self.view(session_id)
@@ -79,9 +105,37 @@ class BackgroundRules:
             view.children[child] = (
                 str(state.get("state")) if isinstance(state, dict) else view.children.get(child, "running")
             )
+            if isinstance(state, dict) and isinstance(state.get("background"), list):
+                view.children_work[child] = bool(state["background"])
             self._capabilities(view, ("subagent", child), update)
         elif kind == "state_update":
             self._snapshot(session_id, view, update)
+        elif kind is not None and str(kind).startswith("async_task_"):
+            self._task(view, update)
+        elif kind == "subagent_spawned":
+            self.drafts.add(update["subagentSessionId"])
+        elif kind == "subagent_state_update" and update["subagentSessionId"] not in self.drafts:
+            raise Violation(f"rule 7: the end of child {update['subagentSessionId']} before its spawn")
+        meta = update.get("_meta")
+        stamped = isinstance(meta, dict) and isinstance(meta.get("claudeCode"), dict)
+        if stamped and "parentToolUseId" in meta["claudeCode"] and session_id not in self.drafts:
+            raise Violation(f"rule 7: an update of child {session_id} before its subagent_spawned: {update}")
+
+    @staticmethod
+    def _task(view: SessionView, update: dict[str, Any]) -> None:
+        task, kind = update["asyncTaskId"], update["sessionUpdate"]
+        if kind == "async_task_spawned":
+            if task in view.tasks:
+                raise Violation(f"rule 6: async task {task} spawned twice")
+            view.tasks[task] = "running"
+            return
+        state = view.tasks.get(task)
+        if state is None:
+            raise Violation(f"rule 6: {kind} of async task {task} before its async_task_spawned")
+        if state in TASK_FINAL:
+            raise Violation(f"rule 6: {kind} of async task {task} after its final state {state}")
+        if kind == "async_task_state_update":
+            view.tasks[task] = update["state"]
 
     @staticmethod
     def _capabilities(view: SessionView, key: tuple[str, str], update: dict[str, Any]) -> None:
@@ -107,12 +161,35 @@ class BackgroundRules:
         if before in FINAL and status is not None and status != before:
             raise Violation(f"rule 3: tool call {call_id} changes from final {before} to {status}")
         view.tool_status[call_id] = status or before or "pending"
+        self._meta_terminal(view, update)
         for item in update.get("content") or []:
             if isinstance(item, dict) and item.get("type") == "terminal":
+                if item.get("terminalId") not in view.terminals:
+                    raise Violation(f"rule 5: tool call {call_id} references unannounced terminal: {item}")
                 view.shell_calls.add(call_id)
         self._capabilities(view, ("tool_call", call_id), update)
         if view.tool_status[call_id] in FINAL and view.caps.get(("tool_call", call_id)):
             raise Violation(f"rule 3: tool call {call_id} advertises cancel at its final status: {update}")
+
+    @staticmethod
+    def _meta_terminal(view: SessionView, update: dict[str, Any]) -> None:
+        """The ``_meta`` terminal extension: announced on a ``tool_call``, then fed on updates."""
+        meta = update.get("_meta") or {}
+        info = meta.get("terminal_info")
+        if info is not None:
+            if update["sessionUpdate"] != "tool_call":
+                raise Violation(f"rule 5: terminal_info on a {update['sessionUpdate']}, where it is not read")
+            view.terminals.add(info["terminal_id"])
+        for key in ("terminal_output", "terminal_output_delta", "terminal_exit"):
+            if key not in meta:
+                continue
+            terminal_id = meta[key]["terminal_id"]
+            if terminal_id not in view.terminals:
+                raise Violation(f"rule 5: {key} of terminal {terminal_id} before its terminal_info")
+            if terminal_id in view.exited:
+                raise Violation(f"rule 3: {key} of terminal {terminal_id} after its terminal_exit")
+        if "terminal_exit" in meta:
+            view.exited.add(meta["terminal_exit"]["terminal_id"])
 
     @staticmethod
     def final(view: SessionView, item: dict[str, Any]) -> bool:
@@ -121,7 +198,9 @@ class BackgroundRules:
         if item.get("type") == "tool_call":
             return view.tool_status.get(item["toolCallId"]) in FINAL
         if item.get("type") == "subagent":
-            return view.children.get(item["sessionId"]) == "idle"
+            # A child is done when it is idle with no work of its own still listed.
+            child = item["sessionId"]
+            return view.children.get(child) == "idle" and not view.children_work.get(child, False)
         return False
 
     @staticmethod

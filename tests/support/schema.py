@@ -17,7 +17,10 @@ message is checked against follows the JSON-RPC role of the message:
   client request with that id (``InitializeResponse``, ``PromptResponse``, ...), or the ``Error``
   definition for an error response.
 
-Methods starting with ``_`` are extensions and accept any params.
+Methods starting with ``_`` are extensions and accept any params. For a JetBrains AIR client
+(``air=True``), the ``session/update`` kinds only AIR is sent (``tests.support.air.UPDATES``)
+are checked against AIR's contract instead of the ACP schema, which does not have them; every
+other message of such a transcript is checked as usual.
 
 Strict mode (the default) additionally rejects what the schema only tolerates for forward
 compatibility: a value that matches nothing but a union's ``other`` fallback must begin with
@@ -39,6 +42,8 @@ from typing import Any
 
 from jsonschema import Draft202012Validator, validators
 from jsonschema.exceptions import ValidationError
+
+from . import air as air_contract
 
 SDK_VERSION = "2.4.0"
 CLIENT_DIR = Path(__file__).resolve().parent.parent / "client"
@@ -298,11 +303,13 @@ def validate_agent_message(
     pending_client_requests: Mapping[Any, str],
     *,
     strict: bool = True,
+    air: bool = False,
 ) -> list[str]:
     """Validates one message the agent wrote. Returns human-readable violations (empty = valid).
 
     ``pending_client_requests`` maps the ids of client requests the agent may answer to their
-    methods; it picks the response definition for a response.
+    methods; it picks the response definition for a response. ``air``: the client is JetBrains
+    AIR (see the module docstring).
     """
     schema = acp_schema(version, strict)
     if not isinstance(msg, dict):
@@ -326,6 +333,8 @@ def validate_agent_message(
             return [*problems, *schema.check(def_name, params, "$.params")]
         if method.startswith("_"):
             return problems
+        if air and method == "session/update" and air_contract.is_air_update(params):
+            return [*problems, *air_contract.check(params)]
         def_name = schema.client_notifications.get(method)
         if def_name is None:
             return [
@@ -400,6 +409,7 @@ def validate_transcript(
     version: int,
     *,
     strict: bool = True,
+    air: bool = False,
 ) -> list[str]:
     """Validates every message the agent wrote. Returns violations, each naming the agent line
     (0-based index into ``agent_lines``) and its method; an empty list means valid.
@@ -410,7 +420,7 @@ def validate_transcript(
     pending = client_requests_by_id(client_lines)
     violations: list[str] = []
     for index, msg in enumerate(agent_lines):
-        found = validate_agent_message(msg, version, pending, strict=strict)
+        found = validate_agent_message(msg, version, pending, strict=strict, air=air)
         if isinstance(msg, dict) and "method" not in msg and "id" in msg:
             label = f"response to {pending.get(msg['id'], '?')} (id {_short(msg['id'])})"
             pending.pop(msg["id"], None)

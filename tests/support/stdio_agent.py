@@ -39,6 +39,7 @@ class StdioAgent:
         self.sent: list[dict[str, Any]] = []
         self._inbox: queue.Queue[dict[str, Any] | None] = queue.Queue()
         self._stderr: list[bytes] = []
+        self._hanging_up = False
         threading.Thread(target=self._read, daemon=True).start()
         threading.Thread(target=self._read_stderr, daemon=True).start()
 
@@ -54,20 +55,29 @@ class StdioAgent:
     def _read(self) -> None:
         assert self.proc.stdout is not None
         for raw in self.proc.stdout:
+            if self._hanging_up:
+                break
             message = json.loads(raw)  # a line that is not JSON fails the test here
             self.lines.append(message)
             if self._allow and message.get("method") == "session/request_permission":
                 outcome = {"outcome": {"outcome": "selected", "optionId": "allow_once"}}
                 self.send({"jsonrpc": "2.0", "id": message["id"], "result": outcome})
             self._inbox.put(message)
+        if self._hanging_up:
+            self.proc.stdout.close()
         self._inbox.put(None)
+
+    def hang_up_stdout(self) -> None:
+        """Stop reading the agent's stdout and close our end, when the next line comes: the
+        agent's writes fail from then on (a client that went away without closing stdin)."""
+        self._hanging_up = True
 
     def send_raw(self, data: bytes) -> None:
         """Write bytes as they are; a line that is a JSON object is remembered as sent."""
         for line in data.splitlines():
             try:
                 message = json.loads(line)
-            except ValueError:
+            except (ValueError, RecursionError):
                 continue
             if isinstance(message, dict):
                 self.sent.append(message)

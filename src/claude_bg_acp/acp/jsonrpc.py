@@ -4,6 +4,11 @@
 raises ``RpcError`` with the code the spec asks for; the endpoint answers that error with the
 request's id when it could be read, else ``null``. Handlers raise ``RpcError`` to answer with
 an error; any other exception becomes -32603 without its traceback.
+
+A call nested deeper than ``MAX_DEPTH`` is refused (-32600): every layer of the agent (the
+request models, the SDK, the JSON encoder that echoes a prompt back) has a recursion limit of
+its own, and a message that passes one may break the next; nothing a client means to send
+comes near this depth.
 """
 
 from __future__ import annotations
@@ -19,6 +24,9 @@ INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 REQUEST_CANCELLED = -32800
 UNSUPPORTED_PROTOCOL_VERSION = -32022
+
+MAX_DEPTH = 100
+"""Arrays and objects a call may nest, one inside the other (see the module docstring)."""
 
 RequestId = int | str
 
@@ -77,6 +85,9 @@ def decode(line: bytes) -> Any:
         raise MalformedMessage(PARSE_ERROR, f"Parse error: invalid UTF-8 ({exc.reason})") from None
     except ValueError as exc:
         raise MalformedMessage(PARSE_ERROR, f"Parse error: {exc}") from None
+    except RecursionError:
+        # The decoder recurses once per level; its limit is far beyond MAX_DEPTH.
+        raise MalformedMessage(PARSE_ERROR, "Parse error: nested too deeply") from None
 
 
 def classify(payload: Any) -> Message:
@@ -87,6 +98,10 @@ def classify(payload: Any) -> Message:
     if payload.get("jsonrpc") != "2.0":
         raise MalformedMessage(INVALID_REQUEST, 'Invalid Request: "jsonrpc" must be "2.0"', request_id)
     if "method" in payload:
+        if _deeper_than(payload, MAX_DEPTH):
+            raise MalformedMessage(
+                INVALID_REQUEST, f"Invalid Request: nested deeper than {MAX_DEPTH} levels", request_id
+            )
         return _classify_call(payload, request_id)
     if "result" in payload or "error" in payload:
         # A response with a null id is the peer's complaint about an unreadable line of ours;
@@ -110,6 +125,20 @@ def _classify_call(payload: dict[str, Any], request_id: RequestId | None) -> Mes
     if request_id is None:
         raise MalformedMessage(INVALID_REQUEST, 'Invalid Request: "id" must be a string or integer')
     return Request(request_id, method, params)
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Whether arrays and objects nest more than ``limit`` levels (walked without recursion)."""
+    pending = [(value, 1)]
+    while pending:
+        item, depth = pending.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if children is None:
+            continue
+        if depth > limit:
+            return True
+        pending.extend((child, depth + 1) for child in children)
+    return False
 
 
 def _is_id(value: Any) -> bool:

@@ -71,6 +71,25 @@ class InitializeParams(WireModel):
         return value
 
 
+def air_capabilities(client_capabilities: dict[str, Any]) -> frozenset[str] | None:
+    """What a JetBrains AIR client declares in ``clientCapabilities._meta.jetbrains.air``.
+
+    None when the client is not AIR. AIR declares an integer ``version`` of at least 1 and a
+    list of ``capabilities`` (names); anything else is no declaration at all.
+    """
+    meta = client_capabilities.get("_meta")
+    jetbrains = meta.get("jetbrains") if isinstance(meta, dict) else None
+    air = jetbrains.get("air") if isinstance(jetbrains, dict) else None
+    if not isinstance(air, dict):
+        return None
+    version, names = air.get("version"), air.get("capabilities")
+    if isinstance(version, bool) or not isinstance(version, int) or not isinstance(names, list):
+        return None
+    if version < 1:
+        return None
+    return frozenset(name for name in names if isinstance(name, str))
+
+
 class ContentBlock(WireModel):
     type: str
 
@@ -83,6 +102,21 @@ class NewSessionParams(WireModel):
 
 class SessionParams(WireModel):
     session_id: str
+
+
+class LoadSessionParams(NewSessionParams):
+    """``session/load``, ``session/resume`` and ``session/fork`` (which names the source)."""
+
+    session_id: str
+
+
+class ResumeSessionParams(LoadSessionParams):
+    replay_from: dict[str, Any] | None = None
+
+
+class ListSessionsParams(WireModel):
+    cwd: str | None = None
+    cursor: str | None = None
 
 
 class PromptParams(SessionParams):
@@ -99,6 +133,10 @@ class CancelTerminalParams(SessionParams):
 
 class CancelToolCallParams(SessionParams):
     tool_call_id: str
+
+
+class StopAsyncTaskParams(SessionParams):
+    async_task_id: str = Field(min_length=1)
 
 
 class CancelRequestParams(WireModel):

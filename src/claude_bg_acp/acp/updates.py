@@ -1,4 +1,9 @@
-"""The session updates we send (``session/update`` params), built on ``schema.WireModel``."""
+"""The session updates we send (``session/update`` params), built on ``schema.WireModel``.
+
+Most are ACP's own. The draft subagent form (``subagent_spawned``, ``subagent_state_update``,
+read by Zed and JetBrains AIR) and AIR's async tasks (``async_task_*``) are not in the ACP
+schema: only the presenters of the clients that read them send them.
+"""
 
 from __future__ import annotations
 
@@ -100,12 +105,63 @@ class SubagentUpdate(WireModel):
     state: dict[str, Any] | None = None
 
 
+class SessionInfoUpdate(WireModel):
+    session_update: Literal["session_info_update"] = "session_info_update"
+    title: str | None = None
+    updated_at: str | None = None
+
+
 class SessionMessage(WireModel):
     session_update: Literal["session_message"] = "session_message"
     message_id: str
     sender_session_id: str | None = None
     recipient_session_id: str | None = None
     content: list[dict[str, Any]] | None = None
+
+
+class SubagentSpawned(WireModel):
+    """A child session, in the draft form, announced on its parent."""
+
+    session_update: Literal["subagent_spawned"] = "subagent_spawned"
+    subagent_session_id: str
+    name: str
+    task: str
+    prompt: str | None = None
+    capabilities: dict[str, Any]
+
+
+class SubagentStateUpdate(WireModel):
+    """The end of a child session, in the draft form, on its parent."""
+
+    session_update: Literal["subagent_state_update"] = "subagent_state_update"
+    subagent_session_id: str
+    state: Literal["completed", "failed", "cancelled", "disconnected"]
+
+
+class AsyncTaskSpawned(WireModel):
+    session_update: Literal["async_task_spawned"] = "async_task_spawned"
+    async_task_id: str
+    name: str
+    task_type: str
+    description: str
+    show_in_transcript: bool
+    can_stop: bool
+    tool_call_id: str | None = None
+    output_file_path: str | None = None
+
+
+class AsyncTaskProgress(WireModel):
+    session_update: Literal["async_task_progress"] = "async_task_progress"
+    async_task_id: str
+    tool_call_id: str | None = None
+    output_file_path: str | None = None
+
+
+class AsyncTaskStateUpdate(WireModel):
+    session_update: Literal["async_task_state_update"] = "async_task_state_update"
+    async_task_id: str
+    state: Literal["running", "paused", "completed", "failed", "stopped"]
+    summary: str | None = None
 
 
 SessionUpdate = (
@@ -117,7 +173,13 @@ SessionUpdate = (
     | TerminalOutputChunk
     | SubagentUpdate
     | SessionMessage
+    | SessionInfoUpdate
     | CurrentModeUpdate
+    | SubagentSpawned
+    | SubagentStateUpdate
+    | AsyncTaskSpawned
+    | AsyncTaskProgress
+    | AsyncTaskStateUpdate
 )
 
 

@@ -3,10 +3,13 @@
 Each was observed on the Claude Code CLI 2.1.332 (bundled with claude-agent-sdk 0.2.189; see
 the lock file). None is documented, so a CLI upgrade is reviewed here, in one file:
 
+- the tools that run a shell command, and what a foreground one's result says of it;
 - the hand-off text of a tool result that sent work to the background;
 - the exit code in a task notification's summary;
 - the closing line appended to a background shell's output file, and the signal it implies;
-- where task output files live.
+- where task output files and stored conversations live;
+- Claude Code's own messages in a stored conversation (task notifications, command echoes ...);
+- the commands that start a new conversation under another session id.
 
 Standard library only: the core and the edges both import it.
 """
@@ -19,6 +22,33 @@ from dataclasses import dataclass
 
 OBSERVED_ON = "2.1.332"
 """The Claude Code CLI version every convention below was observed on."""
+
+# --- a foreground shell's tool result ----------------------------------------------------------
+
+SHELL_TOOLS = ("Bash",)
+"""The tools that run a shell command: their output is terminal output."""
+
+NO_OUTPUT = "(Bash completed with no output)"
+"""The whole result of a command that succeeded and printed nothing."""
+
+_EXIT_LINE = re.compile(r"Exit code (-?\d+)(?:\n|$)")
+"""The first line of a failed command's result, e.g. ``"Exit code 3\\nout-line\\nerr-line"``."""
+
+
+def shell_result(text: str, is_error: bool) -> tuple[str, int | None]:
+    """The output and exit code of a foreground command, from its tool result.
+
+    The result is the command's output (stderr merged into it, the final newline stripped),
+    after an ``Exit code N`` line when the command failed. An error without that line did not
+    come from the command (it was denied, or never ran): its text, and no exit code.
+    """
+    if not is_error:
+        return ("" if text == NO_OUTPUT else text), 0
+    match = _EXIT_LINE.match(text)
+    if match is None:
+        return text, None
+    return text[match.end() :], int(match[1])
+
 
 # --- the hand-off -----------------------------------------------------------------------------
 
@@ -79,6 +109,8 @@ symbolic link put in its place gets none either."""
 
 # --- where task output files live -------------------------------------------------------------
 
+OUTPUT_SUFFIX = ".output"
+
 
 def tasks_base(environ: dict[str, str] | None = None) -> str:
     """``$CLAUDE_CODE_TMPDIR/claude-<uid>``: every task output file of this user is below it."""
@@ -97,4 +129,99 @@ def tasks_root(cwd: str, environ: dict[str, str] | None = None) -> str:
 
 
 def output_file(root: str, cli_session_id: str, task_id: str) -> str:
-    return f"{root}/{cli_session_id}/tasks/{task_id}.output"
+    return f"{root}/{cli_session_id}/tasks/{task_id}{OUTPUT_SUFFIX}"
+
+
+def task_of_output_file(root: str, path: str) -> str | None:
+    """The task whose output file ``path`` is, if it is one below ``root`` (see ``output_file``)."""
+    if not path.startswith(root + "/"):
+        return None
+    parts = path[len(root) + 1 :].split("/")
+    if len(parts) != 3 or parts[1] != "tasks" or not parts[2].endswith(OUTPUT_SUFFIX):
+        return None
+    return parts[2].removesuffix(OUTPUT_SUFFIX) or None
+
+
+# --- where stored conversations live ----------------------------------------------------------
+
+
+def projects_dir(environ: dict[str, str] | None = None) -> str:
+    """``$CLAUDE_CONFIG_DIR/projects`` (default ``~/.claude/projects``).
+
+    Below it: ``<cwd, each non-alphanumeric character as ->/<session id>.jsonl`` (a cwd longer
+    than 200 characters is cut and hashed), and the subagents' transcripts in
+    ``<session id>/subagents/``.
+    """
+    env = os.environ if environ is None else environ
+    config = env.get("CLAUDE_CONFIG_DIR") or os.path.join(os.path.expanduser("~"), ".claude")
+    return os.path.join(config, "projects")
+
+
+# --- Claude Code's own messages in a stored conversation ---------------------------------------
+
+_NOTIFICATION = re.compile(r"<task-notification>(.*?)</task-notification>", re.DOTALL)
+_COMMAND = re.compile(r"<command-name>(.*?)</command-name>", re.DOTALL)
+_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.DOTALL)
+OWN_MESSAGES = (
+    "<task-notification>",
+    "<local-command-",
+    "<system-reminder>",
+    "[Request interrupted by user",
+    "This session is being continued from a previous conversation",
+)
+"""How user messages that Claude Code wrote itself begin: a task's end, the output of a local
+command, a reminder, the marker of an interrupted turn, the summary that replaces a compacted
+conversation."""
+
+
+@dataclass(frozen=True)
+class TaskNote:
+    """A ``<task-notification>`` Claude Code wrote into the conversation when a task ended."""
+
+    task_id: str
+    tool_use_id: str | None
+    status: str | None
+    summary: str | None
+
+
+def task_notes(text: str) -> list[TaskNote]:
+    notes = []
+    for block in _NOTIFICATION.findall(text):
+        task_id = _tag(block, "task-id")
+        if task_id:
+            notes.append(
+                TaskNote(task_id, _tag(block, "tool-use-id"), _tag(block, "status"), _tag(block, "summary"))
+            )
+    return notes
+
+
+def _tag(block: str, name: str) -> str | None:
+    match = re.search(rf"<{name}>(.*?)</{name}>", block, re.DOTALL)
+    return match[1].strip() if match else None
+
+
+def user_text(text: str) -> str | None:
+    """A stored user text as the user typed it; None when Claude Code wrote it itself.
+
+    A slash command is stored as ``<command-message>…<command-name>/x</command-name>
+    <command-args>y</command-args>``: the user typed ``/x y``.
+    """
+    stripped = text.lstrip()
+    if stripped.startswith(("<command-message>", "<command-name>")):
+        command = _COMMAND.search(text)
+        if command:
+            args = _ARGS.search(text)
+            return f"{command[1].strip()} {args[1].strip() if args else ''}".strip()
+    return None if stripped.startswith(OWN_MESSAGES) else text
+
+
+# --- commands that start another conversation -------------------------------------------------
+
+NEW_CONVERSATION_COMMANDS = ("/clear", "/reset", "/new")
+"""``/clear`` and its aliases: Claude Code goes on under a NEW session id (``conversation_reset``),
+so the ACP session would no longer name Claude Code's conversation."""
+
+
+def starts_new_conversation(text: str) -> bool:
+    words = text.split(maxsplit=1)
+    return bool(words) and words[0] in NEW_CONVERSATION_COMMANDS

@@ -4,7 +4,8 @@ The process environment reaches the CLI unchanged (the SDK merges ``options.env`
 ``os.environ``), so ``ANTHROPIC_API_KEY``, ``ANTHROPIC_BASE_URL`` and the CLI's own switches
 work as users expect. On top of it we switch on the session-state events, which the SDK
 otherwise swallows, and hand the SDK our own transport so that its ``initialize`` request
-declares ``perTaskStopAffordance``.
+declares ``perTaskStopAffordance``. The CLI's stderr goes to the log (INFO) with anything that
+looks like a credential blanked out first (``redact``).
 """
 
 from __future__ import annotations
@@ -13,11 +14,12 @@ import atexit
 import functools
 import logging
 import os
+import re
 import shlex
 import shutil
 import sys
 import tempfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -30,6 +32,11 @@ from claude_bg_acp.claude.transport import AffordanceTransport, FrameObserver
 log = logging.getLogger("claude_bg_acp.cli")
 
 SESSION_ENV = {"CLAUDE_CODE_EMIT_SESSION_STATE_EVENTS": "1"}
+SECRET_VARIABLES = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
+"""Variables whose values never reach the log."""
+API_KEY = re.compile(r"sk-ant-[A-Za-z0-9_-]+")
+"""What an Anthropic key or token looks like, wherever it came from."""
+REDACTED = "[redacted]"
 
 
 def session_options(
@@ -39,10 +46,13 @@ def session_options(
     resume: str | None = None,
     mcp_servers: list[dict[str, Any]] | None = None,
     add_dirs: list[str] | None = None,
+    session_id: str | None = None,
 ) -> ClaudeAgentOptions:
+    """``resume`` continues a stored conversation; ``session_id`` names a new one."""
     return ClaudeAgentOptions(
         cwd=cwd,
         resume=resume,
+        session_id=session_id,
         mcp_servers=mcp_config(mcp_servers or []),
         add_dirs=list(add_dirs or []),
         cli_path=cli_path,
@@ -53,8 +63,24 @@ def session_options(
         setting_sources=["user", "project", "local"],
         include_partial_messages=True,
         forward_subagent_text=True,
-        stderr=lambda line: log.info("claude: %s", line.rstrip()),
+        stderr=stderr_logger(os.environ),
     )
+
+
+def stderr_logger(environ: Mapping[str, str]) -> Callable[[str], None]:
+    """Logs a line of the CLI's stderr, credentials redacted (their values as ``environ`` has them)."""
+    secrets = [value for name in SECRET_VARIABLES if (value := environ.get(name, "").strip())]
+
+    def log_line(line: str) -> None:
+        log.info("claude: %s", redact(line.rstrip(), secrets))
+
+    return log_line
+
+
+def redact(text: str, secrets: list[str]) -> str:
+    for secret in secrets:
+        text = text.replace(secret, REDACTED)
+    return API_KEY.sub(REDACTED, text)
 
 
 def mcp_config(servers: list[dict[str, Any]]) -> dict[str, Any]:
@@ -82,6 +108,13 @@ def mcp_config(servers: list[dict[str, Any]]) -> dict[str, Any]:
 
 def build_client(options: ClaudeAgentOptions, observer: FrameObserver | None = None) -> ClaudeSDKClient:
     """A client whose transport adds the stop affordance (and reports frames to ``observer``)."""
+    return ClaudeSDKClient(options=options, transport=build_transport(options, observer))
+
+
+def build_transport(
+    options: ClaudeAgentOptions, observer: FrameObserver | None = None
+) -> AffordanceTransport:
+    """The subprocess transport for ``options``, wrapped (see ``transport``)."""
     from claude_agent_sdk._internal.transport.subprocess_cli import SubprocessCLITransport
 
     # A custom transport gets no CLI flags from the client, so build the subprocess one from
@@ -92,7 +125,7 @@ def build_client(options: ClaudeAgentOptions, observer: FrameObserver | None = N
     inner = SubprocessCLITransport(prompt=_no_prompt(), options=cli_options)
     cli = str(options.cli_path) if options.cli_path is not None else inner._find_cli()
     inner._cli_path = tied_to_us(cli)
-    return ClaudeSDKClient(options=options, transport=AffordanceTransport(inner, observer))
+    return AffordanceTransport(inner, observer)
 
 
 def tied_to_us(cli: str) -> str:

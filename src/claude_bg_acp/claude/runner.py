@@ -2,7 +2,10 @@
 
 It knows nothing of ACP. Every message goes to ``on_message`` in arrival order; ``read``
 returns when the stream ends (the CLI exited or crashed), with the reason. Commands (``query``,
-``interrupt``, ``stop_task``) are awaited in the order they are given.
+``interrupt``, ``stop_task``) are awaited in the order they are given. ``stop`` ends the CLI in
+bounded time: its input closes (it exits by itself once nothing runs), then SIGTERM, then
+SIGKILL. The CLI and everything it starts carry the runner's ``owner`` token in their
+environment, which tells its orphans apart (``orphans``).
 
 The reader parses frames itself instead of using ``ClaudeSDKClient.receive_messages``: the SDK's
 parser raises on a frame that lacks a key it indexes, and that would end the SDK's own loop and
@@ -11,8 +14,12 @@ with it the session. Here such a frame is logged and skipped.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import signal
+import uuid
 from collections.abc import AsyncIterator, Callable
+from dataclasses import replace
 from typing import Any
 
 import anyio
@@ -21,7 +28,8 @@ from claude_agent_sdk._errors import MessageParseError
 from claude_agent_sdk._internal.message_parser import parse_message
 from claude_agent_sdk.types import Message
 
-from claude_bg_acp.claude.options import build_client
+from claude_bg_acp.claude.options import build_transport
+from claude_bg_acp.claude.orphans import OWNER_ENV
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +42,10 @@ class ClaudeRunner:
         options: ClaudeAgentOptions,
         on_message: Callable[[Message], None],
     ) -> None:
-        self._client: ClaudeSDKClient = build_client(options)
+        self.owner = uuid.uuid4().hex
+        options = replace(options, env={**options.env, OWNER_ENV: self.owner})
+        self._transport = build_transport(options)
+        self._client = ClaudeSDKClient(options=options, transport=self._transport)
         self._on_message = on_message
         self.cli_session_id: str | None = None
         self.delivered = False
@@ -92,6 +103,28 @@ class ClaudeRunner:
 
     async def stop_task(self, task_id: str) -> None:
         await self._client.stop_task(task_id)
+
+    async def stop(self, grace: float, idle: bool) -> None:
+        """End the CLI within about ``grace`` seconds per step, then disconnect.
+
+        Its input closes first; when it is ``idle`` (nothing of it runs any more) it exits by
+        itself, else it would wait for its tasks, and SIGTERM follows at once. SIGKILL comes
+        last. What it leaves running is the business of ``orphans``.
+        """
+        process = self._transport.process
+        if process is not None and process.returncode is None:
+            with anyio.move_on_after(grace):
+                await self._transport.end_input()
+            signals = [None, signal.SIGTERM, signal.SIGKILL] if idle else [signal.SIGTERM, signal.SIGKILL]
+            for signum in signals:
+                if signum is not None:
+                    with contextlib.suppress(ProcessLookupError):
+                        process.send_signal(signum)
+                with anyio.move_on_after(grace):
+                    await process.wait()
+                if process.returncode is not None:
+                    break
+        await self.disconnect()
 
     async def disconnect(self) -> None:
         """Stop the CLI and everything it runs; bounded, and safe to call more than once."""

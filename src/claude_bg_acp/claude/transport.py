@@ -1,11 +1,12 @@
 """A transport around the SDK's subprocess transport.
 
-It does two things the SDK has no option for:
+It does three things the SDK has no option for:
 
 - it adds ``"perTaskStopAffordance": true`` to the SDK's ``initialize`` control request, so
   that ``interrupt()`` ends the foreground turn without killing background subagents (only
   ``stop_task`` stops one task);
-- it lets an observer see every frame in both directions (the recorder writes them down).
+- it lets an observer see every frame in both directions (the recorder writes them down);
+- it gives the runner the CLI's process, to stop it on its own terms (``process``).
 
 Everything else is delegated unchanged. Importing this module imports the SDK, so the agent
 imports it lazily, when the first session starts.
@@ -17,6 +18,7 @@ import json
 from collections.abc import AsyncIterator, Callable
 from typing import Any, Literal
 
+from anyio.abc import Process
 from claude_agent_sdk import Transport
 
 Direction = Literal["out", "in"]
@@ -60,6 +62,12 @@ class AffordanceTransport(Transport):
 
     async def close(self) -> None:
         await self._inner.close()
+
+    @property
+    def process(self) -> Process | None:
+        """The CLI's process while it is connected (the SDK's subprocess transport keeps it)."""
+        process: Process | None = getattr(self._inner, "_process", None)
+        return process
 
     def is_ready(self) -> bool:
         return self._inner.is_ready()

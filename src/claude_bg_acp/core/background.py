@@ -11,14 +11,25 @@ each one is to the client and keeps the RFD's ordering rules:
   that launched it, which is then detached (``in_progress``, ``paused`` while paused,
   cancellable). Work whose launching tool call already has a final status, or that no tool
   call started, gets a tool call of our own. Scheduled work is ``schedules``' business.
-- A subagent is a child session (``subagents``), listed while it runs detached.
+- A subagent is a child session (``subagents``), listed while it runs detached or while its
+  own list is not empty.
+- Work belongs to the session whose transcript holds the tool use that launched it: a shell or
+  monitor a subagent starts is the child's, announced and listed in the child's session; a
+  child is listed by its parent (the root, or another child). Work no tool use launched is the
+  root's.
 - When a task ends, its terminal's file is read to the end first; then its exit (or the tool
   call's final status, or the child's end); only then the list without it.
 - A task that ended by itself makes Claude Code start a follow-up turn
   (``FollowUpExpected``), so the snapshot that removes it already says ``running``.
-- ``terminal/cancel`` and ``tool_call/cancel`` send ``stop_task``; only the SDK's events confirm
-  the stop, unless none comes within ``STOP_BOUND``, when the item is finalized with an unknown
-  exit and the log says why.
+- Every task but a subagent is also reported as a task of its own (``TaskOpened``, then what
+  changed, then ``TaskEnded``), whatever item shows it, hidden ones included: clients that
+  follow tasks as such (JetBrains AIR's async tasks) read those, the others ignore them.
+- ``terminal/cancel``, ``tool_call/cancel`` and a stop by task id send ``stop_task``; only the
+  SDK's events confirm the stop, unless none comes within ``STOP_BOUND``, when the item is
+  finalized with an unknown exit and the log says why.
+- A client that (re)attaches learns what each listed item is now (``restate``): a terminal with
+  its command, cwd and latest output (the last ``RESTATE_LIMIT`` bytes, kept while it runs, for
+  clients that keep a list), a tool call with its status; both cancellable.
 
 A task is classified once its launching tool is known (``task_started`` or the tool result),
 or after ``CLASSIFY_GRACE`` on the level signal alone. What the client can see (``Visibility``,
@@ -30,31 +41,41 @@ phase         what happens                                              next pha
 ============  ========================================================  ============
 (task)        classified                                                ``LIVE``
 ``LIVE``      a terminal's task ended: its file is read to the end      ``DRAINING``
+``LIVE``      Claude Code is gone (or the close waited long enough),    ``DRAINING``
+              and the agent stopped the terminal's process itself: its
+              file is read to the end
 ``LIVE``      any other item's task ended; a stop was not confirmed in  ``FINAL``
-              time; the session closed or Claude Code is gone
+              time; Claude Code is gone, or the close waited long enough
 ``DRAINING``  the file's end was read (or a stop went unconfirmed)      ``FINAL``
 ``FINAL``     a new run of its task (a resumed subagent): shown anew    (task)
 ============  ========================================================  ============
 
-A stop request (``stop_sent_at``) is orthogonal: it waits for the task's end in any phase.
+A stop request (``stop_sent_at``) is orthogonal: it waits for the task's end in any phase. A
+terminal reports how its command ended from its file's closing line, else from how its process
+ended when the agent stopped it (``stopped_with``), else from what its task said; a terminal
+still ``DRAINING`` when Claude Code goes stays until its file is read.
 """
 
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
-from typing import Literal
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 from claude_bg_acp.acp.jsonrpc import INVALID_PARAMS, RpcError
-from claude_bg_acp.claude.conventions import KILLED_SIGNAL, summary_exit_code
+from claude_bg_acp.claude.conventions import KILLED_SIGNAL, SHELL_TOOLS, summary_exit_code
 from claude_bg_acp.closing_line import ExitInfo
-from claude_bg_acp.core.effects import FinishTail, Log, StopTask, Tail
+from claude_bg_acp.core.effects import FinishTail, Log, StopTask, Tail, Ticket
 from claude_bg_acp.core.tasks import Task
 from claude_bg_acp.core.tool_uses import ToolUse
 
 CLASSIFY_GRACE = 0.5
 STOP_BOUND = 10.0
-SHELL_TOOLS = ("Bash",)
+RESTATE_LIMIT = 256 * 1024
+"""Bytes of a live terminal's latest output kept to restate it (the size of the snapshot a
+client that falls behind gets)."""
 FOLLOW_UP_STATUSES = ("completed", "failed")
 LiveStatus = Literal["pending", "in_progress", "paused"]
 FinalStatus = Literal["completed", "failed", "cancelled"]
@@ -66,6 +87,15 @@ TOOL_STATUS: dict[str, FinalStatus] = {
 }
 """A task's end as a tool call's final status; one whose end is unknown (lost) left the level by
 itself, most likely done, so ``completed``."""
+RunState = Literal["running", "paused"]
+TaskEnd = Literal["completed", "failed", "stopped"]
+TASK_ENDS: dict[str, TaskEnd] = {
+    "completed": "completed",
+    "failed": "failed",
+    "stopped": "stopped",
+    "killed": "stopped",
+}
+"""A task's end as a task reports it (the same reading of a lost task as ``TOOL_STATUS``)."""
 
 
 @dataclass(frozen=True)
@@ -103,15 +133,59 @@ class Listed:
 
 
 @dataclass
+class Recent:
+    """The latest output of a live terminal, at least ``RESTATE_LIMIT`` bytes of it when it has
+    that many (whole chunks are kept, so appending costs no copy)."""
+
+    parts: deque[bytes] = field(default_factory=deque)
+    size: int = 0
+
+    def add(self, data: bytes) -> None:
+        self.parts.append(data)
+        self.size += len(data)
+        while self.size - len(self.parts[0]) >= RESTATE_LIMIT:
+            self.size -= len(self.parts.popleft())
+
+    def replace(self, data: bytes) -> None:
+        self.parts.clear()
+        self.size = 0
+        self.add(data)
+
+    def latest(self) -> bytes:
+        return b"".join(self.parts)[-RESTATE_LIMIT:]
+
+
+@dataclass
+class Told:
+    """What was reported of a task so far, so that only what changed is reported next."""
+
+    tool_call_id: str | None
+    output_file: str | None
+    state: RunState
+
+
+@dataclass
 class Item:
     task: Task
     kind: Kind
     ref: str
     """The terminal id, tool call id or child session id the client knows it by."""
+    session_id: str
+    """The session the work belongs to (for a child: its parent's)."""
     phase: Phase = Phase.LIVE
     stop_sent_at: float | None = None
     path: str | None = None
     """The output file being tailed."""
+    told: Told | None = None
+    """What was reported of it as a task (never for a subagent)."""
+    command: str = ""
+    """A terminal's command line."""
+    recent: Recent | None = None
+    """A terminal's latest output, kept for clients that can re-attach to it."""
+    stopped_with: ExitInfo | None = None
+    """How its process ended when the agent stopped it (Claude Code was gone)."""
+    exit: ExitInfo | None = None
+    """The exit a final terminal reported (None: unknown)."""
 
     @property
     def final(self) -> bool:
@@ -133,6 +207,8 @@ class TerminalOpened:
     tool_call_id: str
     command: str
     cwd: str
+    cancellable: bool = True
+    """False for a terminal replayed from history: ``cancel`` is only granted to live ones."""
 
 
 @dataclass(frozen=True)
@@ -166,6 +242,18 @@ class TerminalExited:
 
 
 @dataclass(frozen=True)
+class TerminalRestated:
+    """A live terminal as it is now, for a client that (re)attaches."""
+
+    session_id: str
+    terminal_id: str
+    tool_call_id: str
+    command: str
+    cwd: str
+    output: bytes
+
+
+@dataclass(frozen=True)
 class WorkOpened:
     """Work continues on a tool call: its launching one, or one of ours (``title`` set)."""
 
@@ -188,6 +276,68 @@ class WorkEnded:
     tool_call_id: str
     status: FinalStatus
     summary: str | None
+
+
+@dataclass(frozen=True)
+class WorkRestated:
+    """A listed tool call as it is now, for a client that (re)attaches: the tool that launched
+    it (``name``, ``tool_input``), or our own ``title`` when no tool call of Claude Code's did."""
+
+    session_id: str
+    tool_call_id: str
+    status: LiveStatus
+    title: str | None
+    name: str | None = None
+    tool_input: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TaskOpened:
+    """A background task that is not a subagent, reported as such whatever item shows it.
+
+    ``output_file`` is Claude Code's own word for it when it said it already."""
+
+    session_id: str
+    task_id: str
+    task_type: str | None
+    tool_name: str | None
+    """The tool that launched it, when known (a Monitor runs as a ``local_bash`` task)."""
+    description: str
+    tool_call_id: str | None
+    output_file: str | None
+
+
+@dataclass(frozen=True)
+class TaskProgressed:
+    """What became known of an open task since it was reported: only the fields that changed."""
+
+    session_id: str
+    task_id: str
+    tool_call_id: str | None = None
+    output_file: str | None = None
+
+
+@dataclass(frozen=True)
+class TaskStateChanged:
+    session_id: str
+    task_id: str
+    state: RunState
+
+
+@dataclass(frozen=True)
+class TaskEnded:
+    session_id: str
+    task_id: str
+    end: TaskEnd
+    summary: str | None
+
+
+@dataclass(frozen=True)
+class TaskStopAnswered:
+    """The answer to a stop request by task id: whether it sent a stop."""
+
+    ticket: Ticket
+    stopped: bool
 
 
 # --- what happened, for the session core to route ---------------------------------------------
@@ -228,6 +378,10 @@ BackgroundFact = (
     | WorkOpened
     | WorkStatus
     | WorkEnded
+    | TaskOpened
+    | TaskProgressed
+    | TaskStateChanged
+    | TaskEnded
     | ChildEnded
     | FollowUpExpected
     | ToolCallDetached
@@ -236,12 +390,14 @@ BackgroundOut = BackgroundFact | Tail | FinishTail | StopTask | Log
 
 
 class Background:
-    def __init__(self, session_id: str, cwd: str, visibility: Visibility) -> None:
-        self.session_id = session_id
+    def __init__(self, root_id: str, cwd: str, visibility: Visibility) -> None:
+        self.root_id = root_id
         self.cwd = cwd
         self.visibility = visibility
         self.items: dict[str, Item] = {}
         self._stalled: set[str] = set()
+        self._shown: set[str] = set()
+        """Every terminal id and tool call id of our own given out so far."""
 
     # --- tasks becoming items -------------------------------------------------------------------
 
@@ -264,42 +420,99 @@ class Background:
             return []
         # Known by its tool when it has one: a Bash hand-off may come before any task event.
         shell = tool.name in SHELL_TOOLS if tool is not None else task.task_type == "local_bash"
+        owner = tool.session_id if tool is not None else self.root_id
+        out: list[BackgroundOut] = []
         if shell and (shows.terminals == "all" or (shows.terminals == "with_tool_call" and task.tool_use_id)):
-            return self._open_terminal(task, tool, output_file)
-        if shows.detached_work and not shell:
-            return self._open_tool_call(task, tool)
-        self.items[task.task_id] = Item(task, Kind.HIDDEN, task.task_id)
-        return []
+            out = self._open_terminal(task, tool, owner, output_file)
+        elif shows.detached_work and not shell:
+            out = self._open_tool_call(task, tool)
+        else:
+            self.items[task.task_id] = Item(task, Kind.HIDDEN, task.task_id, owner)
+        return out + self._opened(self.items[task.task_id], tool)
 
-    def open_child(self, task: Task) -> None:
-        """An exposed subagent: listed while it runs detached."""
-        self.items[task.task_id] = Item(task, Kind.SUBAGENT, task.task_id)
+    def open_child(self, task: Task, parent_id: str) -> None:
+        """An exposed subagent, listed by its parent while it runs detached or has work of its own."""
+        self.items[task.task_id] = Item(task, Kind.SUBAGENT, task.task_id, parent_id)
 
     def _open_terminal(
-        self, task: Task, tool: ToolUse | None, output_file: str | None
+        self, task: Task, tool: ToolUse | None, owner: str, output_file: str | None
     ) -> list[BackgroundOut]:
-        item = self.items[task.task_id] = Item(task, Kind.TERMINAL, task.task_id)
         command = tool.tool_input.get("command") if tool else None
         if not isinstance(command, str) or not command:
             command = task.description
-        opened = TerminalOpened(self.session_id, item.ref, item.tool_call_id, command, self.cwd)
+        recent = Recent() if self.visibility.detached_work else None
+        item = self.items[task.task_id] = Item(
+            task, Kind.TERMINAL, self._fresh(task.task_id), owner, command=command, recent=recent
+        )
+        opened = TerminalOpened(owner, item.ref, item.tool_call_id, command, self.cwd)
         return [opened, *self._follow(item, task.output_file or output_file)]
 
     def _open_tool_call(self, task: Task, tool: ToolUse | None) -> list[BackgroundOut]:
         if tool is not None and task.tool_use_id and not tool.final:
-            item = self.items[task.task_id] = Item(task, Kind.TOOL_CALL, task.tool_use_id)
+            item = self.items[task.task_id] = Item(task, Kind.TOOL_CALL, tool.call_id, tool.session_id)
             return [
                 ToolCallDetached(item.ref),
-                WorkOpened(self.session_id, item.ref, _live_status(task)),
+                WorkOpened(item.session_id, item.ref, _live_status(task)),
             ]
-        item = self.items[task.task_id] = Item(task, Kind.TOOL_CALL, f"task-{task.task_id}")
-        return [WorkOpened(self.session_id, item.ref, _live_status(task), _own_title(task))]
+        ref = self._fresh(f"task-{task.task_id}")
+        item = self.items[task.task_id] = Item(task, Kind.TOOL_CALL, ref, self.root_id)
+        return [WorkOpened(item.session_id, item.ref, _live_status(task), _own_title(task))]
+
+    def _fresh(self, ref: str) -> str:
+        """``ref``, or for a new run of a task whose earlier run used it, a new one: a final
+        terminal or tool call never opens again, a new run is new work."""
+        fresh, run = ref, 1
+        while fresh in self._shown:
+            run += 1
+            fresh = f"{ref}-{run}"
+        self._shown.add(fresh)
+        return fresh
+
+    def _opened(self, item: Item, tool: ToolUse | None) -> list[BackgroundOut]:
+        task = item.task
+        if task.is_subagent:
+            return []
+        # Reported running: a task opened paused says so right after.
+        item.told = Told(task.tool_use_id, task.output_file, "running")
+        name = tool.name if tool is not None else None
+        opened = TaskOpened(
+            item.session_id,
+            task.task_id,
+            task.task_type,
+            name,
+            task.description,
+            task.tool_use_id,
+            task.output_file,
+        )
+        return [opened, *self._state_changed(item)]
 
     def changed(self, task: Task) -> list[BackgroundOut]:
         item = self.items[task.task_id]
-        if item.kind is not Kind.TOOL_CALL or item.final:
+        if item.final:
             return []
-        return [WorkStatus(self.session_id, item.ref, _live_status(task))]
+        out: list[BackgroundOut] = []
+        if item.kind is Kind.TOOL_CALL:
+            out.append(WorkStatus(item.session_id, item.ref, _live_status(task)))
+        return out + self._progressed(item) + self._state_changed(item)
+
+    def _state_changed(self, item: Item) -> list[BackgroundOut]:
+        state = _run_state(item.task)
+        if item.told is None or state == item.told.state:
+            return []
+        item.told.state = state
+        return [TaskStateChanged(item.session_id, item.task.task_id, state)]
+
+    def _progressed(self, item: Item) -> list[BackgroundOut]:
+        """The task's tool call or output file, when they became known after it was reported."""
+        told, task = item.told, item.task
+        if told is None:
+            return []
+        tool_call_id = task.tool_use_id if task.tool_use_id != told.tool_call_id else None
+        output_file = task.output_file if task.output_file != told.output_file else None
+        if tool_call_id is None and output_file is None:
+            return []
+        told.tool_call_id, told.output_file = task.tool_use_id, task.output_file
+        return [TaskProgressed(item.session_id, task.task_id, tool_call_id, output_file)]
 
     def resumed(self, task: Task) -> None:
         """A new run of a task whose item is final: it is shown anew (a final status never reopens)."""
@@ -347,36 +560,45 @@ class Background:
         known_task: bool = True,
     ) -> list[BackgroundOut]:
         task = item.task if known_task else None
-        item.phase = Phase.FINAL
+        item.phase, item.recent = Phase.FINAL, None
         out: list[BackgroundOut] = []
         if item.kind is Kind.TERMINAL:
-            exit = None if unknown else _exit(task, exit_info)
-            out.append(TerminalExited(self.session_id, item.ref, item.tool_call_id, exit))
+            item.exit = None if unknown else exit_of(task, exit_info, item.stopped_with)
+            out.append(TerminalExited(item.session_id, item.ref, item.tool_call_id, item.exit))
         elif item.kind is Kind.TOOL_CALL:
             end = (
                 "cancelled"
                 if unknown or task is None
                 else TOOL_STATUS.get(task.end_status or "", "completed")
             )
-            out.append(WorkEnded(self.session_id, item.ref, end, task.summary if task else None))
+            out.append(WorkEnded(item.session_id, item.ref, end, task.summary if task else None))
         elif item.kind is Kind.SUBAGENT and task is not None:
             out.append(ChildEnded(task))
+        if item.told is not None:
+            ended: TaskEnd = (
+                "stopped" if unknown or task is None else TASK_ENDS.get(task.end_status or "", "completed")
+            )
+            out += self._progressed(item)
+            out.append(TaskEnded(item.session_id, item.task.task_id, ended, task.summary if task else None))
         if task is not None and task.end_status in FOLLOW_UP_STATUSES and item.stop_sent_at is None:
             out.append(FollowUpExpected())
         return out
 
     def _corrected(self, item: Item) -> list[BackgroundOut]:
-        """An end event after the orphan timeout: tell the client how it really ended."""
-        if item.kind is not Kind.TERMINAL:
+        """An end event after the orphan timeout: tell the client how it really ended, unless it
+        was told already (a Claude Code that took over after a crash repeats old ends)."""
+        if item.kind is not Kind.TERMINAL or item.exit is not None:
             return []
-        return [TerminalExited(self.session_id, item.ref, item.tool_call_id, _exit(item.task, None), True)]
+        item.exit = exit_of(item.task, None, item.stopped_with)
+        return [TerminalExited(item.session_id, item.ref, item.tool_call_id, item.exit, True)]
 
     # --- tool results --------------------------------------------------------------------------
 
     def hand_off(
-        self, tool_use_id: str, output_file: str | None
+        self, tool_use_id: str, call_id: str, output_file: str | None
     ) -> tuple[list[BackgroundOut], HandOff | None]:
-        """A tool result arrived: how its tool call goes on, if background work owns it.
+        """A tool result arrived for the model's ``tool_use_id`` (the tool call ``call_id``):
+        how the call goes on, if background work owns it.
 
         ``output_file`` is the path the result names (Claude Code's own word for it wins over
         the one we derived). None when the tool call is ordinary and completes as usual.
@@ -386,7 +608,7 @@ class Background:
             return [], None
         if item.kind is Kind.TERMINAL:
             return self._follow(item, output_file), HandOff(item.ref)
-        if item.ref != tool_use_id:
+        if item.ref != call_id:
             return [], None  # the work has a tool call of its own; this one just completes
         return [], HandOff(None, "paused" if item.task.status == "paused" else "in_progress")
 
@@ -401,24 +623,79 @@ class Background:
         item = self.items.get(task_id)
         if item is None or item.final or not data:
             return []
-        return [TerminalOutput(self.session_id, item.ref, item.tool_call_id, data)]
+        if item.recent is not None:
+            item.recent.add(data)
+        return [TerminalOutput(item.session_id, item.ref, item.tool_call_id, data)]
 
     def replaced(self, task_id: str, data: bytes) -> list[BackgroundOut]:
         item = self.items.get(task_id)
         if item is None or item.final:
             return []
-        return [TerminalReplaced(self.session_id, item.ref, item.tool_call_id, data)]
+        if item.recent is not None:
+            item.recent.replace(data)
+        return [TerminalReplaced(item.session_id, item.ref, item.tool_call_id, data)]
+
+    # --- a client (re)attaching -------------------------------------------------------------------
+
+    def restate(
+        self, session_id: str, tool_of: Callable[[str | None], ToolUse | None]
+    ) -> list[TerminalRestated | WorkRestated]:
+        """What each terminal and tool call ``session_id`` lists is now (its children are
+        ``subagents``' to say)."""
+        out: list[TerminalRestated | WorkRestated] = []
+        for item in self.items.values():
+            if item.session_id != session_id or not self._listed_now(item):
+                continue
+            if item.kind is Kind.TERMINAL:
+                output = item.recent.latest() if item.recent is not None else b""
+                out.append(
+                    TerminalRestated(session_id, item.ref, item.tool_call_id, item.command, self.cwd, output)
+                )
+            elif item.kind is Kind.TOOL_CALL:
+                tool = tool_of(item.task.tool_use_id) if item.ref == item.task.tool_use_id else None
+                status = _live_status(item.task)
+                if tool is None:
+                    out.append(WorkRestated(session_id, item.ref, status, _own_title(item.task)))
+                else:
+                    out.append(WorkRestated(session_id, item.ref, status, None, tool.name, tool.tool_input))
+        return out
+
+    def unfinished(self) -> frozenset[str]:
+        """The tasks whose items have no final status yet (a terminal may still be draining)."""
+        return frozenset(item.task.task_id for item in self.items.values() if not item.final)
 
     # --- stopping ---------------------------------------------------------------------------------
 
-    def cancel(self, kind: Literal["terminal", "tool_call"], ref: str, now: float) -> list[BackgroundOut]:
-        """``terminal/cancel`` or ``tool_call/cancel``: raises -32602 for what cannot be cancelled."""
-        item = next((i for i in self.items.values() if i.kind.value == kind and i.ref == ref), None)
+    def cancel(
+        self, kind: Literal["terminal", "tool_call"], ref: str, session_id: str, now: float
+    ) -> list[BackgroundOut]:
+        """``terminal/cancel`` or ``tool_call/cancel`` in ``session_id``: raises -32602 for what
+        cannot be cancelled there."""
+        item = next(
+            (
+                i
+                for i in self.items.values()
+                if i.kind.value == kind and i.ref == ref and i.session_id == session_id
+            ),
+            None,
+        )
         noun = "terminal" if kind == "terminal" else "tool call"
         if item is None:
             raise RpcError(INVALID_PARAMS, f"Invalid params: unknown {noun} {ref}")
         if item.final:
             raise RpcError(INVALID_PARAMS, f"Invalid params: {noun} {ref} has already finished")
+        return self._stop(item, now)
+
+    def stop(self, task_id: str, now: float) -> tuple[list[BackgroundOut], bool]:
+        """A stop by task id: whether a stop was sent (none for a task that is unknown, a
+        subagent, finished, or being stopped already)."""
+        item = self.items.get(task_id)
+        if item is None or item.told is None or item.final or item.stop_sent_at is not None:
+            return [], False
+        return self._stop(item, now), True
+
+    @staticmethod
+    def _stop(item: Item, now: float) -> list[BackgroundOut]:
         if item.stop_sent_at is not None:
             return []
         item.stop_sent_at = now
@@ -435,17 +712,34 @@ class Background:
                     item.stop_sent_at = now
         return out
 
-    def abandon(self, now: float) -> list[BackgroundOut]:
-        """Finalize whatever did not confirm its end in time, so nothing stays listed."""
+    def abandon(self, now: float, stopped: Mapping[str, ExitInfo]) -> list[BackgroundOut]:
+        """No end will be confirmed any more: finalize everything, so nothing stays listed.
+
+        A terminal whose process the agent stopped (``stopped``: how it ended, by task id) has
+        its file read to the end first, as has one whose file was being read already. Every
+        other end is unknown.
+        """
         out: list[BackgroundOut] = []
         for item in list(self.items.values()):
-            if not item.final:
+            if item.final:
+                continue
+            if item.kind is Kind.TERMINAL and item.task.task_id in stopped:
+                item.stopped_with = stopped[item.task.task_id]
+            if item.phase is Phase.DRAINING:
+                continue
+            if item.stopped_with is None:
                 out += self._finalize(item, None, now, unknown=True)
+            elif item.path is None:
+                out += self._finalize(item, None, now)
+            else:
+                item.phase = Phase.DRAINING
+                out.append(FinishTail(item.task.task_id))
         return out
 
     def forget(self) -> None:
-        """Claude Code is gone: its tasks with it (finalize them first)."""
-        self.items.clear()
+        """Claude Code is gone, its tasks with it (``abandon`` first); a terminal whose file is
+        still being read stays until it is."""
+        self.items = {key: item for key, item in self.items.items() if item.phase is Phase.DRAINING}
 
     @property
     def settled(self) -> bool:
@@ -489,19 +783,29 @@ class Background:
         vouched = task.in_level or task.started
         return vouched and task.task_id not in self.items and task.task_id not in self._stalled
 
-    def listed(self) -> list[Listed]:
-        """The work to list now (with the list kept only for clients that track detached work)."""
-        return [entry for item in self.items.values() if (entry := self._entry(item)) is not None]
+    def listed(self, session_id: str) -> list[Listed]:
+        """The work of ``session_id`` to list now (kept only for clients that track detached work)."""
+        if not self.visibility.detached_work:
+            return []
+        return [
+            entry
+            for item in self.items.values()
+            if item.session_id == session_id and (entry := self._entry(item)) is not None
+        ]
+
+    def _listed_now(self, item: Item) -> bool:
+        return self.visibility.detached_work and self._entry(item) is not None
 
     def _entry(self, item: Item) -> Listed | None:
-        if item.final or not self.visibility.detached_work:
+        if item.kind is Kind.SUBAGENT:
+            running = not item.final and item.task.backgrounded is not False
+            return Listed("subagent", item.ref) if running or self.listed(item.ref) else None
+        if item.final:
             return None
         if item.kind is Kind.TERMINAL:
             return Listed("terminal", item.ref)
         if item.kind is Kind.TOOL_CALL:
             return Listed("tool_call", item.ref)
-        if item.kind is Kind.SUBAGENT and item.task.backgrounded is not False:
-            return Listed("subagent", item.ref)
         return None
 
     def _follow(self, item: Item, path: str | None) -> list[BackgroundOut]:
@@ -513,6 +817,10 @@ class Background:
         return [Tail(item.task.task_id, path)]
 
 
+def _run_state(task: Task) -> RunState:
+    return "paused" if task.status == "paused" else "running"
+
+
 def _live_status(task: Task) -> LiveStatus:
     return "paused" if task.status == "paused" else "pending" if task.status == "pending" else "in_progress"
 
@@ -522,10 +830,15 @@ def _own_title(task: Task) -> str:
     return f"{task.description} ({kind})" if task.description else f"Background {kind}"
 
 
-def _exit(task: Task | None, exit_info: ExitInfo | None) -> ExitInfo | None:
-    """How a terminal's command ended: its file's closing line, else what the task said."""
+def exit_of(
+    task: Task | None, exit_info: ExitInfo | None, stopped_with: ExitInfo | None = None
+) -> ExitInfo | None:
+    """How a terminal's command ended: its file's closing line, else how its process ended when
+    the agent stopped it, else what the task said."""
     if exit_info is not None and (exit_info.exit_code is not None or exit_info.signal is not None):
         return exit_info
+    if stopped_with is not None:
+        return stopped_with
     code = summary_exit_code(task.summary) if task is not None else None
     if code is not None:
         return ExitInfo(code, None)

@@ -3,7 +3,7 @@
 The session host performs them in order: messages to the client through the stdio endpoint
 (``ClientEffect``), commands to Claude Code through the runner (``Command``), a decision on a
 permission question of Claude Code's (``Decide``), output files through the tailer (``Tail``,
-``FinishTail``), and lines for the log.
+``FinishTail``), a look at the stored session's title (``ReadTitle``), and lines for the log.
 """
 
 from __future__ import annotations
@@ -114,6 +114,11 @@ class FinishTail:
 
 
 @dataclass(frozen=True)
+class ReadTitle:
+    """Read the title Claude Code stored for the conversation; it comes back as ``TitleRead``."""
+
+
+@dataclass(frozen=True)
 class Log:
     """Something the log should say (the core has no logger of its own)."""
 
@@ -123,4 +128,4 @@ class Log:
 ClientEffect = Notify | Reply | Fail | AskPermission | WithdrawPermission
 Command = Query | Interrupt | StopTask | SetPermissionMode
 """What goes to Claude Code, in order, through the runner."""
-Effect = ClientEffect | Command | Decide | Tail | FinishTail | Log
+Effect = ClientEffect | Command | Decide | Tail | FinishTail | ReadTitle | Log

@@ -4,8 +4,13 @@
 perform. They are small immutable values, grouped by where they come from:
 
 - the client: a prompt and its withdrawal, ``session/cancel`` (of the session or of a child),
-  per-item cancels, a permission-mode switch, a permission answer, the close and its timeout;
-- Claude Code: a message, a permission question, a question it stopped waiting for, its death;
+  per-item cancels, a stop by task id, a permission-mode switch, a permission answer, the
+  close and its timeout (with how the processes the agent stopped itself ended), and a client
+  (re)attaching to the session (``session/load``, ``session/resume``): the stored conversation
+  to replay, and the request for the current state;
+- Claude Code: a message, a permission question, a question it stopped waiting for, its death
+  (with how the processes it left running ended, once the agent stopped them), and the
+  conversation's title as its stored session names it;
 - the output tailer: bytes of a task's output file, a snapshot of it, and its end;
 - the clock: a tick at the core's next deadline.
 
@@ -15,7 +20,8 @@ from ``handle`` before anything changes; otherwise the request is accepted.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from claude_bg_acp.acp.schema import ContentBlock
@@ -58,12 +64,27 @@ class CancelChild:
 
 @dataclass(frozen=True)
 class CancelTerminal:
+    """``terminal/cancel`` of a terminal of ``session_id`` (the session or one of its children)."""
+
+    session_id: str
     terminal_id: str
 
 
 @dataclass(frozen=True)
 class CancelToolCall:
+    """``tool_call/cancel`` of a tool call of ``session_id`` (the session or one of its children)."""
+
+    session_id: str
     tool_call_id: str
+
+
+@dataclass(frozen=True)
+class CancelTask:
+    """Stop one background task (not a subagent) by its task id, as JetBrains AIR's
+    ``_session/async_task/stop`` asks; answered through ``ticket`` with whether it sent a stop."""
+
+    ticket: Ticket
+    task_id: str
 
 
 @dataclass(frozen=True)
@@ -89,6 +110,57 @@ class Close:
 @dataclass(frozen=True)
 class CloseTimedOut:
     """The close waited long enough: finalize whatever did not confirm its end."""
+
+    stopped: Mapping[str, ExitInfo] = field(default_factory=dict)
+    """Tasks whose processes the agent stopped itself once Claude Code was gone: how each ended."""
+
+
+@dataclass(frozen=True)
+class StoredMessage:
+    """One message of a stored conversation, as Claude Code's transcript keeps it."""
+
+    uuid: str
+    message: Message
+    """The SDK's ``UserMessage`` or ``AssistantMessage``."""
+    content: Any
+    """The raw content of a user message (the parsed one drops images)."""
+
+
+@dataclass(frozen=True)
+class StoredChild:
+    """A subagent's stored conversation, and the Agent tool use that launched it."""
+
+    agent_id: str
+    tool_use_id: str
+    messages: list[StoredMessage]
+
+
+@dataclass(frozen=True)
+class StoredOutput:
+    """What is left of a background shell's output file: its latest bytes, how it exited."""
+
+    data: bytes
+    exit: ExitInfo | None
+
+
+@dataclass(frozen=True)
+class StoredConversation:
+    messages: list[StoredMessage]
+    children: list[StoredChild]
+    outputs: dict[str, StoredOutput]
+    """By task id, for the background shells whose output file is still there."""
+
+
+@dataclass(frozen=True)
+class Recall:
+    """Replay a stored conversation to the client, before it hears anything current."""
+
+    conversation: StoredConversation
+
+
+@dataclass(frozen=True)
+class Resync:
+    """A client (re)attaches: tell it the current state, and what each listed item is now."""
 
 
 # --- Claude Code ------------------------------------------------------------------------------
@@ -119,11 +191,21 @@ class PermissionAbandoned:
 
 
 @dataclass(frozen=True)
+class TitleRead:
+    """The title the stored session has now (None: none yet), and when it last changed."""
+
+    title: str | None
+    updated_at: str | None
+
+
+@dataclass(frozen=True)
 class ClaudeDied:
     """Claude Code is gone. Unless ``fatal``, another one takes over the conversation."""
 
     reason: str
     fatal: bool = True
+    stopped: Mapping[str, ExitInfo] = field(default_factory=dict)
+    """Tasks whose processes it left running, which the agent stopped: how each ended."""
 
 
 # --- the output tailer ------------------------------------------------------------------------
@@ -169,14 +251,18 @@ Event = (
     | CancelChild
     | CancelTerminal
     | CancelToolCall
+    | CancelTask
     | ChooseMode
     | PermissionAnswered
     | Close
     | CloseTimedOut
+    | Recall
+    | Resync
     | ClaudeMessage
     | PermissionAsked
     | PermissionAbandoned
     | ClaudeDied
+    | TitleRead
     | OutputRead
     | OutputReplaced
     | OutputEnded

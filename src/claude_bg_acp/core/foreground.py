@@ -11,9 +11,17 @@ phase            what happens                                              next 
 ``EXPECTING``    conversation arrives (a turn Claude Code started itself)
 ``CLAUDE_TURN``  a result, or Claude Code says ``idle``                    ``IDLE``
 ``IDLE``         finished background work promises a follow-up turn       ``EXPECTING``
+``PROMPTED``,    its result, when background work finished during it       ``EXPECTING``
+``CLAUDE_TURN``  (Claude Code follows it up right away)
 ``EXPECTING``    ``FOLLOW_UP_WAIT`` passes without one                     ``IDLE``
 any              Claude Code died, or the session closes                   ``IDLE``
 ===============  ========================================================  ===============
+
+After a crash, the Claude Code that takes over may start with an empty turn of its own (it
+replays the notification of a task the crash cut short): until it shows work, says ``idle`` or
+a prompt goes in (``restarted``), its ``running`` is not shown, so no empty ``running`` →
+``idle`` pair follows the error. Once the session closes, no turn runs any more: neither what
+Claude Code still does before it stops nor a follow-up turn is shown.
 
 A result whose ``origin`` names a task notification belongs to a follow-up turn, never to a
 prompt; Claude Code lists the prompts a result covers (``user_message_uuids``), so a prompt it
@@ -25,8 +33,11 @@ result. A result ends the phase at once, so ``idle`` follows the result without 
 Claude Code's own trailing ``idle``; a late trailing ``idle`` cannot end a newer prompt.
 
 Prompts that arrive while the foreground is busy wait and are inserted in order once it is
-idle. ``session/cancel`` cancels the waiting prompts and interrupts the turn; the interrupted
-turn's result then reports ``cancelled``.
+idle. ``session/cancel`` cancels the waiting prompts and the foreground work, whichever phase
+it is in: it interrupts the turn (ours or one Claude Code started itself) and the turn's end
+then reports ``cancelled`` whatever Claude Code's result says; a follow-up turn that was only
+expected is interrupted as soon as it starts (or, if it never does, the wait ends as
+``cancelled``). The answer of a cancelled turn that still arrives is not shown (``muted``).
 
 Held turns (for clients that stop listening at a prompt's answer, v1). A turn whose result
 arrives while subagents it spawned (during the turn or while held) are still live keeps its
@@ -85,9 +96,9 @@ class WaitingPrompt:
 @dataclass
 class PromptTurn:
     ticket: Ticket
-    message_id: str
     uuid: str
-    cancelled: bool = False
+    """Names the prompt to Claude Code, which stores it under it, and to the client (its
+    ``messageId``), so that a replay of the stored conversation names it as it was named live."""
     spawned: set[str] = field(default_factory=set)
     """Subagent tasks started during this turn (or while it was held)."""
     outcome: Outcome | None = None
@@ -145,8 +156,13 @@ ForegroundOut = ForegroundFact | Fail | Interrupt | Query
 
 
 class Foreground:
-    def __init__(self, session_id: str, holds_turns: bool, lists_background: bool) -> None:
+    def __init__(
+        self, session_id: str, holds_turns: bool, lists_background: bool, instance: str = ""
+    ) -> None:
+        """``instance`` tells apart the prompt ids of each process that hosts the session (a
+        resumed one counts its prompts from one again)."""
         self.session_id = session_id
+        self.instance = instance
         self.holds_turns = holds_turns
         self.phase = Phase.IDLE
         self.prompt: PromptTurn | None = None
@@ -155,6 +171,11 @@ class Foreground:
         """While ``EXPECTING``: when to stop waiting for the follow-up turn."""
         self.blocked = False
         """A foreground permission question is open."""
+        self.cancelled = False
+        """``session/cancel`` came for the work of the current phase (not ``IDLE``)."""
+        self.follow_up_owed = False
+        """A task ended by itself while the foreground was busy: Claude Code owes a follow-up
+        turn after the running one."""
         self.waiting: deque[WaitingPrompt] = deque()
         self.reported: State = "idle"
         self.last_outcome: Outcome | None = None
@@ -164,6 +185,8 @@ class Foreground:
         self.live_subagents: set[str] = set()
         self.holding: PromptTurn | None = None
         self.release_at: float | None = None
+        self.restarted = False
+        """A new Claude Code took over after a crash and has shown no work yet."""
 
     @property
     def busy(self) -> bool:
@@ -184,18 +207,26 @@ class Foreground:
         self.waiting.append(prompt)
         return out + self._report()
 
+    @property
+    def muted(self) -> bool:
+        """The running turn was cancelled: what it still says is not shown."""
+        return self.cancelled and self.phase in (Phase.PROMPTED, Phase.CLAUDE_TURN)
+
     def cli_state(self, state: str) -> list[ForegroundOut]:
+        out: list[ForegroundOut] = []
         if state in ("running", "requires_action"):
-            self._claude_turn()
+            if not self.restarted:
+                out += self._claude_turn()
         elif state == "idle":
+            self.restarted = False
+            if self.cancelled and self.phase is not Phase.EXPECTING:
+                # An interrupt that produced no result still ends the cancelled work.
+                return self._settle(Outcome("cancelled"))
             if self.phase is Phase.CLAUDE_TURN:
                 self.phase = Phase.IDLE
-            if self.prompt is not None and self.prompt.cancelled:
-                # An interrupt that produced no result still ends the cancelled prompt.
-                return self._settle(Outcome("cancelled"))
             if not self._hold_needed():
                 return self._release() + self._report()
-        return self._report()
+        return out + self._report()
 
     def withdraw(self, ticket: Ticket) -> list[ForegroundOut]:
         waiting = next((prompt for prompt in self.waiting if prompt.ticket == ticket), None)
@@ -210,10 +241,10 @@ class Foreground:
         A follow-up turn may start with output and no ``running``; from here on it is the
         turn's own result, not a timer, that ends the wait for it.
         """
+        self.restarted = False
         if self.phase in (Phase.PROMPTED, Phase.CLAUDE_TURN):
             return []
-        self._claude_turn()
-        return self._report()
+        return self._claude_turn() + self._report()
 
     def outcome_of(
         self,
@@ -226,7 +257,7 @@ class Foreground:
     ) -> Outcome:
         """How a result message says the turn ended."""
         acp_usage = _usage(usage)
-        if self.prompt is not None and self.prompt.cancelled:
+        if self.cancelled:
             return Outcome("cancelled", acp_usage)
         if api_error == "max_output_tokens":
             return Outcome("max_tokens", acp_usage)
@@ -250,16 +281,15 @@ class Foreground:
             return self.prompt.uuid in uuids
         return origin_kind == "human"
 
-    def result(self, outcome: Outcome, follow_up: bool) -> list[ForegroundOut]:
-        if self.phase is not Phase.PROMPTED:
-            self.phase = Phase.IDLE
-        self.follow_up_until = None
+    def result(self, outcome: Outcome, follow_up: bool, now: float) -> list[ForegroundOut]:
         if follow_up and self.prompt is not None:
+            if self.phase is not Phase.PROMPTED:
+                self.phase = Phase.IDLE
             return self._report()
         if follow_up and not self._hold_needed():
             # The promised summary of the held turn's subagents has been streamed by now.
-            return self._release() + self._settle(outcome)
-        return self._settle(outcome)
+            return self._release() + self._settle(outcome, now)
+        return self._settle(outcome, now)
 
     # --- subagents and held turns --------------------------------------------------------------
 
@@ -285,17 +315,19 @@ class Foreground:
 
     def cancel(self) -> list[ForegroundOut]:
         out = self._release(Outcome("cancelled")) + self._refuse_waiting()
-        if self.prompt is not None and not self.prompt.cancelled:
-            self.prompt.cancelled = True
-            out.append(Interrupt())
-        elif self.phase is Phase.CLAUDE_TURN:
-            out.append(Interrupt())
+        if self.phase is Phase.IDLE or self.cancelled:
+            return out
+        self.cancelled = True
+        # An expected turn may be running already, silently: interrupt it now, and again when
+        # it shows itself.
+        out.append(Interrupt())
         return out
 
     def close(self) -> list[ForegroundOut]:
-        """The session closes: nothing more is inserted, and the turn ends as cancelled."""
+        """The session closes: nothing more is inserted or expected, the turn ends as cancelled."""
         out = self._release() + self._refuse_waiting()
         was_busy = self.prompt is not None or self.reported != "idle"
+        self.gone = RpcError(INTERNAL_ERROR, "The session is closed")
         self._stop()
         if was_busy:
             out += self._settle(Outcome("cancelled"))
@@ -311,7 +343,11 @@ class Foreground:
         Claude Code starts that turn by itself a few milliseconds later; if it does not within
         ``FOLLOW_UP_WAIT``, ``tick`` reports ``idle`` again, with no stop reason.
         """
-        if not self.busy:
+        if self.gone is not None:
+            return  # the session closed (or Claude Code is gone for good): nothing follows
+        if self.busy:
+            self.follow_up_owed = True  # Claude Code starts it right after the running turn
+        else:
             self.phase = Phase.EXPECTING
             self.follow_up_until = now + FOLLOW_UP_WAIT
             self.last_outcome = None
@@ -320,6 +356,8 @@ class Foreground:
         out: list[ForegroundOut] = []
         if self.follow_up_until is not None and now >= self.follow_up_until:
             self.phase, self.follow_up_until = Phase.IDLE, None
+            if self.cancelled:
+                self.cancelled, self.last_outcome = False, Outcome("cancelled")
         if self.release_at is not None and now >= self.release_at:
             out += self._release()
         return out + self._report()
@@ -327,6 +365,10 @@ class Foreground:
     def next_deadline(self) -> float | None:
         deadlines = [d for d in (self.follow_up_until, self.release_at) if d is not None]
         return min(deadlines) if deadlines else None
+
+    def snapshot(self) -> StateReported:
+        """The state as last reported, again (no new completion): for a client that re-attaches."""
+        return StateReported(self.session_id, self.reported, self.background)
 
     def set_background(self, background: Sequence[Any]) -> list[ForegroundOut]:
         """A new list (or a state change that came with it) goes out in one snapshot."""
@@ -352,46 +394,62 @@ class Foreground:
         out = self._release()
         quiet = self.prompt is None and self.reported == "idle"
         self._stop()
+        self.restarted = True
         if quiet:
             return out + self._report()
         return out + self._settle(Outcome("error", error=error))
 
     # --- transitions ------------------------------------------------------------------------
 
-    def _claude_turn(self) -> None:
+    def _claude_turn(self) -> list[ForegroundOut]:
         """Claude Code is running a turn: ours, if a prompt is in, else one of its own."""
+        if self.gone is not None:
+            return []  # the session closed (or Claude Code is gone for good): nothing more runs
+        expected = self.phase is Phase.EXPECTING
         if self.phase is not Phase.PROMPTED:
             self.phase = Phase.CLAUDE_TURN
         self.follow_up_until = None
         self.release_at = None
+        # The turn was cancelled before it started: interrupt it now.
+        return [Interrupt()] if expected and self.cancelled else []
 
     def _stop(self) -> None:
         """Whatever ran in the foreground is over; an inserted prompt is settled by the caller."""
         if self.phase is not Phase.PROMPTED:
             self.phase = Phase.IDLE
-        self.follow_up_until = None
+            self.cancelled = False
+        self.follow_up_until, self.follow_up_owed = None, False
 
     def _insert_next(self) -> list[ForegroundOut]:
         # The next prompt hands a held turn off, also when it waited while that turn ran.
         out = self._release()
         waiting = self.waiting.popleft()
+        self.restarted = False
         self._next_message += 1
-        message_id = f"user-{self._next_message}"
         # A name-based UUID keeps replays deterministic and is unique per session and message.
-        prompt_uuid = str(uuid.uuid5(uuid.NAMESPACE_URL, f"acp:{self.session_id}/{message_id}"))
-        self.prompt = PromptTurn(waiting.ticket, message_id, prompt_uuid)
+        instance = f"{self.instance}/" if self.instance else ""
+        name = f"acp:{self.session_id}/{instance}user-{self._next_message}"
+        prompt_uuid = str(uuid.uuid5(uuid.NAMESPACE_URL, name))
+        self.prompt = PromptTurn(waiting.ticket, prompt_uuid)
         self.phase = Phase.PROMPTED
         out += self._report()
-        out.append(PromptInserted(self.session_id, waiting.ticket, message_id, waiting.content))
+        out.append(PromptInserted(self.session_id, waiting.ticket, prompt_uuid, waiting.content))
         out.append(Query(waiting.claude_content, prompt_uuid))
         return out
 
-    def _settle(self, outcome: Outcome) -> list[ForegroundOut]:
+    def _settle(self, outcome: Outcome, now: float | None = None) -> list[ForegroundOut]:
+        """The turn ended (with its result at ``now``, if it had one)."""
         out: list[ForegroundOut] = []
         prompt, self.prompt = self.prompt, None
-        if self.phase is Phase.PROMPTED:
-            self.phase = Phase.IDLE
+        self.phase, self.cancelled, self.follow_up_until = Phase.IDLE, False, None
         self.last_outcome = outcome
+        if self.follow_up_owed and now is not None and outcome.stop_reason != "cancelled":
+            # Work that ended during this turn is followed up at once: no idle in between.
+            self.phase, self.follow_up_until, self.follow_up_owed = (
+                Phase.EXPECTING,
+                now + FOLLOW_UP_WAIT,
+                False,
+            )
         if prompt is not None:
             spawned_live = prompt.spawned & self.live_subagents
             if self.holds_turns and spawned_live and outcome.stop_reason != "cancelled":

@@ -11,20 +11,29 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from claude_bg_acp.core.background import (
+    TaskEnded,
+    TaskOpened,
+    TaskProgressed,
+    TaskStateChanged,
+    TaskStopAnswered,
     TerminalExited,
     TerminalOpened,
     TerminalOutput,
     TerminalReplaced,
+    TerminalRestated,
     Visibility,
     WorkEnded,
     WorkOpened,
+    WorkRestated,
     WorkStatus,
 )
 from claude_bg_acp.core.effects import ClientEffect
 from claude_bg_acp.core.foreground import PromptAnswered, PromptCancelled, PromptInserted, StateReported
+from claude_bg_acp.core.history import PromptRecalled
 from claude_bg_acp.core.permission_modes import ModeChanged
 from claude_bg_acp.core.schedules import ScheduleEnded
-from claude_bg_acp.core.subagents import ChildAnnounced, ChildStateChanged
+from claude_bg_acp.core.subagents import ChildAnnounced, ChildRestated, ChildStateChanged
+from claude_bg_acp.core.titles import TitleChanged
 from claude_bg_acp.core.tool_uses import (
     ToolCallCut,
     ToolCallFinished,
@@ -49,13 +58,23 @@ Fact = (
     | WorkStatus
     | WorkEnded
     | ScheduleEnded
+    | TaskOpened
+    | TaskProgressed
+    | TaskStateChanged
+    | TaskEnded
+    | TaskStopAnswered
     | ChildAnnounced
     | ChildStateChanged
     | StateReported
     | PromptInserted
     | PromptAnswered
     | PromptCancelled
+    | PromptRecalled
     | ModeChanged
+    | TitleChanged
+    | TerminalRestated
+    | WorkRestated
+    | ChildRestated
 )
 
 

@@ -23,7 +23,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from claude_bg_acp.core.tool_uses import ToolUse
+
 WAKEUP, CRON, CRON_DELETE = "ScheduleWakeup", "CronCreate", "CronDelete"
+FIRE_SLACK = 1.0
+"""Seconds a wakeup may seem to fire early (its delay counts from its tool result, here)."""
 
 
 @dataclass(frozen=True)
@@ -37,20 +41,26 @@ class ScheduleEnded:
 
 @dataclass
 class Scheduled:
-    tool_use_id: str
+    tool_call_id: str
     tool: str
+    session_id: str
     result_text: str
+    due_at: float | None = None
+    """When a wakeup fires (from its ``delaySeconds``), if it said."""
+
+
+def schedules_work(name: str, tool_input: dict[str, Any]) -> bool:
+    """Whether a tool call only schedules work: it is ``pending`` from its start until it fires."""
+    return (name == WAKEUP and not tool_input.get("stop")) or (name == CRON and not tool_input.get("durable"))
 
 
 class Schedules:
-    def __init__(self, session_id: str) -> None:
-        self.session_id = session_id
+    def __init__(self) -> None:
         self.pending: dict[str, Scheduled] = {}
 
-    def tool_result(
-        self, tool_use_id: str, name: str, tool_input: dict[str, Any], text: str
-    ) -> tuple[bool, list[ScheduleEnded]]:
+    def tool_result(self, use: ToolUse, text: str, now: float) -> tuple[bool, list[ScheduleEnded]]:
         """A scheduling tool's own result: whether its call is now scheduled, and the calls it ended."""
+        name, tool_input = use.name, use.tool_input
         if name == WAKEUP and tool_input.get("stop"):
             return False, self._end(lambda s: s.tool == WAKEUP, "cancelled")
         if name == CRON_DELETE:
@@ -58,13 +68,25 @@ class Schedules:
             return False, self._end(
                 lambda s: s.tool == CRON and bool(job) and job in s.result_text, "cancelled"
             )
-        if name == WAKEUP or (name == CRON and not tool_input.get("durable")):
-            self.pending[tool_use_id] = Scheduled(tool_use_id, name, text)
+        if schedules_work(name, tool_input):
+            delay = tool_input.get("delaySeconds")
+            due = now + delay if name == WAKEUP and isinstance(delay, int | float) else None
+            self.pending[use.call_id] = Scheduled(use.call_id, name, use.session_id, text, due)
             return True, []
         return False, []
 
     def fired(self) -> list[ScheduleEnded]:
+        """A turn whose origin is a ``scheduled-trigger`` ended: the oldest wakeup fired."""
         wakeup = next((s for s in self.pending.values() if s.tool == WAKEUP), None)
+        if wakeup is None:
+            return []
+        return self._end(lambda s: s is wakeup, "completed")
+
+    def due(self, now: float) -> list[ScheduleEnded]:
+        """Claude Code started a turn by itself, unexpected, when a wakeup was due: it fired."""
+        wakeup = next(
+            (s for s in self.pending.values() if s.due_at is not None and now >= s.due_at - FIRE_SLACK), None
+        )
         if wakeup is None:
             return []
         return self._end(lambda s: s is wakeup, "completed")
@@ -72,14 +94,14 @@ class Schedules:
     def cancel_all(self) -> list[ScheduleEnded]:
         return self._end(lambda _: True, "cancelled")
 
-    def listed(self) -> list[str]:
-        """The tool calls of scheduled work, in the order they were scheduled."""
-        return list(self.pending)
+    def listed(self, session_id: str) -> list[str]:
+        """The tool calls of the session's scheduled work, in the order they were scheduled."""
+        return [s.tool_call_id for s in self.pending.values() if s.session_id == session_id]
 
     def _end(
         self, which: Callable[[Scheduled], bool], status: Literal["completed", "cancelled"]
     ) -> list[ScheduleEnded]:
         ended = [s for s in self.pending.values() if which(s)]
         for scheduled in ended:
-            del self.pending[scheduled.tool_use_id]
-        return [ScheduleEnded(self.session_id, s.tool_use_id, status) for s in ended]
+            del self.pending[scheduled.tool_call_id]
+        return [ScheduleEnded(s.session_id, s.tool_call_id, status) for s in ended]

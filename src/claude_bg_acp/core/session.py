@@ -16,6 +16,13 @@ this module routes them and never lets the parts call each other:
   permission question, asked under the session the tool use belongs to.
 - After task changes, the ``background`` list goes to the foreground, which sends it with the
   state when the client keeps one.
+- A client attaching to a stored or live session gets the stored conversation replayed by
+  ``History`` (apart from everything live) and then the current state: each listed item
+  restated by its owner, and the state snapshot.
+- The title comes from the stored session (``Title``): read when Claude Code announces a
+  rename, after turns while none is known, and when a client attaches.
+- A prompt that would make Claude Code start a new conversation under another id (``/clear``)
+  is refused: the session id is Claude Code's, and must stay so.
 
 Every fact meant for the client goes through the ``Presenter`` chosen for the client kind at
 ``session/new``: it alone decides how the session looks on the wire.
@@ -24,15 +31,16 @@ Every fact meant for the client goes through the ``Presenter`` chosen for the cl
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, assert_never
 
-from claude_agent_sdk import AssistantMessage, ResultMessage, SystemMessage, UserMessage
-from claude_agent_sdk.types import Message, StreamEvent
+from claude_agent_sdk import AssistantMessage, ResultMessage, SystemMessage, ToolUseBlock, UserMessage
+from claude_agent_sdk.types import ConversationResetMessage, Message, StreamEvent
 
-from claude_bg_acp.acp.jsonrpc import INTERNAL_ERROR, RpcError
+from claude_bg_acp.acp.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, RpcError
 from claude_bg_acp.claude import conventions
+from claude_bg_acp.closing_line import ExitInfo
 from claude_bg_acp.core import events as ev
 from claude_bg_acp.core.background import (
     Background,
@@ -40,6 +48,11 @@ from claude_bg_acp.core.background import (
     ChildEnded,
     FollowUpExpected,
     Listed,
+    TaskEnded,
+    TaskOpened,
+    TaskProgressed,
+    TaskStateChanged,
+    TaskStopAnswered,
     TerminalExited,
     TerminalOpened,
     TerminalOutput,
@@ -47,6 +60,7 @@ from claude_bg_acp.core.background import (
     ToolCallDetached,
     WorkEnded,
     WorkOpened,
+    WorkRestated,
     WorkStatus,
 )
 from claude_bg_acp.core.effects import (
@@ -58,18 +72,21 @@ from claude_bg_acp.core.effects import (
     Interrupt,
     Log,
     Query,
+    ReadTitle,
     StopTask,
     Tail,
     Ticket,
     WithdrawPermission,
 )
-from claude_bg_acp.core.foreground import Foreground, ForegroundOut, WaitingPrompt
+from claude_bg_acp.core.foreground import Foreground, ForegroundOut, Phase, WaitingPrompt
+from claude_bg_acp.core.history import History, Live
 from claude_bg_acp.core.permission_modes import PermissionModes
 from claude_bg_acp.core.presenting import Fact, Presenter
 from claude_bg_acp.core.prompts import to_claude_content
-from claude_bg_acp.core.schedules import ScheduleEnded, Schedules
+from claude_bg_acp.core.schedules import ScheduleEnded, Schedules, schedules_work
 from claude_bg_acp.core.subagents import ChildAnnounced, ChildFact, Subagents
 from claude_bg_acp.core.tasks import Change, Task, TaskChange, TaskRegistry
+from claude_bg_acp.core.titles import Title
 from claude_bg_acp.core.tool_uses import ToolCallHandedOff, ToolUses
 from claude_bg_acp.core.transcript import (
     MessageChunk,
@@ -87,8 +104,10 @@ BUFFER_LIMIT = 1000
 
 @dataclass
 class Question:
-    tool_use_id: str | None
+    session_id: str
+    """The session asking: the root, or a child session (a subagent's question)."""
     foreground: bool
+    """The main conversation asks (the root's foreground turn is blocked on it)."""
 
 
 class SessionCore:
@@ -99,24 +118,31 @@ class SessionCore:
         cwd: str = "/",
         tasks_root: str | None = None,
         allow_bypass: bool = True,
+        instance: str = "",
     ) -> None:
         """``tasks_root``: where Claude Code keeps task output files, up to its session id
         (``conventions.tasks_root``). ``allow_bypass``: whether the bypassPermissions mode is
-        offered (Claude Code refuses it to root)."""
+        offered (Claude Code refuses it to root). ``instance``: this host of the session, among
+        the processes that may host it in turn (see ``Foreground``)."""
         self.session_id = session_id
         self.presenter = presenter
         self._tasks_root = tasks_root
         self._visibility = presenter.visibility
-        self.foreground = Foreground(session_id, presenter.holds_turns, presenter.visibility.detached_work)
+        self.foreground = Foreground(
+            session_id, presenter.holds_turns, presenter.visibility.detached_work, instance
+        )
         self.background = Background(session_id, cwd, presenter.visibility)
         self.subagents = Subagents(session_id)
-        self.schedules = Schedules(session_id)
+        self.schedules = Schedules()
         self.registry = TaskRegistry()
         self.tool_uses = ToolUses()
         self.modes = PermissionModes(session_id, allow_bypass)
+        self.title = Title(session_id)
         self.transcripts = {session_id: Transcript(session_id)}
         self.questions: dict[Ticket, Question] = {}
         self._buffered: defaultdict[str, list[Message]] = defaultdict(list)
+        self._wakeup_fired = False
+        """The running turn was taken for a wakeup firing (at its start)."""
         self._turn_error: str | None = None
         """The API error an assistant message of this turn reported (e.g. ``max_output_tokens``)."""
 
@@ -126,6 +152,14 @@ class SessionCore:
         match event:
             case ev.Prompt(ticket, content):
                 wire = [block.wire() for block in content]
+                if conventions.starts_new_conversation(
+                    next((b["text"] for b in wire if b["type"] == "text"), "")
+                ):
+                    raise RpcError(
+                        INVALID_PARAMS,
+                        "Invalid params: prompt: /clear would go on under another Claude Code session "
+                        "id; start a new session instead",
+                    )
                 return self._foreground(
                     self.foreground.submit(WaitingPrompt(ticket, wire, to_claude_content(wire)))
                 )
@@ -135,10 +169,15 @@ class SessionCore:
                 return self._cancel_turn()
             case ev.CancelChild(session_id):
                 return list(self.subagents.cancel(session_id))
-            case ev.CancelTerminal(terminal_id):
-                return self._background(self.background.cancel("terminal", terminal_id, now), now)
-            case ev.CancelToolCall(tool_call_id):
-                return self._background(self.background.cancel("tool_call", tool_call_id, now), now)
+            case ev.CancelTerminal(session_id, terminal_id):
+                return self._background(self.background.cancel("terminal", terminal_id, session_id, now), now)
+            case ev.CancelToolCall(session_id, tool_call_id):
+                return self._background(
+                    self.background.cancel("tool_call", tool_call_id, session_id, now), now
+                )
+            case ev.CancelTask(ticket, task_id):
+                outs, stopped = self.background.stop(task_id, now)
+                return self._background(outs, now) + self._present([TaskStopAnswered(ticket, stopped)])
             case ev.ChooseMode(mode_id):
                 commands, changed = self.modes.choose(mode_id)
                 return [*commands, *self._present(changed)]
@@ -146,8 +185,14 @@ class SessionCore:
                 return self._answered(ticket, option_id)
             case ev.Close():
                 return self._close(now)
-            case ev.CloseTimedOut():
-                return self._abandon(now)
+            case ev.CloseTimedOut(stopped):
+                return self._abandon(now, stopped)
+            case ev.Recall(conversation):
+                return self._recall(conversation)
+            case ev.Resync():
+                return self._resync()
+            case ev.TitleRead(title, updated_at):
+                return self._present(self.title.read(title, updated_at))
             case ev.ClaudeMessage(message):
                 return self._claude_message(message, now)
             case ev.PermissionAsked():
@@ -158,8 +203,8 @@ class SessionCore:
                     if ticket in self.questions
                     else []
                 )
-            case ev.ClaudeDied(reason, fatal):
-                return self._claude_died(reason, fatal, now)
+            case ev.ClaudeDied(reason, fatal, stopped):
+                return self._claude_died(reason, fatal, stopped, now)
             case ev.OutputRead(task_id, data):
                 return self._background(self.background.output(task_id, data), now)
             case ev.OutputReplaced(task_id, data):
@@ -203,7 +248,8 @@ class SessionCore:
         return effects
 
     def _close(self, now: float) -> list[Effect]:
-        """Closing starts: withdraw questions, end the turn, and stop every background task.
+        """Closing starts: withdraw questions, end the turn and its tool calls, and stop every
+        background task.
 
         The tasks' own end events finalize them (``settled`` tells when); ``CloseTimedOut``
         finalizes whatever did not confirm in time.
@@ -211,13 +257,15 @@ class SessionCore:
         effects: list[Effect] = []
         for ticket in list(self.questions):
             effects += self._withdraw(ticket, "The session was closed")
+        effects += self._present(self.tool_uses.cut_all(failed=False))
         effects += self._foreground(self.foreground.close())
         return effects + self._background(self.background.stop_all(self.registry.live(), now), now)
 
-    def _abandon(self, now: float) -> list[Effect]:
-        """Finalize whatever did not confirm its end in time, so nothing stays listed."""
+    def _abandon(self, now: float, stopped: Mapping[str, ExitInfo]) -> list[Effect]:
+        """Finalize whatever did not confirm its end in time, so nothing stays listed (a terminal
+        whose process the agent stopped, once its file is read to the end)."""
         effects = self._present(self.schedules.cancel_all())
-        return effects + self._background(self.background.abandon(now), now) + self._publish()
+        return effects + self._background(self.background.abandon(now, stopped), now) + self._publish()
 
     # --- Claude Code -------------------------------------------------------------------------------
 
@@ -226,15 +274,32 @@ class SessionCore:
         if parent:
             return self._child_message(parent, message, now)
         if isinstance(message, ResultMessage):
-            return self._result(message)
+            return self._result(message, now)
+        if isinstance(message, ConversationResetMessage):
+            return [Log("Claude Code started a new conversation; this session stays with the old one")]
         if isinstance(message, SystemMessage):
             if message.subtype == "session_state_changed":
-                return self._foreground(self.foreground.cli_state(str(message.data.get("state"))))
+                return self._turn(self.foreground.cli_state, str(message.data.get("state")), now)
+            if message.subtype == "session_title_changed":
+                return [ReadTitle()]
             changes = self.registry.system(message.subtype, message.data, now)
             return [] if changes is None else self._task_changes(changes, now) + self._flush(now)
         if isinstance(message, AssistantMessage) and message.error is not None:
             self._turn_error = str(message.error)
-        return self._foreground(self.foreground.work_seen()) + self._translate(self.session_id, message, now)
+        return self._turn(lambda _: self.foreground.work_seen(), "", now) + self._translate(
+            self.session_id, message, now
+        )
+
+    def _turn(self, step: Callable[[str], list[ForegroundOut]], state: str, now: float) -> list[Effect]:
+        """A foreground step; a turn Claude Code starts by itself, unexpected, when a wakeup is
+        due, is that wakeup firing: its tool call is done from now on."""
+        was = self.foreground.phase
+        effects = self._foreground(step(state))
+        if was is Phase.IDLE and self.foreground.phase is Phase.CLAUDE_TURN:
+            fired = self.schedules.due(now)
+            self._wakeup_fired = bool(fired)
+            effects += self._schedules_ended(fired)
+        return effects
 
     def _translate(self, session_id: str, message: Message, now: float) -> list[Effect]:
         transcript = self.transcripts[session_id]
@@ -254,14 +319,19 @@ class SessionCore:
 
     def _transcript_fact(self, session_id: str, fact: TranscriptFact, now: float) -> list[Effect]:
         match fact:
+            case MessageChunk() if session_id == self.session_id and self.foreground.muted:
+                return []  # the answer of a cancelled turn
             case MessageChunk():
                 return self._present([fact])
             case ToolStreamed(tool_use_id, name):
                 return self._present(self.tool_uses.streaming(session_id, tool_use_id, name))
-            case ToolInput(tool_use_id, name, tool_input, launched_by):
-                return self._present(
-                    self.tool_uses.input_known(session_id, tool_use_id, name, tool_input, launched_by)
+            case ToolInput(tool_use_id, name, tool_input, launched_by, message):
+                # Work that is only scheduled is pending from the start, never in progress.
+                pending = self._visibility.detached_work and schedules_work(name, tool_input)
+                running = self.tool_uses.input_known(
+                    session_id, tool_use_id, name, tool_input, launched_by, message, pending
                 )
+                return self._present(running)
             case ToolResulted():
                 return self._tool_result(session_id, fact, now)
             case _:
@@ -282,49 +352,104 @@ class SessionCore:
         return []
 
     def _flush(self, now: float) -> list[Effect]:
-        """Send what waited for a child that is exposed now."""
+        """Send what waited for a child that is exposed now, and show the work it launched."""
         effects: list[Effect] = []
         for tool_use_id in list(self._buffered):
             child = self.subagents.child_launched_by(tool_use_id)
             if child is not None:
                 for message in self._buffered.pop(tool_use_id):
                     effects += self._translate(child, message, now)
+                for task in self.registry.live():
+                    if not self.background.knows(task.task_id) and self.tool_uses.get(task.tool_use_id):
+                        effects += self._consider(task, now)
         return effects
 
-    def _result(self, message: ResultMessage) -> list[Effect]:
+    def _waiting_for(self, tool_use_id: str) -> bool:
+        """Whether a buffered message of a child not exposed yet holds this tool use."""
+        return any(
+            isinstance(message, AssistantMessage)
+            and any(isinstance(block, ToolUseBlock) and block.id == tool_use_id for block in message.content)
+            for messages in self._buffered.values()
+            for message in messages
+        )
+
+    def _result(self, message: ResultMessage, now: float) -> list[Effect]:
         origin: dict[str, Any] = dict(message.origin or {})
         uuids = set(message.user_message_uuids or [])
         if message.user_message_uuid:
             uuids.add(message.user_message_uuid)
         follow_up = not self.foreground.answers_prompt(uuids, str(origin.get("kind", "human")))
         effects: list[Effect] = []
-        if origin.get("subkind") == "scheduled-trigger":
-            # A wakeup that fired started this turn: its pending tool call is done.
+        if origin.get("subkind") == "scheduled-trigger" and not self._wakeup_fired:
+            # A wakeup that fired started this turn (unseen at its start): its tool call is done.
             effects += self._schedules_ended(self.schedules.fired())
-        if message.subtype != "success":
-            effects += self._present(self.tool_uses.cut(self.session_id))
+        self._wakeup_fired = False
         errors = message.errors or ([message.result] if message.is_error and message.result else [])
         outcome = self.foreground.outcome_of(
             message.subtype, message.stop_reason, message.usage, message.is_error, errors, self._turn_error
         )
         self._turn_error = None
-        return effects + self._foreground(self.foreground.result(outcome, follow_up))
+        if message.subtype != "success":
+            # What the turn left unfinished ends with it: cancelled, or failed with the turn.
+            failed = outcome.stop_reason != "cancelled"
+            effects += self._present(self.tool_uses.cut(self.session_id, failed))
+        effects += self._foreground(self.foreground.result(outcome, follow_up, now))
+        return effects + ([ReadTitle()] if self.title.wanted else [])
 
-    def _claude_died(self, reason: str, fatal: bool, now: float) -> list[Effect]:
-        """Claude Code died. Its turn ends with an error and what it ran is gone with it.
+    def _claude_died(
+        self, reason: str, fatal: bool, stopped: Mapping[str, ExitInfo], now: float
+    ) -> list[Effect]:
+        """Claude Code died. Its turn and the turn's tool calls end with an error, and what it ran
+        is gone with it (the processes it left running were stopped: ``stopped`` says how its
+        terminals ended).
 
         Unless ``fatal``, the session goes on with a new Claude Code: waiting prompts stay.
         """
         effects: list[Effect] = []
         for ticket in list(self.questions):
             effects += self._withdraw(ticket, "Claude Code stopped")
-        effects += self._children(self.subagents.lost()) + self._abandon(now)
+        effects += self._children(self.subagents.lost()) + self._abandon(now, stopped)
+        effects += self._present(self.tool_uses.cut_all())
         self.background.forget()
         self.registry = TaskRegistry()
         error = RpcError(INTERNAL_ERROR, reason)
         return effects + self._foreground(
             self.foreground.fail(error) if fatal else self.foreground.crashed(error)
         )
+
+    # --- a client attaching ----------------------------------------------------------------------
+
+    def _recall(self, conversation: ev.StoredConversation) -> list[Effect]:
+        live = Live(
+            tasks=self.background.unfinished() | {task.task_id for task in self.registry.live()},
+            tool_uses=frozenset(use.tool_use_id for use in self.tool_uses.unfinished()),
+            children=self.subagents.working(),
+        )
+        history = History(self.session_id, self.background.cwd, self._visibility.children, live)
+        return self._present(history.replay(conversation))
+
+    def _resync(self) -> list[Effect]:
+        """Each listed item as it is now, then the state with the list (RFD: resume restores it)."""
+        effects = self._present(self._restated(self.session_id)) + self._present([self.foreground.snapshot()])
+        return effects + ([ReadTitle()] if self.title.wanted else [])
+
+    def _restated(self, session_id: str) -> list[Fact]:
+        """What ``session_id`` lists, each as it is now; a child is introduced before its own
+        work is restated, and its state (with its own list) follows that."""
+        facts: list[Fact] = list(self.background.restate(session_id, self.tool_uses.get))
+        for ref in self.schedules.listed(session_id):
+            use = self.tool_uses.get(ref)
+            name, tool_input = (use.name, use.tool_input) if use is not None else (None, {})
+            facts.append(WorkRestated(session_id, ref, "pending", None if use else ref, name, tool_input))
+        for entry in self.background.listed(session_id):
+            if entry.kind == "subagent":
+                child = entry.ref
+                facts += [
+                    self.subagents.restate(child),
+                    *self._restated(child),
+                    self.subagents.snapshot(child),
+                ]
+        return facts
 
     # --- tool results ---------------------------------------------------------------------------
 
@@ -337,27 +462,22 @@ class SessionCore:
         if handed is not None:
             changes = self.registry.learned(handed.task_id, fact.tool_use_id, handed.output_file, now)
             effects += self._task_changes(changes, now)
-        outs, target = self.background.hand_off(fact.tool_use_id, handed.output_file if handed else None)
+        output_file = handed.output_file if handed else None
+        outs, target = self.background.hand_off(fact.tool_use_id, use.call_id, output_file)
         effects += self._background(outs, now)
         if target is not None:
             if target.terminal_id is not None:
-                self.tool_uses.finish(fact.tool_use_id)
-            handoff = ToolCallHandedOff(
-                session_id, fact.tool_use_id, fact.text, target.terminal_id, target.status
-            )
+                self.tool_uses.finish(use.call_id)
+            handoff = ToolCallHandedOff(session_id, use.call_id, fact.text, target.terminal_id, target.status)
             return effects + self._present([handoff])
         if self._visibility.detached_work and not fact.is_error:
-            scheduled, ended = self.schedules.tool_result(
-                fact.tool_use_id, use.name, use.tool_input, fact.text
-            )
+            scheduled, ended = self.schedules.tool_result(use, fact.text, now)
             effects += self._schedules_ended(ended, publish=not scheduled)
             if scheduled:
-                self.tool_uses.detach(fact.tool_use_id)
-                handoff = ToolCallHandedOff(session_id, fact.tool_use_id, fact.text, None, "pending")
+                self.tool_uses.detach(use.call_id)
+                handoff = ToolCallHandedOff(session_id, use.call_id, fact.text, None, "pending")
                 return effects + self._present([handoff]) + self._publish()
-        return effects + self._present(
-            self.tool_uses.result(fact.tool_use_id, fact.is_error, fact.text, fact.raw)
-        )
+        return effects + self._present(self.tool_uses.result(use, fact.is_error, fact.text, fact.raw))
 
     def _schedules_ended(self, ended: list[ScheduleEnded], publish: bool = True) -> list[Effect]:
         for end in ended:
@@ -396,10 +516,12 @@ class SessionCore:
         if task.ended or not (force or task.started or task.tool_use_id):
             return []
         tool = self.tool_uses.get(task.tool_use_id)
+        if tool is None and task.tool_use_id and self._waiting_for(task.tool_use_id):
+            return []  # launched in a child not exposed yet: considered when its messages are
         if task.is_subagent and self._visibility.children:
             announced = self.subagents.announce(task, tool)
             if announced is not None:
-                self.background.open_child(task)
+                self.background.open_child(task, self.subagents.children[task.task_id].parent_id)
                 return self._children(announced)
         output_file = None
         if self._tasks_root is not None and self.registry.cli_session_id is not None:
@@ -417,26 +539,35 @@ class SessionCore:
         return effects + self._foreground(self.foreground.tick(now)) + self._flush(now)
 
     def _publish(self) -> list[Effect]:
-        """The ``background`` list, for clients that keep one."""
+        """The ``background`` lists, for clients that keep them: each child's (the newest, so the
+        most nested, first), then the root's, so a child's own list empties before its parent's
+        list drops it."""
         if not self._visibility.detached_work:
             return []
-        listed = self.background.listed() + [Listed("tool_call", ref) for ref in self.schedules.listed()]
-        return self._foreground(self.foreground.set_background(listed))
+        effects: list[Effect] = []
+        for child in reversed(list(self.subagents.children)):
+            effects += self._children(self.subagents.listing(child, self._listed(child)))
+        return effects + self._foreground(self.foreground.set_background(self._listed(self.session_id)))
+
+    def _listed(self, session_id: str) -> list[Listed]:
+        scheduled = [Listed("tool_call", ref) for ref in self.schedules.listed(session_id)]
+        return self.background.listed(session_id) + scheduled
 
     # --- permission questions ------------------------------------------------------------------
 
     def _asked(self, asked: ev.PermissionAsked) -> list[Effect]:
         session_id = self.subagents.session_of_agent(asked.agent_id)
         foreground = asked.agent_id is None
-        self.questions[asked.ticket] = Question(asked.tool_use_id, foreground)
-        tool_call_id = asked.tool_use_id or f"permission-{asked.ticket}"
+        self.questions[asked.ticket] = Question(session_id, foreground)
+        known = self.tool_uses.get(asked.tool_use_id)
+        tool_call_id = known.call_id if known else asked.tool_use_id or f"permission-{asked.ticket}"
         params = self.presenter.permission_request(
             session_id, tool_call_id, asked.tool_name, asked.tool_input
         )
         effects: list[Effect] = [AskPermission(asked.ticket, params)]
         if foreground:
             effects += self._foreground(self.foreground.set_blocked(True))
-        return effects
+        return effects + self._children(self.subagents.asking(session_id, opened=True))
 
     def _answered(self, ticket: Ticket, option_id: str | None) -> list[Effect]:
         """``option_id`` is None when the client cancelled the question."""
@@ -457,9 +588,10 @@ class SessionCore:
 
     def _forget_question(self, ticket: Ticket) -> list[Effect]:
         question = self.questions.pop(ticket)
+        effects = self._children(self.subagents.asking(question.session_id, opened=False))
         if question.foreground and not any(q.foreground for q in self.questions.values()):
-            return self._foreground(self.foreground.set_blocked(False))
-        return []
+            effects += self._foreground(self.foreground.set_blocked(False))
+        return effects
 
     # --- routing facts -------------------------------------------------------------------------
 
@@ -490,8 +622,8 @@ class SessionCore:
             match out:
                 case Tail() | FinishTail() | StopTask() | Log():
                     effects.append(out)
-                case ToolCallDetached(tool_use_id):
-                    self.tool_uses.detach(tool_use_id)
+                case ToolCallDetached(call_id):
+                    self.tool_uses.detach(call_id)
                 case FollowUpExpected():
                     self.foreground.expect_follow_up(now)
                 case ChildEnded(task):
@@ -502,6 +634,8 @@ class SessionCore:
                 case TerminalOpened() | TerminalOutput() | TerminalReplaced() | TerminalExited():
                     effects += self.presenter.render(out)
                 case WorkOpened() | WorkStatus():
+                    effects += self.presenter.render(out)
+                case TaskOpened() | TaskProgressed() | TaskStateChanged() | TaskEnded():
                     effects += self.presenter.render(out)
                 case _:
                     assert_never(out)

@@ -14,27 +14,38 @@ call and its traffic shows in the session that launched it.
   sent by the parent.
 - ``session/cancel`` with a child's id stops that child's task only.
 - The Agent tool call stays a tool call of the session that made it.
+- Its own background work (shells, monitors, nested children) is its own: listed in its own
+  state (``background``), which the parent's copy carries too; a child whose work ended is
+  listed by its parent while its own list is not empty (``background`` decides that).
+- A client that (re)attaches learns what each listed child is now (``restate``).
 
 A child's lifecycle:
 
-=============  =======================================================  =============
-state          what happens                                             next state
-=============  =======================================================  =============
-(task)         announced, its parent being exposed                      ``RUNNING``
-``RUNNING``    its task ended (``end_turn``, ``cancelled``, ``error``;  ``IDLE``
-               no stop reason when how it ended is unknown)
-``RUNNING``    Claude Code is gone                                      ``UNKNOWN``
-``IDLE``       a new run of its task (a resumed subagent)               ``RUNNING``
-=============  =======================================================  =============
+===================  ==================================================  ===================
+state                what happens                                        next state
+===================  ==================================================  ===================
+(task)               announced, its parent being exposed                 ``RUNNING``
+``RUNNING``          a permission question of its own opens              ``REQUIRES_ACTION``
+``REQUIRES_ACTION``  its last open question is answered or withdrawn     ``RUNNING``
+``RUNNING``,         its task ended (``end_turn``, ``cancelled``,        ``IDLE``
+``REQUIRES_ACTION``  ``error``; no stop reason when how is unknown)
+``RUNNING``,         Claude Code is gone                                 ``UNKNOWN``
+``REQUIRES_ACTION``
+``IDLE``             a new run of its task (a resumed subagent)          ``RUNNING``
+===================  ==================================================  ===================
+
+A change of its own ``background`` list is reported as a repeated snapshot of its state.
 """
 
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from claude_bg_acp.acp.jsonrpc import INVALID_PARAMS, RpcError
+from claude_bg_acp.core.background import Listed
 from claude_bg_acp.core.effects import StopTask
 from claude_bg_acp.core.tasks import Task
 from claude_bg_acp.core.tool_uses import ToolUse
@@ -50,8 +61,12 @@ END_STATES: dict[str, StopReason] = {
 
 class State(enum.Enum):
     RUNNING = "running"
+    REQUIRES_ACTION = "requires_action"
     IDLE = "idle"
     UNKNOWN = "unknown"
+
+
+WORKING = (State.RUNNING, State.REQUIRES_ACTION)
 
 
 @dataclass
@@ -60,7 +75,14 @@ class Child:
     task_id: str
     tool_use_id: str
     parent_id: str
+    title: str
+    description: str | None
     state: State = State.RUNNING
+    stop_reason: StopReason | None = None
+    questions: int = 0
+    """Permission questions of its own that are open."""
+    background: Sequence[Listed] = ()
+    """Its own background work, as last reported."""
 
 
 # --- what happened to a child, for the presenter ----------------------------------------------
@@ -74,16 +96,35 @@ class ChildAnnounced:
     title: str
     description: str | None
     prompt: str | None
+    cancellable: bool = True
+    """False for a child replayed from history: ``cancel`` is only granted to live ones."""
+
+
+@dataclass(frozen=True)
+class ChildRestated:
+    """A listed child, for a client that (re)attaches: who it is, what it does now (its own
+    list comes with the snapshot of its state that follows), whether it can be cancelled."""
+
+    parent_id: str
+    child_id: str
+    title: str
+    description: str | None
+    state: State
 
 
 @dataclass(frozen=True)
 class ChildStateChanged:
+    """The child's state snapshot, for the child and mirrored on its parent; ``repeat`` when
+    only its ``background`` list changed (no new transition)."""
+
     parent_id: str
     child_id: str
     state: State
+    background: Sequence[Listed]
     stop_reason: StopReason | None = None
     error: str | None = None
     """With the ``error`` stop reason: what Claude Code said of the failure."""
+    repeat: bool = False
 
 
 ChildFact = ChildAnnounced | ChildStateChanged
@@ -103,17 +144,18 @@ class Subagents:
             return None
         known = self.children.get(task.task_id)
         if known is not None:
-            return self._report(known, State.RUNNING)  # the same child, working again
-        child = Child(task.task_id, task.task_id, task.tool_use_id, parent)
-        self.children[child.session_id] = child
+            return self._report(known, State.RUNNING, None)  # the same child, working again
         description = _text(tool.tool_input.get("description")) or task.description or None
+        child = Child(
+            task.task_id, task.task_id, task.tool_use_id, parent, _title(tool.tool_input, task), description
+        )
+        self.children[child.session_id] = child
         prompt = task.prompt or _text(tool.tool_input.get("prompt"))
-        title = _title(tool.tool_input, task)
-        return [ChildAnnounced(parent, child.session_id, task.tool_use_id, title, description, prompt)]
+        return [ChildAnnounced(parent, child.session_id, task.tool_use_id, child.title, description, prompt)]
 
     def ended(self, task: Task) -> list[ChildFact]:
         child = self.children.get(task.task_id)
-        if child is None or child.state is not State.RUNNING:
+        if child is None or child.state not in WORKING:
             return []
         stop_reason = END_STATES.get(task.end_status or "")
         error = (task.summary or "The subagent failed") if stop_reason == "error" else None
@@ -123,15 +165,54 @@ class Subagents:
         """Claude Code is gone: what its children were doing can no longer be observed."""
         facts: list[ChildFact] = []
         for child in self.children.values():
-            if child.state is State.RUNNING:
-                facts += self._report(child, State.UNKNOWN)
+            if child.state in WORKING:
+                facts += self._report(child, State.UNKNOWN, None)
         return facts
+
+    def restate(self, session_id: str) -> ChildRestated:
+        """A listed child, for a client that (re)attaches: who it is (its state follows)."""
+        child = self.children[session_id]
+        return ChildRestated(child.parent_id, child.session_id, child.title, child.description, child.state)
+
+    def snapshot(self, session_id: str) -> ChildStateChanged:
+        """The child's state as last reported, again (no new transition)."""
+        child = self.children[session_id]
+        return ChildStateChanged(
+            child.parent_id, child.session_id, child.state, child.background, child.stop_reason, repeat=True
+        )
+
+    def working(self) -> frozenset[str]:
+        return frozenset(c.session_id for c in self.children.values() if c.state in WORKING)
+
+    def asking(self, session_id: str, opened: bool) -> list[ChildFact]:
+        """A permission question of the child's own opened (or closed)."""
+        child = self.children.get(session_id)
+        if child is None:
+            return []
+        child.questions += 1 if opened else -1
+        if child.state is State.RUNNING and child.questions > 0:
+            return self._report(child, State.REQUIRES_ACTION, None)
+        if child.state is State.REQUIRES_ACTION and child.questions == 0:
+            return self._report(child, State.RUNNING, None)
+        return []
+
+    def listing(self, session_id: str, background: Sequence[Listed]) -> list[ChildFact]:
+        """The child's own background list now; a change is a repeated snapshot of its state."""
+        child = self.children[session_id]
+        if list(background) == list(child.background):
+            return []
+        child.background = background
+        return [
+            ChildStateChanged(
+                child.parent_id, child.session_id, child.state, background, child.stop_reason, repeat=True
+            )
+        ]
 
     def cancel(self, session_id: str) -> list[StopTask]:
         child = self.children.get(session_id)
         if child is None:
             raise RpcError(INVALID_PARAMS, f"Invalid params: unknown session {session_id}")
-        return [StopTask(child.task_id)] if child.state is State.RUNNING else []
+        return [StopTask(child.task_id)] if child.state in WORKING else []
 
     def child_launched_by(self, tool_use_id: str) -> str | None:
         """The child session whose subagent the Agent tool use ``tool_use_id`` launched."""
@@ -145,10 +226,12 @@ class Subagents:
 
     @staticmethod
     def _report(
-        child: Child, state: State, stop_reason: StopReason | None = None, error: str | None = None
+        child: Child, state: State, stop_reason: StopReason | None, error: str | None = None
     ) -> list[ChildFact]:
-        child.state = state
-        return [ChildStateChanged(child.parent_id, child.session_id, state, stop_reason, error)]
+        child.state, child.stop_reason = state, stop_reason
+        return [
+            ChildStateChanged(child.parent_id, child.session_id, state, child.background, stop_reason, error)
+        ]
 
 
 def _title(tool_input: dict[str, Any], task: Task) -> str:

@@ -1,9 +1,10 @@
 """Tool uses: the one record of every tool call's lifecycle, whichever transcript it is in.
 
-A tool use becomes an ACP tool call as soon as its block starts streaming. Ids are unique
-across the main conversation and its subagents, so one index serves every transcript; each
-entry remembers the session it belongs to (a subagent finds the session that launched it
-through it). Its lifecycle:
+A tool use becomes an ACP tool call as soon as its block starts streaming. The model's ids
+are unique across the main conversation and its subagents, so one index serves every
+transcript; each entry remembers the session it belongs to (a subagent finds the session that
+launched it through it). Should the model use an id again in a new message, that is a new
+tool call with an id of its own, never a final one reopened. Its lifecycle:
 
 =============================  ==============================================  =============
 phase                          what happens                                    next phase
@@ -12,7 +13,8 @@ phase                          what happens                                    n
 (unknown), ``STREAMING``       the complete assistant message gives its input  ``RUNNING``
 ``STREAMING``, ``RUNNING``     background work reports through it (a Monitor,  ``DETACHED``
                                a workflow, a scheduled wakeup)
-``STREAMING``, ``RUNNING``     its result; the turn ended early                ``FINAL``
+``STREAMING``, ``RUNNING``     its result; its turn was cancelled or failed;   ``FINAL``
+                               Claude Code died; the session closed
 ``DETACHED``                   the work ended                                  ``FINAL``
 =============================  ==============================================  =============
 
@@ -24,8 +26,12 @@ phases; what each step looks like is the presenter's business.
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
+
+from claude_bg_acp.claude.conventions import SHELL_TOOLS, shell_result
+from claude_bg_acp.closing_line import ExitInfo
 
 
 class Phase(enum.Enum):
@@ -38,6 +44,7 @@ class Phase(enum.Enum):
 @dataclass
 class ToolUse:
     tool_use_id: str
+    """The model's id of the tool use."""
     name: str
     tool_input: dict[str, Any]
     session_id: str
@@ -45,10 +52,22 @@ class ToolUse:
     phase: Phase
     launched_by: str | None = None
     """For a subagent's own tool use, the Agent tool use that launched the subagent."""
+    call_id: str = ""
+    """The tool call's id on the wire: the model's id, unless the model used that id before."""
+    message: str | None = None
+    """The assistant message that gave its input (None while only streamed)."""
+
+    def __post_init__(self) -> None:
+        self.call_id = self.call_id or self.tool_use_id
 
     @property
     def final(self) -> bool:
         return self.phase is Phase.FINAL
+
+    @property
+    def shell(self) -> bool:
+        """It runs a shell command (in the foreground, or handed to a background shell)."""
+        return self.name in SHELL_TOOLS
 
 
 # --- what happened to a tool call, for the presenter ------------------------------------------
@@ -59,38 +78,54 @@ class ToolCallStarted:
     """Its block started streaming: a ``pending`` tool call with a title from its name."""
 
     session_id: str
-    tool_use_id: str
+    tool_call_id: str
     name: str
+    shell: bool
 
 
 @dataclass(frozen=True)
 class ToolCallRunning:
-    """Its input is known: ``in_progress``; ``first`` when the client has not seen it yet."""
+    """Its input is known: ``in_progress`` (``pending`` for work that is only scheduled);
+    ``first`` when the client has not seen it yet."""
 
     session_id: str
-    tool_use_id: str
+    tool_call_id: str
     name: str
     tool_input: dict[str, Any]
     first: bool
+    shell: bool
+    pending: bool = False
+
+
+@dataclass(frozen=True)
+class CommandEnded:
+    """A foreground shell command's output and exit, as its tool result tells them."""
+
+    output: str
+    exit: ExitInfo | None
 
 
 @dataclass(frozen=True)
 class ToolCallFinished:
-    """Its result came: ``completed`` or ``failed``, with the result's text."""
+    """Its result came: ``completed`` or ``failed``, with the result's text (and, for a shell,
+    what the command printed and how it exited)."""
 
     session_id: str
-    tool_use_id: str
+    tool_call_id: str
     failed: bool
     text: str
     raw_output: Any
+    command: CommandEnded | None = None
 
 
 @dataclass(frozen=True)
 class ToolCallCut:
-    """The turn it belonged to ended early; it never got a result."""
+    """It never got a result: its turn was cancelled, or it failed (an error ended the turn, or
+    Claude Code died)."""
 
     session_id: str
-    tool_use_id: str
+    tool_call_id: str
+    failed: bool
 
 
 @dataclass(frozen=True)
@@ -100,24 +135,37 @@ class ToolCallHandedOff:
     ``paused`` for a task, ``pending`` for scheduled work)."""
 
     session_id: str
-    tool_use_id: str
+    tool_call_id: str
     text: str
     terminal_id: str | None
     status: Literal["pending", "in_progress", "paused"]
 
 
 class ToolUses:
+    """Every tool call, by its wire id; the model's ids lead to the latest call that used them."""
+
     def __init__(self) -> None:
-        self._uses: dict[str, ToolUse] = {}
+        self._calls: dict[str, ToolUse] = {}
+        self._latest: dict[str, ToolUse] = {}
 
     def get(self, tool_use_id: str | None) -> ToolUse | None:
-        return self._uses.get(tool_use_id or "")
+        """The latest tool call the model's ``tool_use_id`` names."""
+        return self._latest.get(tool_use_id or "")
+
+    def _add(self, use: ToolUse) -> ToolUse:
+        if use.call_id in self._calls:
+            # The model used this id before, in another message: a new tool call all the same.
+            use.call_id = (
+                f"{use.tool_use_id}~{sum(c.tool_use_id == use.tool_use_id for c in self._calls.values())}"
+            )
+        self._calls[use.call_id] = self._latest[use.tool_use_id] = use
+        return use
 
     def streaming(self, session_id: str, tool_use_id: str, name: str) -> list[ToolCallStarted]:
-        if tool_use_id in self._uses:
+        if tool_use_id in self._latest:
             return []
-        self._uses[tool_use_id] = ToolUse(tool_use_id, name, {}, session_id, Phase.STREAMING)
-        return [ToolCallStarted(session_id, tool_use_id, name)]
+        use = self._add(ToolUse(tool_use_id, name, {}, session_id, Phase.STREAMING))
+        return [ToolCallStarted(session_id, use.call_id, name, use.shell)]
 
     def input_known(
         self,
@@ -126,50 +174,69 @@ class ToolUses:
         name: str,
         tool_input: dict[str, Any],
         launched_by: str | None,
+        message: str | None,
+        pending: bool = False,
     ) -> list[ToolCallRunning]:
-        use = self._uses.get(tool_use_id)
+        """``pending``: the call only schedules work (it stays ``pending``, never ``in_progress``)."""
+        use = self._latest.get(tool_use_id)
+        if use is not None and use.final and use.message not in (None, message):
+            use = None  # an id the model reused in a new message
         first = use is None
         if use is None:
-            use = self._uses[tool_use_id] = ToolUse(
-                tool_use_id, name, tool_input, session_id, Phase.RUNNING, launched_by
-            )
-        use.tool_input = tool_input
+            use = self._add(ToolUse(tool_use_id, name, tool_input, session_id, Phase.RUNNING, launched_by))
+        use.tool_input, use.message = tool_input, use.message or message
         if use.final:
             return []
         if use.phase is Phase.STREAMING:
             use.phase = Phase.RUNNING
-        return [ToolCallRunning(session_id, tool_use_id, name, tool_input, first)]
+        return [ToolCallRunning(session_id, use.call_id, name, tool_input, first, use.shell, pending)]
 
-    def detach(self, tool_use_id: str) -> None:
+    def detach(self, call_id: str) -> None:
         """Background work reports through this tool call from now on."""
-        use = self._uses.get(tool_use_id)
+        use = self._calls.get(call_id)
         if use is not None and not use.final:
             use.phase = Phase.DETACHED
 
-    def finish(self, tool_use_id: str) -> bool:
+    def finish(self, call_id: str) -> bool:
         """Give it its final status; False when it had one already (or is unknown)."""
-        use = self._uses.get(tool_use_id)
+        use = self._calls.get(call_id)
         if use is None or use.final:
             return False
         use.phase = Phase.FINAL
         return True
 
-    def result(self, tool_use_id: str, failed: bool, text: str, raw_output: Any) -> list[ToolCallFinished]:
-        use = self._uses[tool_use_id]
-        if not self.finish(tool_use_id):
+    def result(self, use: ToolUse, failed: bool, text: str, raw_output: Any) -> list[ToolCallFinished]:
+        if not self.finish(use.call_id):
             return []
-        return [ToolCallFinished(use.session_id, tool_use_id, failed, text, raw_output)]
+        command = None
+        if use.shell:
+            output, code = shell_result(text, failed)
+            command = CommandEnded(output, None if code is None else ExitInfo(code, None))
+        return [ToolCallFinished(use.session_id, use.call_id, failed, text, raw_output, command)]
 
-    def cut(self, session_id: str) -> list[ToolCallCut]:
+    def unfinished(self) -> list[ToolUse]:
+        """Every tool call without its final status."""
+        return [use for use in self._calls.values() if not use.final]
+
+    def cut(self, session_id: str, failed: bool) -> list[ToolCallCut]:
         """The turn of ``session_id`` ended early: its running tool calls end with it.
 
         A subagent's own tool calls are its work, and detached ones are background work: an
-        interrupt of the turn ends neither.
+        interrupt of the turn, or an error that ends it, ends neither.
         """
+        return self._cut(lambda use: use.session_id == session_id and not use.launched_by, failed)
+
+    def cut_all(self, failed: bool = True, keep: frozenset[str] = frozenset()) -> list[ToolCallCut]:
+        """Claude Code died (``failed``) or the session closes (cancelled): every tool call still
+        waiting for a result ends, in every session (detached ones end with the background work
+        they report), but those of the model's ids in ``keep``."""
+        return self._cut(lambda use: use.tool_use_id not in keep, failed)
+
+    def _cut(self, which: Callable[[ToolUse], bool], failed: bool) -> list[ToolCallCut]:
         cut: list[ToolCallCut] = []
-        for use in self._uses.values():
-            if use.session_id != session_id or use.launched_by or use.phase in (Phase.FINAL, Phase.DETACHED):
+        for use in self._calls.values():
+            if use.phase in (Phase.FINAL, Phase.DETACHED) or not which(use):
                 continue
             use.phase = Phase.FINAL
-            cut.append(ToolCallCut(session_id, use.tool_use_id))
+            cut.append(ToolCallCut(use.session_id, use.call_id, failed))
         return cut

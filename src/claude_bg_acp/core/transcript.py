@@ -51,6 +51,8 @@ class ToolInput:
     tool_input: dict[str, Any]
     launched_by: str | None
     """The Agent tool use whose subagent made this tool use, if a subagent did."""
+    message: str | None
+    """The assistant message (its uuid) that holds it."""
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,9 @@ class Transcript:
         self.session_id = session_id
         self._streamed: set[tuple[str, bool]] = set()
         self._stream_message_id: str | None = None
+        self._seen: set[str] = set()
+        """Uuids of the complete assistant messages seen (Claude Code replays some, e.g. after
+        a compaction)."""
 
     # --- streamed output ------------------------------------------------------------------------
 
@@ -101,6 +106,10 @@ class Transcript:
     # --- complete messages ------------------------------------------------------------------------
 
     def assistant(self, message: AssistantMessage) -> list[TranscriptFact]:
+        if message.uuid is not None:
+            if message.uuid in self._seen:
+                return []
+            self._seen.add(message.uuid)
         message_id = message.message_id or message.uuid or "assistant"
         facts: list[TranscriptFact] = []
         for block in message.content:
@@ -109,7 +118,9 @@ class Transcript:
             elif isinstance(block, ThinkingBlock) and (message_id, True) not in self._streamed:
                 facts.append(MessageChunk(self.session_id, message_id, True, block.thinking))
             elif isinstance(block, ToolUseBlock):
-                facts.append(ToolInput(block.id, block.name, block.input, message.parent_tool_use_id))
+                facts.append(
+                    ToolInput(block.id, block.name, block.input, message.parent_tool_use_id, message.uuid)
+                )
         return facts
 
     def tool_results(self, message: UserMessage) -> list[TranscriptFact]:

@@ -4,8 +4,12 @@
   calls and child sessions.
 - ``v1``: the prompt's answer ends the turn (held while the turn's subagents run); child
   sessions when the client declares ``subagents``.
-- ``zed``: v1, plus background shells' output on the tool call's ``_meta`` for clients that
-  declare ``_meta.terminal_output`` (Zed).
+- ``zed``: v1 for clients that declare ``_meta.terminal_output`` (Zed): every shell tool call
+  is a display terminal fed through ``_meta``, and subagents' work stays in the session that
+  launched them.
+- ``air``: JetBrains AIR, the v1 (or Zed-like) client it otherwise is, plus background tasks
+  as async tasks and subagents in the draft form (``draft_subagents``), as it declares in
+  ``_meta.jetbrains.air``.
 
 ``choice.presenter_for`` reads the negotiated version and the client's capabilities; nothing outside
 this package looks at either to decide how something is shown.

@@ -1,33 +1,51 @@
 """What every client kind renders alike, and the dispatch of facts to their renderings.
 
 ``BasePresenter.render`` matches each fact to one method; the presenters of the client kinds
-override the methods whose wire form differs. Agent text, tool calls and permission questions
-look alike in every version; state, prompts' answers, terminals, background tool calls and
-child sessions are each kind's own business, and render nothing here.
+override the methods whose wire form differs. Agent text, tool calls, permission questions,
+the answer to a stop by task id and the session's title look alike in every version, and a
+replayed prompt is a user message chunk unless a kind says otherwise; state, prompts' answers,
+terminals, background tool calls, tasks, child sessions and restating them to a client that
+re-attaches are each kind's own business, and render nothing here.
 """
 
 from __future__ import annotations
 
 from typing import Any, ClassVar, Literal, assert_never
 
-from claude_bg_acp.acp.updates import ContentChunk, CurrentModeUpdate, SessionUpdate, TextContent, ToolCall
+from claude_bg_acp.acp.schema import ContentBlock
+from claude_bg_acp.acp.updates import (
+    ContentChunk,
+    CurrentModeUpdate,
+    SessionInfoUpdate,
+    TextContent,
+    ToolCall,
+)
 from claude_bg_acp.closing_line import ExitInfo
 from claude_bg_acp.core.background import (
+    TaskEnded,
+    TaskOpened,
+    TaskProgressed,
+    TaskStateChanged,
+    TaskStopAnswered,
     TerminalExited,
     TerminalOpened,
     TerminalOutput,
     TerminalReplaced,
+    TerminalRestated,
     Visibility,
     WorkEnded,
     WorkOpened,
+    WorkRestated,
     WorkStatus,
 )
-from claude_bg_acp.core.effects import ClientEffect, Notify
+from claude_bg_acp.core.effects import ClientEffect, Notify, Reply
 from claude_bg_acp.core.foreground import PromptAnswered, PromptCancelled, PromptInserted, StateReported
+from claude_bg_acp.core.history import PromptRecalled
 from claude_bg_acp.core.permission_modes import ModeChanged
 from claude_bg_acp.core.presenting import Fact
 from claude_bg_acp.core.schedules import ScheduleEnded
-from claude_bg_acp.core.subagents import ChildAnnounced, ChildStateChanged
+from claude_bg_acp.core.subagents import ChildAnnounced, ChildRestated, ChildStateChanged
+from claude_bg_acp.core.titles import TitleChanged
 from claude_bg_acp.core.tool_uses import (
     ToolCallCut,
     ToolCallFinished,
@@ -53,28 +71,38 @@ class BasePresenter:
     creating: ClassVar[Literal["tool_call", "tool_call_update"]]
     """The update that creates a tool call (v1 has its own; in v2 the first update creates)."""
     cut_status: ClassVar[Literal["cancelled", "failed"]]
-    """A tool call whose turn ended early (v1 has no ``cancelled``)."""
+    """A tool call whose turn was cancelled (v1 has no ``cancelled``)."""
 
     def render(self, fact: Fact) -> list[ClientEffect]:
         match fact:
             case MessageChunk():
                 return [self.chunk(fact)]
             case ToolCallStarted() | ToolCallRunning() | ToolCallFinished() | ToolCallCut():
-                return [self.tool_call(fact)]
+                return [Notify(fact.session_id, self.tool_call(fact))]
             case ToolCallHandedOff():
                 return self.handed_off(fact)
             case TerminalOpened() | TerminalOutput() | TerminalReplaced() | TerminalExited():
                 return self.terminal(fact)
             case WorkOpened() | WorkStatus() | WorkEnded() | ScheduleEnded():
                 return self.work(fact)
+            case TaskOpened() | TaskProgressed() | TaskStateChanged() | TaskEnded():
+                return self.task(fact)
+            case TaskStopAnswered():
+                return [Reply(fact.ticket, {"stopped": fact.stopped})]
             case ChildAnnounced() | ChildStateChanged():
                 return self.child(fact)
             case StateReported():
                 return self.state(fact)
             case PromptInserted() | PromptAnswered() | PromptCancelled():
                 return self.prompt(fact)
+            case PromptRecalled():
+                return self.recalled(fact)
+            case TerminalRestated() | WorkRestated() | ChildRestated():
+                return self.restate(fact)
             case ModeChanged():
                 return [Notify(fact.session_id, CurrentModeUpdate(current_mode_id=fact.mode_id))]
+            case TitleChanged():
+                return [Notify(fact.session_id, title_update(fact))]
             case _:
                 assert_never(fact)
 
@@ -89,47 +117,77 @@ class BasePresenter:
         )
         return Notify(fact.session_id, chunk)
 
-    def tool_call(self, fact: ToolCallStarted | ToolCallRunning | ToolCallFinished | ToolCallCut) -> Notify:
-        update: SessionUpdate
+    def tool_call(self, fact: ToolCallStarted | ToolCallRunning | ToolCallFinished | ToolCallCut) -> ToolCall:
+        update: ToolCall
         match fact:
             case ToolCallStarted():
                 view = tool_views.describe(fact.name, {})
                 update = ToolCall(
                     session_update=self.creating,
-                    tool_call_id=fact.tool_use_id,
+                    tool_call_id=fact.tool_call_id,
                     title=view.title,
                     kind=view.kind,
                     status="pending",
                 )
             case ToolCallRunning():
-                fields = tool_call_fields(fact.tool_use_id, fact.name, fact.tool_input)
+                fields = self.call_fields(fact.tool_call_id, fact.name, fact.tool_input)
                 kind = self.creating if fact.first else "tool_call_update"
-                update = ToolCall.model_validate({"sessionUpdate": kind, **fields, "status": "in_progress"})
+                status = "pending" if fact.pending else "in_progress"
+                update = ToolCall.model_validate({"sessionUpdate": kind, **fields, "status": status})
             case ToolCallFinished():
                 update = ToolCall(
                     session_update="tool_call_update",
-                    tool_call_id=fact.tool_use_id,
+                    tool_call_id=fact.tool_call_id,
                     status="failed" if fact.failed else "completed",
                     raw_output=fact.raw_output,
                 )
                 if fact.text:
                     update.content = [tool_views.text_content(fact.text)]
             case ToolCallCut():
+                status = "failed" if fact.failed else self.cut_status
                 update = ToolCall(
-                    session_update="tool_call_update", tool_call_id=fact.tool_use_id, status=self.cut_status
+                    session_update="tool_call_update", tool_call_id=fact.tool_call_id, status=status
                 )
             case _:
                 assert_never(fact)
-        return Notify(fact.session_id, update)
+        return update
+
+    def recalled(self, fact: PromptRecalled) -> list[ClientEffect]:
+        return [
+            Notify(
+                fact.session_id,
+                ContentChunk(
+                    session_update="user_message_chunk",
+                    content=ContentBlock.model_validate(block),
+                    message_id=fact.message_id,
+                ),
+            )
+            for block in fact.content
+        ]
 
     def permission_request(
         self, session_id: str, tool_call_id: str, tool_name: str, tool_input: dict[str, Any]
     ) -> dict[str, Any]:
-        call = tool_call_fields(tool_call_id, tool_name, tool_input)
+        call = self.call_fields(tool_call_id, tool_name, tool_input)
         call["status"] = "pending"
         params = self.permission_subject(call, tool_views.describe(tool_name, tool_input).title)
         params.update(sessionId=session_id, options=PERMISSION_OPTIONS)
         return params
+
+    def call_fields(self, tool_call_id: str, name: str, tool_input: dict[str, Any]) -> dict[str, Any]:
+        """What a tool call shows once its input is known (and what a permission question shows)."""
+        view = tool_views.describe(name, tool_input)
+        fields: dict[str, Any] = {
+            "toolCallId": tool_call_id,
+            "title": view.title,
+            "kind": view.kind,
+            "rawInput": tool_input,
+        }
+        if view.locations is not None:
+            fields["locations"] = view.locations
+        if view.content is not None:
+            fields["content"] = view.content
+        return fields
 
     # --- each kind's own ------------------------------------------------------------------------
 
@@ -140,7 +198,7 @@ class BasePresenter:
         """A client that cannot follow the work sees the call complete with the result."""
         update = ToolCall(
             session_update="tool_call_update",
-            tool_call_id=fact.tool_use_id,
+            tool_call_id=fact.tool_call_id,
             status="completed",
             content=[tool_views.text_content(fact.text)],
         )
@@ -154,6 +212,9 @@ class BasePresenter:
     def work(self, fact: WorkOpened | WorkStatus | WorkEnded | ScheduleEnded) -> list[ClientEffect]:
         return []
 
+    def task(self, fact: TaskOpened | TaskProgressed | TaskStateChanged | TaskEnded) -> list[ClientEffect]:
+        return []
+
     def child(self, fact: ChildAnnounced | ChildStateChanged) -> list[ClientEffect]:
         return []
 
@@ -163,20 +224,15 @@ class BasePresenter:
     def prompt(self, fact: PromptInserted | PromptAnswered | PromptCancelled) -> list[ClientEffect]:
         return []
 
+    def restate(self, fact: TerminalRestated | WorkRestated | ChildRestated) -> list[ClientEffect]:
+        return []
 
-def tool_call_fields(tool_use_id: str, name: str, tool_input: dict[str, Any]) -> dict[str, Any]:
-    view = tool_views.describe(name, tool_input)
-    fields: dict[str, Any] = {
-        "toolCallId": tool_use_id,
-        "title": view.title,
-        "kind": view.kind,
-        "rawInput": tool_input,
-    }
-    if view.locations is not None:
-        fields["locations"] = view.locations
-    if view.content is not None:
-        fields["content"] = view.content
-    return fields
+
+def title_update(fact: TitleChanged) -> SessionInfoUpdate:
+    update = SessionInfoUpdate(title=fact.title)
+    if fact.updated_at is not None:
+        update.updated_at = fact.updated_at
+    return update
 
 
 def exit_status(exit_info: ExitInfo | None) -> dict[str, Any]:

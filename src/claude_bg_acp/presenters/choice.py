@@ -1,10 +1,29 @@
-"""The presenter for a client: chosen once, at ``session/new``, from what ``initialize`` said."""
+"""The presenter for a client: chosen once, at ``session/new``, from what ``initialize`` said.
+
+The rule, by negotiated version and declared ``clientCapabilities``:
+
+- v2: ``V2Presenter`` (terminals, background tool calls, child sessions: the RFDs' forms).
+- v1 declaring ``_meta.terminal_output`` (Zed): ``ZedPresenter``. Shells are terminals fed
+  through ``_meta`` (``terminal_output_delta`` when that is declared too). Subagents' work stays
+  in the session that launched them even when ``subagents`` is declared: capabilities cannot
+  tell Zed's reading of ``subagents`` from the RFD's, and Zed's source (at the time of writing)
+  reads only an earlier draft of child sessions (``subagent_spawned`` /
+  ``subagent_state_update``), which the v1 schema does not have; the RFD's ``subagent_update``
+  would leave it updates for sessions it never heard of, which it drops.
+- other v1 clients: ``V1Presenter``, with child sessions in the RFD's form
+  (``subagent_update``, ``session_message``) when they declare ``subagents``.
+- JetBrains AIR (``_meta.jetbrains.air`` with ``asyncTasks`` or ``nativeSubagentSessions``):
+  ``AirPresenter`` around the v1 presenter it otherwise gets, adding async tasks and child
+  sessions in the draft form AIR reads.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
+from claude_bg_acp.acp.schema import air_capabilities
 from claude_bg_acp.core.presenting import Presenter
+from claude_bg_acp.presenters.air import ASYNC_TASKS, NATIVE_SUBAGENTS, AirPresenter
 from claude_bg_acp.presenters.v1 import V1Presenter
 from claude_bg_acp.presenters.v2 import V2Presenter
 from claude_bg_acp.presenters.zed import ZedPresenter
@@ -13,8 +32,14 @@ from claude_bg_acp.presenters.zed import ZedPresenter
 def presenter_for(version: int, capabilities: dict[str, Any]) -> Presenter:
     if version >= 2:
         return V2Presenter()
-    subagents = capabilities.get("subagents") is not None
+    air = air_capabilities(capabilities) or frozenset()
     meta = capabilities.get("_meta")
+    plain: V1Presenter
     if isinstance(meta, dict) and meta.get("terminal_output") is True:
-        return ZedPresenter(subagents, "delta" if meta.get("terminal_output_delta") is True else "replace")
-    return V1Presenter(subagents)
+        delta = meta.get("terminal_output_delta") is True
+        plain = ZedPresenter("terminal_output_delta" if delta else "terminal_output")
+    else:
+        plain = V1Presenter(capabilities.get("subagents") is not None)
+    if air & {ASYNC_TASKS, NATIVE_SUBAGENTS}:
+        return AirPresenter(plain, air)
+    return plain

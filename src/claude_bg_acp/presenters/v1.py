@@ -42,6 +42,8 @@ class V1Presenter(BasePresenter):
     def child(self, fact: ChildAnnounced | ChildStateChanged) -> list[ClientEffect]:
         if isinstance(fact, ChildAnnounced):
             return announce_child(fact)
+        if fact.repeat:
+            return []  # v1 keeps no background lists
         return [
             Notify(fact.parent_id, SubagentUpdate(session_id=fact.child_id, state=self.child_state(fact)))
         ]
@@ -66,12 +68,10 @@ def answer(ticket: Ticket, outcome: Outcome) -> ClientEffect:
 def announce_child(fact: ChildAnnounced) -> list[ClientEffect]:
     """The child on its parent (``subagent_update``), then the prompt that launched it."""
     announcement = SubagentUpdate(
-        session_id=fact.child_id,
-        title=fact.title,
-        description=fact.description,
-        capabilities=CANCEL,
-        state={"state": "running"},
+        session_id=fact.child_id, title=fact.title, description=fact.description, state={"state": "running"}
     )
+    if fact.cancellable:
+        announcement.capabilities = CANCEL
     effects: list[ClientEffect] = [Notify(fact.parent_id, announcement)]
     if fact.prompt:
         message = SessionMessage(

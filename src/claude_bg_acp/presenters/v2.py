@@ -7,7 +7,10 @@ which carries the ``background`` list on every snapshot. A background shell is a
 ``terminal_output_chunk``; ``exitStatus``), referenced by the Bash tool call that completes at
 hand-off. Work without a process stays on its tool call, ``in_progress`` (or ``paused``,
 ``pending`` when scheduled) and cancellable until its final status. Every subagent is a child
-session with its own ``state_update``, mirrored on the parent's ``subagent_update``.
+session with its own ``state_update``, mirrored on the parent's ``subagent_update``. A client
+that re-attaches gets each listed item whole: a terminal with its latest output as a snapshot,
+a tool call with its title and status, a child with its state; all cancellable. A replayed
+prompt is a ``user_message``, as it was live.
 """
 
 from __future__ import annotations
@@ -31,15 +34,18 @@ from claude_bg_acp.core.background import (
     TerminalOpened,
     TerminalOutput,
     TerminalReplaced,
+    TerminalRestated,
     Visibility,
     WorkEnded,
     WorkOpened,
+    WorkRestated,
     WorkStatus,
 )
 from claude_bg_acp.core.effects import ClientEffect, Fail, Notify, Reply
 from claude_bg_acp.core.foreground import PromptAnswered, PromptCancelled, PromptInserted, StateReported
+from claude_bg_acp.core.history import PromptRecalled
 from claude_bg_acp.core.schedules import ScheduleEnded
-from claude_bg_acp.core.subagents import ChildAnnounced, ChildStateChanged
+from claude_bg_acp.core.subagents import WORKING, ChildAnnounced, ChildRestated, ChildStateChanged
 from claude_bg_acp.core.tool_uses import ToolCallHandedOff
 from claude_bg_acp.presenters import tool_views
 from claude_bg_acp.presenters.base import CANCEL, BasePresenter, exit_status
@@ -78,6 +84,38 @@ class V2Presenter(BasePresenter):
             return [Fail(fact.ticket, RpcError(REQUEST_CANCELLED, "Prompt cancelled before insertion"))]
         return []  # answered at insertion
 
+    def recalled(self, fact: PromptRecalled) -> list[ClientEffect]:
+        message = UserMessage.model_validate({"messageId": fact.message_id, "content": fact.content})
+        return [Notify(fact.session_id, message)]
+
+    def restate(self, fact: TerminalRestated | WorkRestated | ChildRestated) -> list[ClientEffect]:
+        match fact:
+            case TerminalRestated():
+                output = {"data": base64.b64encode(fact.output).decode("ascii")}
+                terminal = TerminalUpdate(
+                    terminal_id=fact.terminal_id,
+                    command=fact.command,
+                    cwd=fact.cwd,
+                    output=output,
+                    capabilities=CANCEL,
+                )
+                return [Notify(fact.session_id, terminal)]
+            case WorkRestated(name=str(name)):
+                fields = self.call_fields(fact.tool_call_id, name, fact.tool_input)
+            case WorkRestated():
+                fields = {"toolCallId": fact.tool_call_id, "title": fact.title, "kind": "other"}
+            case ChildRestated():
+                child = SubagentUpdate(
+                    session_id=fact.child_id, title=fact.title, state={"state": fact.state.value}
+                )
+                if fact.description is not None:
+                    child.description = fact.description
+                if fact.state in WORKING:
+                    child.capabilities = CANCEL
+                return [Notify(fact.parent_id, child)]
+        call = {"sessionUpdate": "tool_call_update", **fields, "status": fact.status, "capabilities": CANCEL}
+        return [Notify(fact.session_id, ToolCall.model_validate(call))]
+
     def handed_off(self, fact: ToolCallHandedOff) -> list[ClientEffect]:
         text = tool_views.text_content(fact.text)
         fields: dict[str, Any]
@@ -91,7 +129,7 @@ class V2Presenter(BasePresenter):
         else:
             fields = {"status": fact.status, "content": [text], "capabilities": CANCEL}
         update = ToolCall.model_validate(
-            {"sessionUpdate": "tool_call_update", "toolCallId": fact.tool_use_id, **fields}
+            {"sessionUpdate": "tool_call_update", "toolCallId": fact.tool_call_id, **fields}
         )
         return [Notify(fact.session_id, update)]
 
@@ -101,9 +139,9 @@ class V2Presenter(BasePresenter):
         update: TerminalUpdate | TerminalOutputChunk
         match fact:
             case TerminalOpened():
-                update = TerminalUpdate(
-                    terminal_id=fact.terminal_id, command=fact.command, cwd=fact.cwd, capabilities=CANCEL
-                )
+                update = TerminalUpdate(terminal_id=fact.terminal_id, command=fact.command, cwd=fact.cwd)
+                if fact.cancellable:
+                    update.capabilities = CANCEL
             case TerminalOutput():
                 update = TerminalOutputChunk(fact.terminal_id, fact.data)
             case TerminalReplaced():
@@ -142,12 +180,15 @@ class V2Presenter(BasePresenter):
     def child(self, fact: ChildAnnounced | ChildStateChanged) -> list[ClientEffect]:
         if isinstance(fact, ChildAnnounced):
             return [*announce_child(fact), Notify(fact.child_id, StateUpdate(state="running", background=[]))]
+        # One snapshot, on the child and mirrored on its parent (the RFD's two reports of one
+        # state); a repeat (only the list changed) is no new completion: no stop reason.
         state: dict[str, Any] = {"state": fact.state.value}
-        if fact.stop_reason is not None:
+        if fact.stop_reason is not None and not fact.repeat:
             state["stopReason"] = fact.stop_reason
-        if fact.error is not None:
+        if fact.error is not None and not fact.repeat:
             state["error"] = {"code": INTERNAL_ERROR, "message": fact.error}
-        own = StateUpdate.model_validate({**state, "background": []})
+        state["background"] = [listed(entry) for entry in fact.background]
+        own = StateUpdate.model_validate(state)
         return [
             Notify(fact.child_id, own),
             Notify(fact.parent_id, SubagentUpdate(session_id=fact.child_id, state=state)),

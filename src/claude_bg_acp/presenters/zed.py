@@ -1,17 +1,31 @@
-"""v1 clients that read shell output from a tool call's ``_meta`` (the extension Zed speaks).
+"""v1 clients that draw terminals fed through a tool call's ``_meta`` (the extension Zed reads).
 
-v1 has no agent-owned terminals. Clients such as Zed take command output on a tool call's
-``_meta`` instead, when they declare ``clientCapabilities._meta.terminal_output``:
-``terminal_info`` on the tool call names a display terminal, ``terminal_output_delta`` appends
-text to it (``terminal_output`` replaces it, for clients that did not declare
-``terminal_output_delta``), and ``terminal_exit`` ends it with the exit code or signal. Only
-background shells launched by a tool call are shown that way (the output rides on the call).
+v1 has no agent-owned terminals. A client that declares ``clientCapabilities._meta.terminal_output``
+draws display terminals instead, by these rules (Zed's, read from its source):
 
-The extension carries text, so the bytes are decoded incrementally per terminal: a UTF-8
-sequence split across reads stays whole, and bytes that are not UTF-8 show as U+FFFD. Output
-read before the tool call names its terminal (the file is tailed from the task's start, the
-hand-off comes a little later) is kept and sent along with ``terminal_info``. The text kept
-per terminal is bounded to its last ``REPLACE_LIMIT`` characters.
+- a terminal exists once a ``tool_call`` (never a ``tool_call_update``) carries
+  ``_meta.terminal_info {terminal_id}``; it is drawn where a tool call's content holds
+  ``{type: "terminal", terminalId}``, and an update whose content names a terminal the client
+  does not know is rejected whole;
+- ``_meta.terminal_output {terminal_id, data}`` on a ``tool_call_update`` appends text to it
+  (``terminal_output_delta`` instead, for a client that declares that key);
+- ``_meta.terminal_exit {terminal_id, exit_code, signal}`` on a ``tool_call_update`` ends it (the
+  first exit wins); until then the client shows it running.
+
+So every shell tool call (Bash) is a terminal from its first ``tool_call``, with the tool use
+id as the terminal id (it is known long before a task id), and its content stays that terminal
+whatever else changes. A foreground command's output and exit come with its result; a
+background shell's output follows live from its output file, through the hand-off and after
+the prompt's answer, until its exit. Every terminal the client was told of gets its exit.
+
+The extension carries text: a background shell's bytes are decoded incrementally per terminal
+(a UTF-8 sequence split across reads stays whole; bytes that are not UTF-8 show as U+FFFD). A
+client that fell behind cannot be told to replace what it shows: it gets a note that output
+was skipped, then the latest output.
+
+Subagents: Zed declares ``subagents`` but reads only an earlier draft of child sessions
+(``subagent_spawned``, not in the v1 schema), so this kind of client gets subagents' work in
+the session that launched them (``presenters.choice`` says why).
 """
 
 from __future__ import annotations
@@ -20,6 +34,7 @@ import codecs
 from typing import Any, Literal
 
 from claude_bg_acp.acp.updates import ToolCall
+from claude_bg_acp.closing_line import ExitInfo
 from claude_bg_acp.core.background import (
     TerminalExited,
     TerminalOpened,
@@ -28,121 +43,137 @@ from claude_bg_acp.core.background import (
     Visibility,
 )
 from claude_bg_acp.core.effects import ClientEffect, Notify
-from claude_bg_acp.core.tool_uses import ToolCallHandedOff
-from claude_bg_acp.presenters import tool_views
+from claude_bg_acp.core.tool_uses import (
+    ToolCallCut,
+    ToolCallFinished,
+    ToolCallHandedOff,
+    ToolCallRunning,
+    ToolCallStarted,
+)
 from claude_bg_acp.presenters.base import exit_status
 from claude_bg_acp.presenters.v1 import V1Presenter
 
-OutputStyle = Literal["delta", "replace"]
-"""How output is sent: appended (``terminal_output_delta``) or as the whole text so far."""
-REPLACE_LIMIT = 1 << 20
+OutputKey = Literal["terminal_output", "terminal_output_delta"]
+SKIPPED = "\n[... output skipped: the editor fell behind; the latest follows ...]\n"
 
 
 class ZedPresenter(V1Presenter):
-    def __init__(self, subagents: bool, style: OutputStyle) -> None:
-        super().__init__(subagents)
-        self.visibility = Visibility(terminals="with_tool_call", detached_work=False, children=subagents)
-        self.style = style
-        self._decoders: dict[str, codecs.IncrementalDecoder] = {}
-        self._text: dict[str, str] = {}
-        self._unshown: dict[str, str] = {}
+    def __init__(self, output_key: OutputKey) -> None:
+        super().__init__(subagents=False)
+        self.visibility = Visibility(terminals="with_tool_call", detached_work=False, children=False)
+        self.output_key = output_key
+        self._open: dict[str, codecs.IncrementalDecoder] = {}
+        """The terminals not exited yet, by tool call id (also their terminal id), with the
+        decoder of their background shell's bytes."""
+
+    # --- shell tool calls -----------------------------------------------------------------------
+
+    def tool_call(self, fact: ToolCallStarted | ToolCallRunning | ToolCallFinished | ToolCallCut) -> ToolCall:
+        match fact:
+            case ToolCallStarted(shell=True) | ToolCallRunning(shell=True, first=True):
+                announced = fact.tool_call_id in self._open  # its shell's task came first
+                self._open.setdefault(fact.tool_call_id, _decoder())
+                update = super().tool_call(fact)
+                update.content = _drawn(fact.tool_call_id)
+                if not announced:
+                    update.meta = {"terminal_info": {"terminal_id": fact.tool_call_id}}
+                return update
+            case ToolCallFinished() if fact.tool_call_id in self._open:
+                del self._open[fact.tool_call_id]
+                update = super().tool_call(fact)
+                update.content = _drawn(fact.tool_call_id)
+                ended = fact.command
+                output = self._output_meta(fact.tool_call_id, ended.output if ended else "")
+                update.meta = output | _exit_meta(fact.tool_call_id, ended.exit if ended else None)
+                return update
+            case ToolCallCut() if fact.tool_call_id in self._open:
+                del self._open[fact.tool_call_id]
+                update = super().tool_call(fact)
+                update.meta = _exit_meta(fact.tool_call_id, None)
+                return update
+        return super().tool_call(fact)
+
+    def call_fields(self, tool_call_id: str, name: str, tool_input: dict[str, Any]) -> dict[str, Any]:
+        fields = super().call_fields(tool_call_id, name, tool_input)
+        if tool_call_id in self._open:
+            fields["content"] = _drawn(tool_call_id)  # content replaces: the terminal must stay
+        return fields
 
     def handed_off(self, fact: ToolCallHandedOff) -> list[ClientEffect]:
         if fact.terminal_id is None:
             return super().handed_off(fact)
-        update = ToolCall.model_validate(
-            {
-                "sessionUpdate": "tool_call_update",
-                "toolCallId": fact.tool_use_id,
-                "status": "completed",
-                "content": [tool_views.text_content(fact.text)],
-                "_meta": self._info(fact.terminal_id),
-            }
+        # Its shell goes on in the background: the terminal the call draws keeps its output.
+        update = ToolCall(
+            session_update="tool_call_update",
+            tool_call_id=fact.tool_call_id,
+            status="completed",
+            content=_drawn(fact.tool_call_id),
         )
         return [Notify(fact.session_id, update)]
+
+    # --- background shells ----------------------------------------------------------------------
 
     def terminal(
         self, fact: TerminalOpened | TerminalOutput | TerminalReplaced | TerminalExited
     ) -> list[ClientEffect]:
+        call = fact.tool_call_id
         match fact:
-            case TerminalOpened():
-                self._decoders[fact.terminal_id] = codecs.getincrementaldecoder("utf-8")(errors="replace")
-                self._text[fact.terminal_id] = ""
-                self._unshown[fact.terminal_id] = ""
-                return []
-            case TerminalOutput():
-                return self._output(fact.session_id, fact.tool_call_id, fact.terminal_id, fact.data)
-            case TerminalReplaced():
-                return self._replace(fact)
-            case TerminalExited(corrected=True):
-                return []  # the client has its exit already; v1 has no way to amend it
-            case TerminalExited():
-                return self._exited(fact)
+            case TerminalOpened() if call not in self._open:
+                # A shell whose tool call the client was never shown: show it now, as a terminal.
+                self._open[call] = _decoder()
+                created = ToolCall(
+                    session_update="tool_call",
+                    tool_call_id=call,
+                    title=fact.command,
+                    kind="execute",
+                    status="in_progress",
+                    content=_drawn(call),
+                )
+                created.meta = {"terminal_info": {"terminal_id": call}}
+                return [Notify(fact.session_id, created)]
+            case TerminalOutput() if call in self._open:
+                text = self._open[call].decode(fact.data)
+                return self._update(fact.session_id, call, self._output_meta(call, text))
+            case TerminalReplaced() if call in self._open:
+                decoder = self._open[call]
+                decoder.reset()
+                text = SKIPPED + decoder.decode(fact.data)
+                return self._update(fact.session_id, call, self._output_meta(call, text))
+            case TerminalExited(corrected=False) if call in self._open:
+                rest = self._open.pop(call).decode(b"", True)
+                return self._update(
+                    fact.session_id, call, self._output_meta(call, rest) | _exit_meta(call, fact.exit)
+                )
+        return []
 
-    def _info(self, terminal_id: str) -> dict[str, Any]:
-        """The ``_meta`` that makes a tool call show the terminal (with what it printed so far)."""
-        meta: dict[str, Any] = {"terminal_info": {"terminal_id": terminal_id}}
-        early = self._unshown.pop(terminal_id, "")
-        if early:
-            key = "terminal_output_delta" if self.style == "delta" else "terminal_output"
-            meta[key] = {
-                "terminal_id": terminal_id,
-                "data": self._text[terminal_id] if key == "terminal_output" else early,
-            }
-        return meta
+    # --- the _meta keys -------------------------------------------------------------------------
 
-    def _output(
-        self, session_id: str, tool_call_id: str, terminal_id: str, data: bytes, final: bool = False
-    ) -> list[ClientEffect]:
-        decoder = self._decoders.get(terminal_id)
-        if decoder is None:
-            return []
-        text = decoder.decode(data, final)
-        if not text:
-            return []
-        self._text[terminal_id] = (self._text[terminal_id] + text)[-REPLACE_LIMIT:]
-        if terminal_id in self._unshown:
-            self._unshown[terminal_id] = (self._unshown[terminal_id] + text)[-REPLACE_LIMIT:]
-            return []
-        if self.style == "delta":
-            return [_update(session_id, tool_call_id, "terminal_output_delta", terminal_id, data=text)]
-        return [
-            _update(session_id, tool_call_id, "terminal_output", terminal_id, data=self._text[terminal_id])
-        ]
+    def _output_meta(self, terminal_id: str, text: str) -> dict[str, Any]:
+        return {self.output_key: {"terminal_id": terminal_id, "data": text}} if text else {}
 
-    def _replace(self, fact: TerminalReplaced) -> list[ClientEffect]:
-        """The client fell behind: show the latest output instead of everything."""
-        decoder = self._decoders.get(fact.terminal_id)
-        if decoder is None:
+    @staticmethod
+    def _update(session_id: str, tool_call_id: str, meta: dict[str, Any]) -> list[ClientEffect]:
+        if not meta:
             return []
-        decoder.reset()
-        self._text[fact.terminal_id] = decoder.decode(fact.data)[-REPLACE_LIMIT:]
-        text = self._text[fact.terminal_id]
-        return [_update(fact.session_id, fact.tool_call_id, "terminal_output", fact.terminal_id, data=text)]
+        update = ToolCall(session_update="tool_call_update", tool_call_id=tool_call_id)
+        update.meta = meta
+        return [Notify(session_id, update)]
 
-    def _exited(self, fact: TerminalExited) -> list[ClientEffect]:
-        terminal_id = fact.terminal_id
-        effects = self._output(fact.session_id, fact.tool_call_id, terminal_id, b"", final=True)
-        status = exit_status(fact.exit)
-        exit_fields = {
+
+def _decoder() -> codecs.IncrementalDecoder:
+    return codecs.getincrementaldecoder("utf-8")(errors="replace")
+
+
+def _drawn(terminal_id: str) -> list[dict[str, Any]]:
+    return [{"type": "terminal", "terminalId": terminal_id}]
+
+
+def _exit_meta(terminal_id: str, exit: ExitInfo | None) -> dict[str, Any]:
+    status = exit_status(exit)
+    return {
+        "terminal_exit": {
             "terminal_id": terminal_id,
             "exit_code": status.get("exitCode"),
             "signal": status.get("signal"),
         }
-        # A shell that ended before its hand-off is shown, with its output, as it ends.
-        meta = self._info(terminal_id) if terminal_id in self._unshown else {}
-        meta["terminal_exit"] = exit_fields
-        self._decoders.pop(terminal_id, None)
-        self._text.pop(terminal_id, None)
-        update = ToolCall.model_validate(
-            {"sessionUpdate": "tool_call_update", "toolCallId": fact.tool_call_id, "_meta": meta}
-        )
-        return [*effects, Notify(fact.session_id, update)]
-
-
-def _update(session_id: str, tool_call_id: str, key: str, terminal_id: str, **fields: Any) -> Notify:
-    meta = {key: {"terminal_id": terminal_id, **fields}}
-    update = ToolCall.model_validate(
-        {"sessionUpdate": "tool_call_update", "toolCallId": tool_call_id, "_meta": meta}
-    )
-    return Notify(session_id, update)
+    }

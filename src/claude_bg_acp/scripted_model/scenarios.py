@@ -8,9 +8,11 @@ number of CLI processes can share one server.
 
 A conversation picks its scenario with a ``[scenario:NAME]`` marker in its user text; a
 subagent's prompt carries the marker too, plus ``[subagent:TAG]`` so its requests are told
-apart from the parent's. Ids are hashes of (scenario, conversation, step, index): stable
-across runs, and unrelated to each other, because CLI 2.1.332 merges the results of two tool
-uses whose ids differ only by a ``_<digits>`` suffix.
+apart from the parent's, and ``[launch:STEP]`` names the parent's turn that launched it. Ids are
+hashes of (scenario, conversation, step, index): stable across runs, distinct for every
+response (two subagents launched by different turns are different conversations), and
+unrelated to each other, because CLI 2.1.332 merges the results of two tool uses whose ids
+differ only by a ``_<digits>`` suffix.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ DEFAULT_SCENARIO = "text"
 
 MARKER = re.compile(r"\[scenario:([A-Za-z0-9_\-]+)\]")
 SUBAGENT_MARKER = re.compile(r"\[subagent:([A-Za-z0-9_\-]+)\]")
+LAUNCH_MARKER = re.compile(r"\[launch:(\d+)\]")
 NOTIFICATION_TAG = "<task-notification>"
 
 StopReason = Literal["end_turn", "tool_use", "max_tokens"]
@@ -126,7 +129,12 @@ class Turn:
 
     @property
     def conversation(self) -> str:
-        return f"sub-{self.subagent_tag}" if self.is_subagent else "main"
+        """``main``, or the subagent's tag and the step of its parent that launched it (two
+        subagents with one tag, launched by different turns, are two conversations)."""
+        if not self.is_subagent:
+            return "main"
+        launch = LAUNCH_MARKER.search(self.first_user_text)
+        return f"sub-{self.subagent_tag}" + (f"-{launch.group(1)}" if launch else "")
 
     @property
     def pending_user_blocks(self) -> list[Any]:
@@ -312,18 +320,23 @@ def _bash(command: str, description: str, background: bool = False) -> Call:
 
 STARTED = "Started the background work; I will report back when it finishes."
 ACK = "BG_DONE_ACK: saw the background task notification."
+DELEGATED = "The subagent is working in the background; I will report back."
+REPORTED = "finished its work"
+"""The end of a subagent's report: ``subagent TAG finished its work``."""
 
 
 def _tool_then_text(
     calls: Callable[[Turn], list[Call]],
     after: str,
     after_delay: float = 0.0,
+    ack_delay: float = 0.0,
 ) -> Scenario:
-    """Launch tools, say ``after`` once their results are in, acknowledge notifications."""
+    """Launch tools, say ``after`` once their results are in, acknowledge notifications (after
+    ``ack_delay`` seconds: a follow-up turn held open)."""
 
     def scenario(turn: Turn) -> Reply:
         if turn.is_notification:
-            return _say(turn, ACK)
+            return _say(turn, ACK, delay=ack_delay)
         if turn.has_tool_result:
             return _say(turn, after, delay=after_delay)
         return _use(turn, *calls(turn))
@@ -356,12 +369,50 @@ def max_tokens(turn: Turn) -> Reply:
 
 fg_bash = _tool_then_text(_fixed(_bash("echo hello-fg", "say hello")), "The command printed hello-fg.")
 
+fg_failed = _tool_then_text(
+    _fixed(_bash("echo out-line; echo err-line >&2; exit 3", "fail in the foreground")),
+    "The command failed.",
+)
+
+# A foreground command that keeps its turn open, for faults that must strike mid-turn.
+fg_long = _tool_then_text(
+    _fixed(_bash("for i in $(seq 1 600); do echo waiting-$i; sleep 0.2; done", "a long foreground wait")),
+    "The wait is over.",
+)
+
+# A tool input nested deeper than any encoder of the agent's takes (300 levels).
+deep_input = _tool_then_text(
+    _fixed(
+        (
+            "Bash",
+            {
+                "command": "echo deep",
+                "description": "deep input",
+                "deep": json.loads("[" * 300 + "]" * 300),
+            },
+        )
+    ),
+    "The input was deep.",
+)
+
 permission = _tool_then_text(
     _fixed(_bash("touch perm-test.txt", "create a file")), "Tried to create perm-test.txt."
 )
 
 bg_completed = _tool_then_text(
     _fixed(_bash("echo hello-from-bg; sleep 2; echo bg-finished", "background job", True)), STARTED
+)
+
+# A quick shell (it ends after the turn that started it) whose follow-up answer is held back,
+# so that a client can stop that turn.
+bg_slow_follow_up = _tool_then_text(
+    _fixed(_bash("sleep 1; echo quick-job-done", "quick background job", True)), STARTED, ack_delay=8.0
+)
+
+# Forty lines over about two seconds: a client must see them arrive while the shell runs.
+bg_lines = _tool_then_text(
+    _fixed(_bash("for i in $(seq 1 40); do echo line-$i; sleep 0.05; done", "forty lines", True)),
+    STARTED,
 )
 
 bg_failed_exit3 = _tool_then_text(
@@ -422,7 +473,7 @@ monitor = _tool_then_text(_monitor_calls, "Watching the ticks.")
 
 
 def _agent_call(turn: Turn, tag: str, description: str) -> Call:
-    prompt = f"[scenario:{turn.scenario}] [subagent:{tag}] Do the small job and report."
+    prompt = f"[scenario:{turn.scenario}] [subagent:{tag}] [launch:{turn.step}] Do the small job and report."
     return turn.agent_tool_name(), {
         "description": description,
         "prompt": prompt,
@@ -441,7 +492,7 @@ def _subagent(command: Call, done_delay: float, stagger: float = 0.0) -> Scenari
     def scenario(turn: Turn) -> Reply:
         offset = stagger * _tag_rank(turn.subagent_tag)
         if turn.has_tool_result:
-            text = f"subagent {turn.subagent_tag} finished its work"
+            text = f"subagent {turn.subagent_tag} {REPORTED}"
             return _say(turn, text, delay=done_delay + offset)
         return _use(turn, command, delay=offset)
 
@@ -458,7 +509,7 @@ SUBAGENT_TAGS = ("one", "two", "three")
 def _agent_scenario(tags: list[tuple[str, str]], sub: Scenario, after_delay: float = 0.0) -> Scenario:
     parent = _tool_then_text(
         lambda turn: [_agent_call(turn, tag, desc) for tag, desc in tags],
-        "The subagent is working in the background; I will report back.",
+        DELEGATED,
         after_delay,
     )
 
@@ -479,6 +530,14 @@ agent_bg = _agent_scenario(
 agent_two = _agent_scenario(
     [("one", "first helper"), ("two", "second helper")],
     _subagent(_bash("echo from-subagent", "subagent echo"), done_delay=0.5, stagger=0.4),
+)
+
+# The subagent's own work is a background shell: it is the child's terminal, not the root's.
+agent_shell = _agent_scenario(
+    [("one", "helper with a shell")],
+    _subagent(
+        _bash("echo child-shell-one; sleep 1; echo child-shell-two", "child shell", True), done_delay=2.5
+    ),
 )
 
 agent_permission = _agent_scenario(
@@ -512,8 +571,12 @@ SCENARIOS: dict[str, Scenario] = {
     "text": text,
     "thinking": thinking,
     "fg_bash": fg_bash,
+    "fg_failed": fg_failed,
+    "fg_long": fg_long,
+    "deep_input": deep_input,
     "permission": permission,
     "bg_completed": bg_completed,
+    "bg_lines": bg_lines,
     "bg_failed_exit3": bg_failed_exit3,
     "bg_long": bg_long,
     "two_shells": two_shells,
@@ -523,6 +586,8 @@ SCENARIOS: dict[str, Scenario] = {
     "agent_bg": agent_bg,
     "agent_two": agent_two,
     "agent_permission": agent_permission,
+    "agent_shell": agent_shell,
+    "bg_slow_follow_up": bg_slow_follow_up,
     "max_tokens": max_tokens,
     "bg_from_prompt": bg_from_prompt,
 }

@@ -1,0 +1,227 @@
+"""A stored conversation replayed as the facts a live session reports (``session/load``, and
+``session/resume`` with replay).
+
+Theory of operation. Claude Code keeps a conversation's messages in its transcript, and each
+subagent's beside it; of the work that ran in the background it keeps only traces: the tool
+result that handed the work off, the ``<task-notification>`` it wrote when the work ended, and
+the shell's output file while it lasts. Replaying runs the messages through the parts a live
+session uses (a ``Transcript`` per session, ``ToolUses``, ``Subagents``) into the same facts, in
+the order they happened, which the session's presenter renders as it renders live ones. Only
+what history cannot say differs:
+
+- a background shell is a terminal that has ended: opened, what is left of its output, and its
+  exit (the file's closing line, else the notification; unknown when neither says); work
+  without a process is a tool call with the status its notification gives;
+- a child is announced without controls (``cancel`` belongs to live children), its own
+  messages follow, and it ends as its notification says, or idle with no stop reason when
+  nothing does (it is not running: the Claude Code that ran it is gone); its first message
+  is the prompt its announcement carries;
+- a tool call with no result ended with its turn (cut);
+- what still runs in this process (a client re-attaching) is left to the live session: its
+  terminals are not opened, its tool calls and children not ended; the session core restates
+  them after the replay.
+
+Claude Code's own messages (task notifications, local command output, interruption markers,
+compaction summaries) are not shown as the user's; a prompt keeps the id it is stored under,
+which is the ``messageId`` it had live. With children hidden from the client, a subagent's
+messages show in the session that launched it, as they did live.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from claude_agent_sdk import AssistantMessage, UserMessage
+
+from claude_bg_acp.claude import conventions
+from claude_bg_acp.core.background import (
+    TerminalExited,
+    TerminalOpened,
+    TerminalOutput,
+    exit_of,
+)
+from claude_bg_acp.core.events import StoredChild, StoredConversation, StoredMessage
+from claude_bg_acp.core.prompts import from_claude_content
+from claude_bg_acp.core.subagents import ChildAnnounced, ChildFact, Subagents
+from claude_bg_acp.core.tasks import EndStatus, Phase, Task
+from claude_bg_acp.core.tool_uses import (
+    ToolCallCut,
+    ToolCallFinished,
+    ToolCallHandedOff,
+    ToolCallRunning,
+    ToolUse,
+    ToolUses,
+)
+from claude_bg_acp.core.transcript import MessageChunk, ToolInput, ToolResulted, Transcript, TranscriptFact
+
+NOTE_STATUSES: dict[str, EndStatus] = {
+    "completed": "completed",
+    "failed": "failed",
+    "killed": "killed",
+    "stopped": "stopped",
+}
+"""The end statuses a task notification names."""
+
+
+@dataclass(frozen=True)
+class PromptRecalled:
+    """A prompt of the stored conversation, under the id it is stored with."""
+
+    session_id: str
+    message_id: str
+    content: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Live:
+    """What of the session runs in this process now, left to the live session."""
+
+    tasks: frozenset[str] = frozenset()
+    tool_uses: frozenset[str] = frozenset()
+    children: frozenset[str] = frozenset()
+
+
+HistoryFact = (
+    PromptRecalled
+    | MessageChunk
+    | ToolCallRunning
+    | ToolCallFinished
+    | ToolCallCut
+    | ToolCallHandedOff
+    | TerminalOpened
+    | TerminalOutput
+    | TerminalExited
+    | ChildFact
+)
+
+
+class History:
+    def __init__(self, root_id: str, cwd: str, children_shown: bool, live: Live) -> None:
+        self.root_id = root_id
+        self.cwd = cwd
+        self.children_shown = children_shown
+        self.live = live
+        self.tool_uses = ToolUses()
+        self.subagents = Subagents(root_id)
+        self.ended: dict[str, Task] = {}
+        self.conversation = StoredConversation([], [], {})
+        self._children: dict[str, StoredChild] = {}
+
+    def replay(self, conversation: StoredConversation) -> list[HistoryFact]:
+        self.conversation = conversation
+        self._children = {child.tool_use_id: child for child in conversation.children}
+        stored = conversation.messages + [m for child in conversation.children for m in child.messages]
+        for message in stored:
+            if isinstance(message.message, UserMessage) and isinstance(message.content, str):
+                for note in conventions.task_notes(message.content):
+                    self.ended[note.task_id] = _ended_task(note)
+        return self._messages(self.root_id, conversation.messages, child=False) + self._cut()
+
+    def _messages(self, session_id: str, messages: list[StoredMessage], child: bool) -> list[HistoryFact]:
+        """One session's messages; a child's first prompt came with its announcement."""
+        transcript = Transcript(session_id)
+        prompted = not child
+        facts: list[HistoryFact] = []
+        for stored in messages:
+            message = stored.message
+            if isinstance(message, AssistantMessage):
+                for fact in transcript.assistant(message):
+                    facts += self._assistant(session_id, fact)
+            elif isinstance(message, UserMessage):
+                results = [r for r in transcript.tool_results(message) if isinstance(r, ToolResulted)]
+                for result in results:
+                    facts += self._result(session_id, result)
+                prompt = None if results else _prompt(stored.content)
+                if prompt is not None and prompted:
+                    facts.append(PromptRecalled(session_id, stored.uuid, prompt))
+                prompted = prompted or prompt is not None
+        return facts
+
+    def _assistant(self, session_id: str, fact: TranscriptFact) -> list[HistoryFact]:
+        if isinstance(fact, MessageChunk):
+            return [fact]
+        if not isinstance(fact, ToolInput):
+            return []
+        facts: list[HistoryFact] = []
+        facts += self.tool_uses.input_known(
+            session_id, fact.tool_use_id, fact.name, fact.tool_input, None, fact.message
+        )
+        child = self._children.get(fact.tool_use_id)
+        use = self.tool_uses.get(fact.tool_use_id)
+        if child is not None and use is not None:
+            facts += self._child(child, use)
+        return facts
+
+    def _child(self, child: StoredChild, tool: ToolUse) -> list[HistoryFact]:
+        if not self.children_shown:
+            return self._messages(self.root_id, child.messages, child=True)
+        task = self.ended.get(child.agent_id) or Task(child.agent_id, "local_agent")
+        task.tool_use_id = child.tool_use_id
+        announced = self.subagents.announce(task, tool)
+        if announced is None:
+            return []  # its parent is not known: never guessed
+        facts: list[HistoryFact] = [
+            replace(fact, cancellable=False) if isinstance(fact, ChildAnnounced) else fact
+            for fact in announced
+        ]
+        facts += self._messages(child.agent_id, child.messages, child=True)
+        if child.agent_id not in self.live.children:
+            facts += self.subagents.ended(task)
+        return facts
+
+    def _result(self, session_id: str, result: ToolResulted) -> list[HistoryFact]:
+        use = self.tool_uses.get(result.tool_use_id)
+        if use is None or use.final:
+            return []
+        handed = conventions.hand_off(result.text)
+        if handed is None:
+            return list(self.tool_uses.result(use, result.is_error, result.text, result.raw))
+        self.tool_uses.finish(use.call_id)
+        task = self.ended.get(handed.task_id)
+        live = handed.task_id in self.live.tasks
+        if not use.shell:
+            if live:
+                return [ToolCallHandedOff(session_id, use.call_id, result.text, None, "in_progress")]
+            summary = f"\n\n{task.summary}" if task is not None and task.summary else ""
+            failed = task is not None and task.end_status == "failed"
+            return [ToolCallFinished(session_id, use.call_id, failed, result.text + summary, result.raw)]
+        handoff = ToolCallHandedOff(session_id, use.call_id, result.text, handed.task_id, "in_progress")
+        if live:
+            return [handoff]
+        return self._ended_terminal(session_id, use, handed.task_id, task, handoff)
+
+    def _ended_terminal(
+        self, session_id: str, use: ToolUse, task_id: str, task: Task | None, handoff: ToolCallHandedOff
+    ) -> list[HistoryFact]:
+        command = use.tool_input.get("command")
+        opened = TerminalOpened(session_id, task_id, use.call_id, str(command or ""), self.cwd, False)
+        output = self.conversation.outputs.get(task_id)
+        facts: list[HistoryFact] = [opened]
+        if output is not None and output.data:
+            facts.append(TerminalOutput(session_id, task_id, use.call_id, output.data))
+        exit = exit_of(task, output.exit if output is not None else None)
+        return [*facts, handoff, TerminalExited(session_id, task_id, use.call_id, exit)]
+
+    def _cut(self) -> list[HistoryFact]:
+        """Tool calls that never got a result ended with their turn, unless they still run."""
+        return list(self.tool_uses.cut_all(failed=False, keep=self.live.tool_uses))
+
+
+def _ended_task(note: conventions.TaskNote) -> Task:
+    task = Task(note.task_id, tool_use_id=note.tool_use_id, summary=note.summary, phase=Phase.ENDED)
+    task.status = NOTE_STATUSES.get(note.status or "", task.status)
+    return task
+
+
+def _prompt(content: Any) -> list[dict[str, Any]] | None:
+    """What the user sent, or None for a message Claude Code wrote itself."""
+    blocks = from_claude_content(content) if isinstance(content, (str, list)) else []
+    if not blocks:
+        return None
+    if blocks[0]["type"] == "text":
+        said = conventions.user_text(blocks[0]["text"])
+        if said is None:
+            return None
+        blocks[0] = {"type": "text", "text": said}
+    return blocks

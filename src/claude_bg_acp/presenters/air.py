@@ -1,0 +1,150 @@
+"""JetBrains AIR: a v1 client that follows background work as async tasks, and subagents in the
+draft form.
+
+AIR declares what it reads in ``clientCapabilities._meta.jetbrains.air`` (see
+``acp.schema.air_capabilities``). Everything else it reads as the v1 client it also is (with
+Zed's terminal extension when it declares that too), so this presenter wraps that one and adds:
+
+- ``asyncTasks``: every background task that is not a subagent (shells, monitors, workflows)
+  is also an async task. ``async_task_spawned`` names it by its task id, with a name and
+  description (the launching tool's description), its ``taskType`` (``shell``, ``monitor``,
+  ``workflow``, ``task``, else Claude Code's own type), ``canStop`` (every task can be
+  stopped), the launching tool call and Claude Code's output file when known;
+  ``showInTranscript`` is false when a tool call already shows the task.
+  ``async_task_progress`` carries what became known later (the tool call, the output file),
+  ``async_task_state_update`` the state: ``running`` / ``paused``, and once at the end
+  ``completed``, ``failed`` or ``stopped`` with Claude Code's summary. The tool call that
+  launched a task is marked ``_meta.jetbrains.air.asyncTasks.backgrounded`` when it
+  completes, so the client shows it handed its work on. ``_session/async_task/stop`` is a
+  stop by task id (``core.background``); its answer is ``{stopped}``.
+- ``nativeSubagentSessions``: subagents are child sessions in the draft form
+  (``draft_subagents``), without a cancel.
+
+These updates are not in the ACP schema; no other client is sent them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from claude_bg_acp.acp.updates import (
+    AsyncTaskProgress,
+    AsyncTaskSpawned,
+    AsyncTaskStateUpdate,
+    SessionUpdate,
+    TerminalOutputChunk,
+)
+from claude_bg_acp.core.background import TaskEnded, TaskOpened, TaskProgressed, TaskStateChanged, Visibility
+from claude_bg_acp.core.effects import ClientEffect, Notify
+from claude_bg_acp.core.presenting import Fact
+from claude_bg_acp.core.subagents import ChildAnnounced, ChildStateChanged
+from claude_bg_acp.core.tool_uses import ToolCallFinished, ToolCallHandedOff
+from claude_bg_acp.presenters.draft_subagents import DraftSubagents
+from claude_bg_acp.presenters.v1 import V1Presenter
+
+ASYNC_TASKS, NATIVE_SUBAGENTS = "asyncTasks", "nativeSubagentSessions"
+AIR_VERSION = 1
+TASK_TYPES = {
+    "local_bash": "shell",
+    "local_workflow": "workflow",
+    "local_monitor": "monitor",
+    "mcp": "monitor",
+}
+MONITOR_TOOLS = ("Monitor",)
+
+
+class AirPresenter:
+    def __init__(self, plain: V1Presenter, capabilities: frozenset[str]) -> None:
+        """``plain``: the presenter of the v1 client AIR otherwise is (it must expose children
+        when AIR declares native subagent sessions)."""
+        self.plain = plain
+        self.async_tasks = ASYNC_TASKS in capabilities
+        self.subagents = DraftSubagents(cancel=False) if NATIVE_SUBAGENTS in capabilities else None
+        self._backgrounded: set[str] = set()
+        """Tool calls that launched an async task."""
+
+    @property
+    def visibility(self) -> Visibility:
+        # Native subagent sessions are child sessions whatever the client it otherwise is.
+        return replace(
+            self.plain.visibility, children=self.plain.visibility.children or self.subagents is not None
+        )
+
+    @property
+    def holds_turns(self) -> bool:
+        return self.plain.holds_turns
+
+    def render(self, fact: Fact) -> list[ClientEffect]:
+        effects: list[ClientEffect]
+        match fact:
+            case TaskOpened() | TaskProgressed() | TaskStateChanged() | TaskEnded():
+                effects = self._task(fact) if self.async_tasks else []
+            case ChildAnnounced() | ChildStateChanged() if self.subagents is not None:
+                effects = self.subagents.render(fact)
+            case ToolCallFinished() | ToolCallHandedOff() if fact.tool_call_id in self._backgrounded:
+                effects = [_backgrounded(effect) for effect in self.plain.render(fact)]
+            case _:
+                effects = self.plain.render(fact)
+        return self.subagents.stamp(effects) if self.subagents is not None else effects
+
+    def permission_request(
+        self, session_id: str, tool_call_id: str, tool_name: str, tool_input: dict[str, Any]
+    ) -> dict[str, Any]:
+        return self.plain.permission_request(session_id, tool_call_id, tool_name, tool_input)
+
+    def _task(self, fact: TaskOpened | TaskProgressed | TaskStateChanged | TaskEnded) -> list[ClientEffect]:
+        update: SessionUpdate
+        match fact:
+            case TaskOpened():
+                if fact.tool_call_id is not None:
+                    self._backgrounded.add(fact.tool_call_id)
+                update = AsyncTaskSpawned.model_validate(
+                    _present(
+                        asyncTaskId=fact.task_id,
+                        name=fact.description or "Background task",
+                        taskType=_task_type(fact),
+                        description=fact.description or "Background task",
+                        showInTranscript=fact.tool_call_id is None,
+                        canStop=True,
+                        toolCallId=fact.tool_call_id,
+                        outputFilePath=fact.output_file,
+                    )
+                )
+            case TaskProgressed():
+                update = AsyncTaskProgress.model_validate(
+                    _present(
+                        asyncTaskId=fact.task_id,
+                        toolCallId=fact.tool_call_id,
+                        outputFilePath=fact.output_file,
+                    )
+                )
+            case TaskStateChanged():
+                update = AsyncTaskStateUpdate(async_task_id=fact.task_id, state=fact.state)
+            case TaskEnded():
+                update = AsyncTaskStateUpdate.model_validate(
+                    _present(asyncTaskId=fact.task_id, state=fact.end, summary=fact.summary)
+                )
+        return [Notify(fact.session_id, update)]
+
+
+def _task_type(fact: TaskOpened) -> str:
+    if fact.tool_name in MONITOR_TOOLS:
+        return "monitor"  # Claude Code runs a Monitor as a local_bash task
+    if fact.task_type is None:
+        return "task"
+    return TASK_TYPES.get(fact.task_type, fact.task_type)
+
+
+def _present(**fields: Any) -> dict[str, Any]:
+    """The fields that have a value (an optional field is left out, never sent as null)."""
+    return {name: value for name, value in fields.items() if value is not None}
+
+
+def _backgrounded(effect: ClientEffect) -> ClientEffect:
+    """Mark the tool call that launched an async task: its work goes on in the background."""
+    if not isinstance(effect, Notify) or isinstance(effect.update, TerminalOutputChunk):
+        return effect  # (a terminal's output is never the launching tool call)
+    meta = dict(effect.update.meta or {})
+    meta["jetbrains"] = {"air": {"version": AIR_VERSION, "asyncTasks": {"backgrounded": True}}}
+    return Notify(effect.session_id, effect.update.model_copy(update={"meta": meta}))

@@ -1,0 +1,332 @@
+"""JetBrains AIR: who is AIR, the async tasks and the stop by task id through the core, the draft
+subagent form, and the agent's side (its ``initialize`` answer, and who may send the stop).
+
+Core tests use hand-built frames in the recorded shapes (``tests.support.frames``) through
+``CoreDriver``; the recorded scenarios go through the replay goldens (client kind ``air``) and
+the live tests (``test_live_air``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from claude_bg_acp.acp.schema import air_capabilities
+from claude_bg_acp.core import events as ev
+from claude_bg_acp.core.effects import Effect, Notify, Reply, StopTask
+from claude_bg_acp.presenters.air import AirPresenter
+from claude_bg_acp.presenters.choice import presenter_for
+from claude_bg_acp.presenters.v1 import V1Presenter
+from claude_bg_acp.presenters.v2 import V2Presenter
+from claude_bg_acp.presenters.zed import ZedPresenter
+from tests.support import air
+from tests.support.driver import CoreDriver, as_jsonrpc
+from tests.support.frames import (
+    agent_launch,
+    level_entry,
+    result,
+    shell_launch,
+    shell_launched,
+    task_notification,
+    task_progress,
+    task_started,
+    task_updated,
+    tasks_changed,
+    tool_use,
+)
+from tests.support.rules import check_updates
+from tests.support.schema import validate_transcript
+from tests.support.stdio_agent import StdioAgent
+
+BOTH = (air.ASYNC_TASKS, air.NATIVE_SUBAGENTS)
+
+
+def declaration(value: Any) -> dict[str, Any]:
+    return {"_meta": {"jetbrains": {"air": value}}}
+
+
+@pytest.mark.parametrize(
+    ("capabilities", "declared"),
+    [
+        (declaration({"version": 1, "capabilities": ["asyncTasks", 7]}), {"asyncTasks"}),
+        (declaration({"version": 3, "capabilities": []}), set()),
+        (declaration({"version": 0, "capabilities": ["asyncTasks"]}), None),
+        (declaration({"version": "1", "capabilities": ["asyncTasks"]}), None),
+        (declaration({"version": True, "capabilities": ["asyncTasks"]}), None),
+        (declaration({"version": 1.5, "capabilities": ["asyncTasks"]}), None),
+        (declaration({"version": 1, "capabilities": "asyncTasks"}), None),
+        (declaration({"version": 1}), None),
+        (declaration(["asyncTasks"]), None),
+        ({"_meta": {"jetbrains": {}}}, None),
+        ({}, None),
+    ],
+)
+def test_air_declares_an_integer_version_and_a_list(capabilities: dict[str, Any], declared: Any) -> None:
+    assert air_capabilities(capabilities) == (None if declared is None else frozenset(declared))
+
+
+def test_the_presenter_of_an_air_client_wraps_the_v1_client_it_also_is() -> None:
+    assert type(presenter_for(1, air.air_capabilities("diffPatch"))) is V1Presenter
+    assert type(presenter_for(2, air.air_capabilities(*BOTH))) is V2Presenter
+    plain = presenter_for(1, air.air_capabilities(air.ASYNC_TASKS))
+    assert isinstance(plain, AirPresenter) and type(plain.plain) is V1Presenter
+    assert not plain.visibility.children
+    zed_capabilities = air.air_capabilities(*BOTH)
+    zed_capabilities["_meta"]["terminal_output"] = True
+    zed_like = presenter_for(1, zed_capabilities)
+    assert isinstance(zed_like, AirPresenter) and type(zed_like.plain) is ZedPresenter
+    assert zed_like.visibility.children and zed_like.holds_turns
+
+
+# --- async tasks ---------------------------------------------------------------------------------
+
+
+def updates(effects: list[Effect]) -> list[dict[str, Any]]:
+    return [e.update.wire() for e in effects if isinstance(e, Notify)]
+
+
+def of_kind(effects: list[Effect], kind: str) -> list[dict[str, Any]]:
+    return [u for u in updates(effects) if u["sessionUpdate"] == kind]
+
+
+def clean(d: CoreDriver) -> None:
+    """Every message validates (AIR's own against its contract), and the rules hold."""
+    agent_lines, client_lines = as_jsonrpc(d.effects, d.requests)
+    assert not validate_transcript(agent_lines, client_lines, 1, air=True)
+    check_updates(((e.session_id, e.update.wire()) for e in d.effects if isinstance(e, Notify)), 1)
+
+
+def air_driver(*capabilities: str) -> CoreDriver:
+    d = CoreDriver(1, air.air_capabilities(*capabilities), session_id="root", tasks_root="/tmp/tasks")
+    d.prompt("go")
+    return d
+
+
+def launch_shell(d: CoreDriver) -> list[Effect]:
+    return d.frames(
+        shell_launch("toolu_sh", "sleep 600", "sleepy"),
+        tasks_changed([level_entry("bash01", "run01", "local_bash", "sleepy")]),
+        task_started("bash01", "run01", "sleepy", "local_bash", "toolu_sh", True),
+        shell_launched("toolu_sh", "bash01"),
+    )
+
+
+def answer(effects: list[Effect], ticket: int) -> dict[str, Any]:
+    (reply,) = [e for e in effects if isinstance(e, Reply) and e.ticket == ticket]
+    return reply.result
+
+
+def test_a_shell_is_spawned_with_its_tool_call_then_its_output_file() -> None:
+    d = air_driver(air.ASYNC_TASKS)
+    effects = launch_shell(d)
+    (spawned,) = of_kind(effects, "async_task_spawned")
+    assert spawned == {
+        "sessionUpdate": "async_task_spawned",
+        "asyncTaskId": "bash01",
+        "name": "sleepy",
+        "taskType": "shell",
+        "description": "sleepy",
+        "showInTranscript": False,
+        "canStop": True,
+        "toolCallId": "toolu_sh",
+    }
+    # Claude Code names the output file in its tool result: that is when the client learns it.
+    (progress,) = of_kind(effects, "async_task_progress")
+    assert progress["outputFilePath"].endswith("/bash01.output") and set(progress) == {
+        "sessionUpdate",
+        "asyncTaskId",
+        "outputFilePath",
+    }
+    call = [u for u in updates(effects) if u.get("toolCallId") == "toolu_sh"][-1]
+    assert call["status"] == "completed"
+    assert call["_meta"] == {"jetbrains": {"air": {"version": 1, "asyncTasks": {"backgrounded": True}}}}
+    ended = d.frames(task_updated("bash01", "run01", "failed"))
+    assert of_kind(ended, "async_task_state_update") == [
+        {"sessionUpdate": "async_task_state_update", "asyncTaskId": "bash01", "state": "failed"}
+    ]
+    clean(d)
+
+
+def test_the_stop_by_task_id_answers_whether_it_sent_a_stop() -> None:
+    d = air_driver(*BOTH)
+    launch_shell(d)
+    d.frames(
+        agent_launch("toolu_agent"),
+        tasks_changed(
+            [
+                level_entry("bash01", "run01", "local_bash", "sleepy"),
+                level_entry("agent01", "run01", "local_agent", "background helper"),
+            ]
+        ),
+        task_started(
+            "agent01", "run01", "background helper", "local_agent", "toolu_agent", True, "general-purpose"
+        ),
+    )
+    assert answer(d.stop_task("nope")[1], d.ticket() - 1) == {"stopped": False}
+    ticket, effects = d.stop_task("agent01")
+    assert answer(effects, ticket) == {"stopped": False}, "a subagent is no async task"
+    assert not [e for e in effects if isinstance(e, StopTask)]
+    ticket, effects = d.stop_task("bash01")
+    assert answer(effects, ticket) == {"stopped": True}
+    assert StopTask("bash01") in effects
+    # The answer goes out before the stop is confirmed; the confirmation ends the task.
+    assert not of_kind(effects, "async_task_state_update")
+    ticket, effects = d.stop_task("bash01")
+    assert answer(effects, ticket) == {"stopped": False}, "being stopped already"
+    ended = d.frames(
+        task_updated("bash01", "run01", "killed"),
+        task_notification("bash01", "run01", "stopped", tool_use_id="toolu_sh"),
+    )
+    assert [u["state"] for u in of_kind(ended, "async_task_state_update")] == ["stopped"]
+    ticket, effects = d.stop_task("bash01")
+    assert answer(effects, ticket) == {"stopped": False}, "finished"
+    clean(d)
+
+
+def test_a_stop_nobody_confirms_ends_the_task_stopped() -> None:
+    d = air_driver(air.ASYNC_TASKS)
+    launch_shell(d)
+    d.stop_task("bash01")
+    ended = d.advance(60.0)
+    assert [u["state"] for u in of_kind(ended, "async_task_state_update")] == ["stopped"]
+    clean(d)
+
+
+def test_a_paused_workflow_reports_paused_then_running() -> None:
+    d = air_driver(air.ASYNC_TASKS)
+    opened = d.frames(
+        tool_use("toolu_wf", "Workflow", {"name": "build"}),
+        task_started("wf01", "run01", "build all", "local_workflow", "toolu_wf", True),
+    )
+    assert of_kind(opened, "async_task_spawned")[0]["taskType"] == "workflow"
+    paused = d.frames(task_updated("wf01", "run01", "paused"))
+    resumed = d.frames(task_updated("wf01", "run01", "running"), task_updated("wf01", "run01", "running"))
+    assert [u["state"] for u in of_kind(paused + resumed, "async_task_state_update")] == ["paused", "running"]
+    done = d.frames(task_notification("wf01", "run01", "completed", summary="built"))
+    assert of_kind(done, "async_task_state_update")[-1] == {
+        "sessionUpdate": "async_task_state_update",
+        "asyncTaskId": "wf01",
+        "state": "completed",
+        "summary": "built",
+    }
+    clean(d)
+
+
+def test_a_task_no_tool_call_showed_is_in_the_transcript_until_its_tool_call_is_known() -> None:
+    d = air_driver(air.ASYNC_TASKS)
+    d.frames(tasks_changed([level_entry("mcp01", "run01", "mcp_task", "watch the queue")]))
+    (spawned,) = of_kind(d.advance(1.0), "async_task_spawned")
+    assert spawned["showInTranscript"] is True and "toolCallId" not in spawned
+    assert spawned["taskType"] == "mcp_task"
+    later = d.frames(task_progress("mcp01", "run01", "watch the queue", tool_use_id="toolu_mcp"))
+    assert of_kind(later, "async_task_progress") == [
+        {"sessionUpdate": "async_task_progress", "asyncTaskId": "mcp01", "toolCallId": "toolu_mcp"}
+    ]
+    clean(d)
+
+
+def test_without_async_tasks_an_air_client_gets_none() -> None:
+    d = air_driver(air.NATIVE_SUBAGENTS)
+    effects = launch_shell(d)
+    assert not [u for u in updates(effects) if u["sessionUpdate"].startswith("async_task")]
+    assert "_meta" not in [u for u in updates(effects) if u.get("toolCallId") == "toolu_sh"][-1]
+
+
+# --- the draft subagent form ----------------------------------------------------------------------
+
+
+def spawn_child(d: CoreDriver) -> list[Effect]:
+    return d.frames(
+        agent_launch("toolu_agent", prompt="Do the small job."),
+        tasks_changed([level_entry("agent01", "run01", "local_agent", "background helper")]),
+        task_started(
+            "agent01", "run01", "background helper", "local_agent", "toolu_agent", True, "general-purpose"
+        ),
+        tool_use(
+            "toolu_child_sh", "Bash", {"command": "echo hi", "description": "say hi"}, parent="toolu_agent"
+        ),
+    )
+
+
+def test_a_child_is_spawned_on_its_parent_and_its_updates_are_stamped() -> None:
+    d = air_driver(air.NATIVE_SUBAGENTS)
+    effects = spawn_child(d)
+    notes = [(e.session_id, e.update.wire()) for e in effects if isinstance(e, Notify)]
+    spawned = [(s, u) for s, u in notes if u["sessionUpdate"] == "subagent_spawned"]
+    assert spawned == [
+        (
+            "root",
+            {
+                "sessionUpdate": "subagent_spawned",
+                "subagentSessionId": "agent01",
+                "name": "background helper",
+                "task": "Do the small job.",
+                "prompt": "Do the small job.",
+                "capabilities": {},
+            },
+        )
+    ]
+    child = [u for s, u in notes if s == "agent01"]
+    assert child and all(u["_meta"] == {"claudeCode": {"parentToolUseId": "toolu_agent"}} for u in child)
+    assert not [u for s, u in notes if s == "root" and "_meta" in u]
+    failed = d.frames(task_updated("agent01", "run01", "failed"))
+    assert of_kind(failed, "subagent_state_update") == [
+        {"sessionUpdate": "subagent_state_update", "subagentSessionId": "agent01", "state": "failed"}
+    ]
+    clean(d)
+
+
+def test_a_child_claude_code_lost_is_disconnected() -> None:
+    d = air_driver(air.NATIVE_SUBAGENTS)
+    spawn_child(d)
+    lost = d.handle(ev.ClaudeDied("Claude Code exited", fatal=False))
+    assert [u["state"] for u in of_kind(lost, "subagent_state_update")] == ["disconnected"]
+    clean(d)
+
+
+def test_a_resumed_child_is_spawned_again() -> None:
+    d = air_driver(air.NATIVE_SUBAGENTS)
+    first = of_kind(spawn_child(d), "subagent_spawned")
+    d.frames(task_updated("agent01", "run01", "completed"), result())
+    again = d.frames(
+        task_started("agent01", "run02", "background helper", "local_agent", "toolu_agent", True)
+    )
+    assert of_kind(again, "subagent_spawned") == first
+
+
+# --- the agent ------------------------------------------------------------------------------------
+
+
+def initialize(agent: StdioAgent, capabilities: dict[str, Any]) -> dict[str, Any]:
+    params = {
+        "protocolVersion": 1,
+        "clientCapabilities": capabilities,
+        "clientInfo": {"name": "t", "version": "1"},
+    }
+    return agent.call(1, "initialize", params)["result"]
+
+
+STOP = {"sessionId": "no-such-session", "asyncTaskId": "bash01"}
+
+
+def test_the_agent_tells_air_what_it_implements(offline: dict[str, str]) -> None:
+    agent = StdioAgent(env=offline)
+    result = initialize(agent, air.air_capabilities(air.ASYNC_TASKS))
+    assert result["_meta"] == {"jetbrains": {"air": {"version": 1, "capabilities": list(BOTH)}}}
+    assert agent.call(2, "_session/async_task/stop", STOP)["error"]["code"] == -32002
+    blank = {"sessionId": "no-such-session", "asyncTaskId": ""}
+    assert agent.call(3, "_session/async_task/stop", blank)["error"]["code"] == -32602
+    assert agent.close() == 0
+    assert not validate_transcript(agent.lines, agent.sent, 1)
+
+
+@pytest.mark.parametrize(
+    "capabilities", [{}, air.air_capabilities(air.NATIVE_SUBAGENTS), declaration({"version": 0})]
+)
+def test_other_clients_have_no_stop_by_task_id(offline: dict[str, str], capabilities: dict[str, Any]) -> None:
+    agent = StdioAgent(env=offline)
+    result = initialize(agent, capabilities)
+    assert ("_meta" in result) == (air_capabilities(capabilities) is not None)
+    assert agent.call(2, "_session/async_task/stop", STOP)["error"]["code"] == -32601
+    assert agent.close() == 0

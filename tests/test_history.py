@@ -1,0 +1,260 @@
+"""A stored conversation replayed through the core (``session/load``, ``session/resume``), and a
+client re-attaching to a live one.
+
+The conversation is a real one: ``scripts/record_sdk_events.py conversation`` ran the CLI
+through three turns (a background shell that finished, a thought, a background subagent) and
+kept what Claude Code stored; ``stored_conversation`` reads it back with the SDK's readers, as
+the agent does. Its replay is compared with a golden file per client kind (``UPDATE_GOLDEN=1``
+rewrites them), validated against the schema, and held to the background rules.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+import pytest
+
+from claude_bg_acp.acp.jsonrpc import RpcError
+from claude_bg_acp.claude import conventions
+from claude_bg_acp.core import events as ev
+from claude_bg_acp.core.background import RESTATE_LIMIT
+from claude_bg_acp.core.effects import Effect, Notify, ReadTitle
+from claude_bg_acp.core.prompts import from_claude_content, to_claude_content
+from tests.support.driver import (
+    CLIENTS,
+    FIXTURES,
+    RECORDED_SESSION,
+    CoreDriver,
+    assert_golden,
+    check_transcript,
+    effect_json,
+    load_frames,
+    stored_conversation,
+)
+from tests.support.frames import result, text
+
+RECORDING = "conversation"
+SHELL = "bash01"
+CHILD = "agent01"
+
+
+@pytest.fixture(scope="module")
+def conversation(tmp_path_factory: pytest.TempPathFactory) -> ev.StoredConversation:
+    return stored_conversation(load_frames(RECORDING), tmp_path_factory.mktemp("config"))
+
+
+def recalled(client: str, conversation: ev.StoredConversation) -> tuple[CoreDriver, list[Effect]]:
+    """A client of this kind loads the session in a new process: the replay, then the state."""
+    driver = CoreDriver.for_client(client, session_id=RECORDED_SESSION)
+    effects = driver.recall(conversation) + driver.resync()
+    check_transcript(driver, effects, client)
+    return driver, effects
+
+
+def updates(effects: list[Effect], session_id: str = RECORDED_SESSION) -> list[dict[str, Any]]:
+    return [e.update.wire() for e in effects if isinstance(e, Notify) and e.session_id == session_id]
+
+
+@pytest.mark.parametrize("client", list(CLIENTS))
+def test_replay_matches_golden(client: str, conversation: ev.StoredConversation) -> None:
+    _, effects = recalled(client, conversation)
+    golden = FIXTURES / "golden" / "recalled" / f"{RECORDING}.{client}.jsonl"
+    assert_golden(golden, [effect_json(e, RECORDED_SESSION) for e in effects])
+
+
+def test_v2_replay_shows_the_ended_shell_the_child_and_no_live_work(
+    conversation: ev.StoredConversation,
+) -> None:
+    _, effects = recalled("v2", conversation)
+    root = updates(effects)
+    users = [u for u in root if u["sessionUpdate"] == "user_message"]
+    assert [u["content"][0]["text"] for u in users] == [
+        "[scenario:bg_completed] Run a background job.",
+        "[scenario:thinking] Think, then answer.",
+        "[scenario:agent_bg] Start a background helper.",
+    ], "Claude Code's task notifications are not the user's messages"
+    stored_ids = {m.uuid for m in conversation.messages}
+    assert all(u["messageId"] in stored_ids for u in users), "prompts keep the ids they are stored under"
+    terminal = [u for u in root if u["sessionUpdate"] in ("terminal_update", "terminal_output_chunk")]
+    assert terminal[0] == {
+        "sessionUpdate": "terminal_update",
+        "terminalId": SHELL,
+        "command": "echo hello-from-bg; sleep 2; echo bg-finished",
+        "cwd": "/tmp/claude-bg-acp/work",
+    }, "no cancel for a shell of the past"
+    assert base64.b64decode(terminal[1]["data"]) == b"hello-from-bg\nbg-finished\n"
+    assert terminal[2]["exitStatus"] == {"exitCode": 0, "signal": None}
+    assert any(u["sessionUpdate"] == "agent_thought_chunk" for u in root)
+    (announced, ended) = [u for u in root if u["sessionUpdate"] == "subagent_update"]
+    assert announced["sessionId"] == CHILD and "capabilities" not in announced
+    assert ended["state"] == {"state": "idle", "stopReason": "end_turn", "background": []}
+    child = updates(effects, CHILD)
+    assert [u["sessionUpdate"] for u in child][:2] == ["session_message", "state_update"]
+    assert "subagent one finished its work" in json.dumps(child)
+    assert root[-1] == {"sessionUpdate": "state_update", "state": "idle", "background": []}
+
+
+def test_without_child_sessions_a_subagents_work_shows_in_its_parent(
+    conversation: ev.StoredConversation,
+) -> None:
+    _, effects = recalled("v1", conversation)
+    assert {e.session_id for e in effects if isinstance(e, Notify)} == {RECORDED_SESSION}
+    root = updates(effects)
+    assert not [u for u in root if u["sessionUpdate"] == "subagent_update"]
+    assert "subagent one finished its work" in json.dumps(root)
+    assert "[subagent:one] Do the small job" not in json.dumps(
+        [u for u in root if "user" in u["sessionUpdate"]]
+    )
+
+
+def test_a_recall_leaves_live_work_to_the_live_session(conversation: ev.StoredConversation) -> None:
+    """The client re-attaches while the shell of the first turn still runs: the replay does not
+    end it, and the current state restates it with its output so far, cancellable, then lists it."""
+    frames = load_frames(RECORDING)
+    first_result = next(
+        i for i, f in enumerate(frames) if f["dir"] == "in" and f["msg"].get("type") == "result"
+    )
+    driver = CoreDriver.for_client("v2", session_id=RECORDED_SESSION)
+    driver.replay(frames[: first_result + 1])
+    driver.output(SHELL, b"hello-from-bg\n")
+    replayed = driver.recall(conversation)
+    assert not [u for u in updates(replayed) if u.get("terminalId") == SHELL], (
+        "a live terminal is not replayed"
+    )
+    handoff = next(
+        u for u in updates(replayed) if u.get("content") and u["content"][0].get("terminalId") == SHELL
+    )
+    assert handoff["status"] == "completed"
+    restated = updates(driver.resync())
+    assert restated == [
+        {
+            "sessionUpdate": "terminal_update",
+            "terminalId": SHELL,
+            "command": "echo hello-from-bg; sleep 2; echo bg-finished",
+            "cwd": "/tmp/claude-bg-acp/work",
+            "output": {"data": base64.b64encode(b"hello-from-bg\n").decode()},
+            "capabilities": {"cancel": {}},
+        },
+        {
+            "sessionUpdate": "state_update",
+            "state": "idle",
+            "background": [{"type": "terminal", "terminalId": SHELL}],
+        },
+    ]
+
+
+def test_a_restated_terminal_shows_its_latest_output() -> None:
+    frames = load_frames(RECORDING)
+    first_result = next(
+        i for i, f in enumerate(frames) if f["dir"] == "in" and f["msg"].get("type") == "result"
+    )
+    driver = CoreDriver.for_client("v2", session_id=RECORDED_SESSION)
+    driver.replay(frames[: first_result + 1])
+    for index in range(40):
+        driver.output(SHELL, bytes([65 + index % 26]) * 16384)
+    (terminal, _) = updates(driver.resync())
+    shown = base64.b64decode(terminal["output"]["data"])
+    assert len(shown) == RESTATE_LIMIT and shown.endswith(bytes([65 + 39 % 26]) * 16384)
+
+
+def test_the_title_goes_out_when_claude_code_names_the_conversation() -> None:
+    driver = CoreDriver(2, session_id="titled")
+    driver.prompt("hello")
+    effects = driver.frames(text("hi"), result())
+    assert ReadTitle() in effects, "an AI title may have been written: look"
+    assert updates(driver.handle(ev.TitleRead(None, None)), "titled") == []
+    named = driver.handle(ev.TitleRead("Greeting", "2026-12-01T00:00:00.000Z"))
+    assert updates(named, "titled") == [
+        {"sessionUpdate": "session_info_update", "title": "Greeting", "updatedAt": "2026-12-01T00:00:00.000Z"}
+    ]
+    assert updates(driver.handle(ev.TitleRead("Greeting", "2026-12-01T00:00:01.000Z")), "titled") == []
+    driver.prompt("again")
+    assert ReadTitle() not in driver.frames(text("hi"), result()), "named: only a rename is looked for"
+    renamed = {
+        "type": "system",
+        "subtype": "session_title_changed",
+        "title": "New",
+        "uuid": "u",
+        "session_id": "s",
+    }
+    assert driver.frame(renamed) == [ReadTitle()]
+
+
+def test_clear_is_refused_before_anything_changes() -> None:
+    driver = CoreDriver(1, session_id="kept")
+    with pytest.raises(RpcError) as refused:
+        driver.prompt("  /clear")
+    assert refused.value.code == -32602 and driver.effects == []
+    driver.prompt("/clearly not a command")
+    assert driver.effects, "only the command itself is refused"
+
+
+def test_claude_codes_own_messages_are_told_from_the_users() -> None:
+    assert conventions.user_text("Fix the parser") == "Fix the parser"
+    echo = (
+        "<command-message>hello</command-message>\n<command-name>/hello</command-name>\n"
+        "<command-args>Bob</command-args>"
+    )
+    assert conventions.user_text(echo) == "/hello Bob"
+    for own in (
+        "<task-notification>\n<task-id>x</task-id>",
+        "[Request interrupted by user]",
+        "<local-command-stdout>x",
+    ):
+        assert conventions.user_text(own) is None
+    (note,) = conventions.task_notes(
+        "<task-notification>\n<task-id>b1</task-id>\n<tool-use-id>toolu_1</tool-use-id>\n"
+        "<status>failed</status>\n<summary>failed with exit code 3</summary>\n</task-notification>"
+    )
+    assert note == conventions.TaskNote("b1", "toolu_1", "failed", "failed with exit code 3")
+
+
+def test_a_stored_prompt_comes_back_as_it_was_sent() -> None:
+    sent = [
+        {"type": "text", "text": "Look at this"},
+        {"type": "image", "data": "aGk=", "mimeType": "image/png"},
+        {"type": "resource", "resource": {"uri": "file:///a.py", "text": "print(1)\n"}},
+    ]
+    assert from_claude_content(to_claude_content(sent)) == sent
+
+
+def live_after_first_turn(recording: str) -> CoreDriver:
+    """A v2 session that ran the recording up to its first turn's end: its work still runs."""
+    frames = load_frames(recording)
+    first_result = next(
+        i for i, f in enumerate(frames) if f["dir"] == "in" and f["msg"].get("type") == "result"
+    )
+    driver = CoreDriver.for_client("v2", session_id=RECORDED_SESSION)
+    driver.replay(frames[: first_result + 1])
+    return driver
+
+
+def test_a_listed_tool_call_is_restated_whole_and_cancellable() -> None:
+    driver = live_after_first_turn("monitor")
+    restated = updates(driver.resync())
+    call, state = restated
+    assert call["sessionUpdate"] == "tool_call_update" and call["status"] == "in_progress"
+    assert call["title"].startswith("Monitor") and call["rawInput"]["description"] == "tick watcher"
+    assert call["capabilities"] == {"cancel": {}}
+    assert state["background"] == [{"type": "tool_call", "toolCallId": call["toolCallId"]}]
+
+
+def test_a_listed_child_is_introduced_then_its_state_follows() -> None:
+    driver = live_after_first_turn("agent_bg")
+    effects = driver.resync()
+    root = updates(effects)
+    intro, mirrored, state = root
+    assert intro == {
+        "sessionUpdate": "subagent_update",
+        "sessionId": "agent01",
+        "title": "general-purpose",
+        "description": "background helper",
+        "capabilities": {"cancel": {}},
+        "state": {"state": "running"},
+    }
+    assert mirrored["state"]["state"] == "running"
+    assert updates(effects, "agent01")[0]["sessionUpdate"] == "state_update"
+    assert state["background"] == [{"type": "subagent", "sessionId": "agent01"}]
+    check_transcript(driver, driver.effects, "v2")

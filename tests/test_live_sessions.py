@@ -1,0 +1,406 @@
+"""Sessions that outlive the agent, end to end: list, load, resume, fork, delete and titles.
+
+Two agent processes share one Claude Code config directory (the ``live`` fixture's), as two
+editor sessions on one machine do: the first runs a conversation with the real CLI against the
+scripted model, the second finds it, replays it and continues it. The official ACP client
+drives both (``drive.mjs``), every message is validated against the schema and the background
+rules, which forget a session when the client loads or resumes it (as the client must).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from claude_agent_sdk import ClaudeAgentOptions, ResultMessage, query
+
+from claude_bg_acp.scripted_model import env_overrides
+from tests.conftest import LiveModel
+from tests.conftest import run_live as run
+from tests.support.acp_client import ClientRun
+from tests.support.processes import processes_with
+from tests.support.schema import validate_transcript
+from tests.support.stdio_agent import StdioAgent
+
+pytestmark = pytest.mark.live
+
+LONG_SHELL = [
+    {"op": "prompt", "text": "[scenario:bg_long] Run a long job."},
+    {"op": "waitIdle", "match": {"stopReason": "end_turn"}},
+]
+"""A turn that leaves a shell printing a line every 0.2 s for a minute."""
+FIRST_PROMPT = "[scenario:fg_bash] Run echo in the foreground."
+FIRST_ANSWER = "The command printed hello-fg."
+
+
+def first_conversation(live: LiveModel, workdir: Path, client: str) -> str:
+    """The first agent process: one prompt with a tool call; its session id."""
+    first = run(live, workdir, client, [{"op": "prompt", "text": FIRST_PROMPT}, {"op": "waitIdle"}])
+    return first.session_id()
+
+
+REOPENING = ("session/load", "session/resume")
+
+
+def sent_before_answer(run: ClientRun, nth: int = 0) -> list[dict[str, Any]]:
+    """The ``session/update`` params the agent wrote between the client's ``nth`` load or resume
+    request and its answer (the client reads them in that window)."""
+    requests = [
+        (line, t)
+        for line, t in zip(run.client_lines, run.client_line_times, strict=True)
+        if line.get("method") in REOPENING
+    ]
+    request, sent_at = requests[nth]
+    window: list[dict[str, Any]] = []
+    for line, t in zip(run.agent_lines, run.agent_line_times, strict=True):
+        if "method" not in line and line.get("id") == request["id"]:
+            assert "result" in line, line
+            return window
+        if t >= sent_at and line.get("method") == "session/update":
+            window.append(line["params"])
+    raise AssertionError(f"no answer to {request}")
+
+
+def carries_first_conversation(live: LiveModel) -> None:
+    """The model request of the next prompt has the earlier prompt and answer in it."""
+    messages = json.dumps(live.model.messages_requests()[-1].body["messages"])
+    assert "Run echo in the foreground." in messages and FIRST_ANSWER in messages
+    assert "hello-fg" in messages, "the earlier tool result is part of the conversation"
+
+
+def test_a_second_agent_lists_loads_and_continues_the_first_ones_session(
+    live: LiveModel, workdir: Path
+) -> None:
+    session_id = first_conversation(live, workdir, "v1")
+    second = run(
+        live,
+        workdir,
+        "v1",
+        [
+            {"op": "listSessions", "id": "list", "cwd": str(workdir)},
+            {"op": "loadSession", "id": "load", "sessionId": session_id},
+            {"op": "prompt", "text": "[scenario:text] And now?"},
+        ],
+        autoSession=False,
+    )
+    (listed,) = second.response("list")["sessions"]
+    assert listed["sessionId"] == session_id and listed["cwd"] == str(workdir)
+    assert listed["title"] == FIRST_PROMPT and listed["updatedAt"].endswith("Z")
+    replayed = sent_before_answer(second)
+    assert {params["sessionId"] for params in replayed} == {session_id}
+    updates = [params["update"] for params in replayed]
+    kinds = [u["sessionUpdate"] for u in updates]
+    assert kinds == ["user_message_chunk", "tool_call", "tool_call_update", "agent_message_chunk"]
+    assert updates[0]["content"] == {"type": "text", "text": FIRST_PROMPT}
+    assert updates[1]["title"] == "echo hello-fg" and updates[1]["rawInput"]["command"] == "echo hello-fg"
+    assert updates[2]["status"] == "completed" and "hello-fg" in json.dumps(updates[2]["content"])
+    assert updates[3]["content"]["text"] == FIRST_ANSWER
+    assert second.response("load")["result"]["modes"]["currentModeId"] == "default"
+    assert second.prompt_responses()[-1]["result"]["stopReason"] == "end_turn"
+    carries_first_conversation(live)
+
+
+def claude_in_a_terminal(live: LiveModel, workdir: Path, prompt: str, resume: str | None = None) -> str:
+    """Claude Code run the way a terminal user runs it (one prompt, ``claude -p``, through the
+    SDK's one-shot ``query``), resuming ``resume`` if given: the session id it went on with."""
+
+    async def one_prompt() -> str:
+        options = ClaudeAgentOptions(cwd=str(workdir), env=env_overrides(live.env), resume=resume)
+        session_id = ""
+        async for message in query(prompt=prompt, options=options):
+            if isinstance(message, ResultMessage):
+                session_id = message.session_id
+        return session_id
+
+    return anyio.run(one_prompt)
+
+
+def test_one_id_for_the_editor_and_the_terminal(live: LiveModel, workdir: Path) -> None:
+    """What the editor started, ``claude --resume <id>`` continues; what the terminal started,
+    the editor lists and loads."""
+    session_id = first_conversation(live, workdir, "v2")
+    assert (
+        claude_in_a_terminal(live, workdir, "[scenario:text] Back in the terminal.", session_id) == session_id
+    )
+    carries_first_conversation(live)
+    started = claude_in_a_terminal(live, workdir, "[scenario:text] Started in the terminal.")
+    second = run(
+        live,
+        workdir,
+        "v1",
+        [
+            {"op": "listSessions", "id": "list", "cwd": str(workdir)},
+            {"op": "loadSession", "sessionId": started},
+            {"op": "loadSession", "sessionId": session_id},
+        ],
+        autoSession=False,
+    )
+    assert {s["sessionId"] for s in second.response("list")["sessions"]} == {session_id, started}
+    assert "Started in the terminal." in json.dumps(sent_before_answer(second, 0))
+    both = json.dumps(sent_before_answer(second, 1))
+    assert FIRST_ANSWER in both and "Back in the terminal." in both
+
+
+def test_v2_resume_with_replay_from_the_start_continues_the_session(live: LiveModel, workdir: Path) -> None:
+    session_id = first_conversation(live, workdir, "v2")
+    second = run(
+        live,
+        workdir,
+        "v2",
+        [
+            {"op": "listSessions", "id": "list"},
+            {"op": "resumeSession", "id": "resume", "sessionId": session_id, "replayFrom": {"type": "start"}},
+            {"op": "prompt", "text": "[scenario:text] And now?"},
+            {"op": "waitIdle", "match": {"stopReason": "end_turn"}},
+        ],
+        autoSession=False,
+    )
+    assert [s["sessionId"] for s in second.response("list")["sessions"]] == [session_id]
+    replayed = [params["update"] for params in sent_before_answer(second)]
+    assert {params["sessionId"] for params in sent_before_answer(second)} == {session_id}
+    kinds = [u["sessionUpdate"] for u in replayed]
+    assert kinds == [
+        "user_message",
+        "tool_call_update",
+        "tool_call_update",
+        "agent_message_chunk",
+        "state_update",
+    ]
+    assert replayed[0]["content"] == [{"type": "text", "text": FIRST_PROMPT}]
+    assert replayed[2]["status"] == "completed"
+    assert replayed[3]["content"]["text"] == FIRST_ANSWER
+    assert replayed[-1] == {"sessionUpdate": "state_update", "state": "idle", "background": []}
+    carries_first_conversation(live)
+
+
+def test_a_replayed_prompt_has_the_message_id_it_had_live(live: LiveModel, workdir: Path) -> None:
+    first = run(live, workdir, "v2", [{"op": "prompt", "id": "p", "text": FIRST_PROMPT}, {"op": "waitIdle"}])
+    live_id = first.response("p")["result"]["messageId"]
+    second = run(
+        live,
+        workdir,
+        "v2",
+        [
+            {
+                "op": "resumeSession",
+                "id": "r",
+                "sessionId": first.session_id(),
+                "replayFrom": {"type": "start"},
+            }
+        ],
+        autoSession=False,
+    )
+    replayed = [params["update"] for params in sent_before_answer(second)]
+    (message,) = [u for u in replayed if u["sessionUpdate"] == "user_message"]
+    assert message["messageId"] == live_id
+
+
+def test_v2_resume_without_replay_sends_only_the_current_state(live: LiveModel, workdir: Path) -> None:
+    session_id = first_conversation(live, workdir, "v2")
+    second = run(
+        live,
+        workdir,
+        "v2",
+        [
+            {"op": "resumeSession", "id": "resume", "sessionId": session_id},
+            {
+                "op": "resumeSession",
+                "id": "later",
+                "sessionId": session_id,
+                "replayFrom": {"type": "later"},
+                "expectError": -32602,
+            },
+        ],
+        autoSession=False,
+    )
+    replayed = [params["update"] for params in sent_before_answer(second)]
+    assert replayed == [{"sessionUpdate": "state_update", "state": "idle", "background": []}]
+
+
+def test_resuming_a_live_session_restates_its_running_shell_first(live: LiveModel, workdir: Path) -> None:
+    """A v2 client re-attaches to a session of this process while a background shell runs: a
+    current terminal_update (command, cwd, output so far, cancel) comes before the state_update
+    that lists it, then the shell goes on; no second Claude Code is started."""
+    run_ = run(
+        live,
+        workdir,
+        "v2-unstable",
+        [
+            *LONG_SHELL,
+            {"op": "waitForTerminalBytes", "contains": "line-3"},
+            {"op": "resumeSession", "id": "resume", "sessionId": "$session:main"},
+            {"op": "waitForTerminalBytes", "contains": "line-12"},
+            {"op": "cancelTerminal", "force": True},
+            {"op": "waitBackground", "empty": True},
+        ],
+    )
+    (terminal_id,) = run_.terminal_ids
+    # Live output may come in between: the shell prints all the while.
+    restated = [
+        params["update"]
+        for params in sent_before_answer(run_)
+        if params["update"]["sessionUpdate"] != "terminal_output_chunk"
+    ]
+    assert [u["sessionUpdate"] for u in restated] == ["terminal_update", "state_update"]
+    terminal, state = restated
+    assert terminal["terminalId"] == terminal_id and terminal["cwd"] == str(workdir)
+    assert terminal["command"].startswith("for i in $(seq 1 300)")
+    assert terminal["capabilities"] == {"cancel": {}} and "exitStatus" not in terminal
+    shown = base64.b64decode(terminal["output"]["data"])
+    assert shown.startswith(b"line-1\nline-2\nline-3")
+    assert state["background"] == [{"type": "terminal", "terminalId": terminal_id}]
+    # It keeps running after the resume: later lines arrive, until it is cancelled.
+    assert b"line-12" in run_.terminal_bytes(terminal_id)
+    assert run_.terminal_info(terminal_id)["exitStatus"]["signal"] == "SIGKILL"
+    assert run_.response("resume")["result"] == {}
+
+
+def test_loading_a_session_open_in_this_process_starts_no_second_claude_code(
+    live: LiveModel, workdir: Path
+) -> None:
+    agent = StdioAgent(env=live.env)
+    agent.call(0, "initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+    session_id = agent.call(1, "session/new", {"cwd": str(workdir), "mcpServers": []})["result"]["sessionId"]
+    prompt = {"sessionId": session_id, "prompt": [{"type": "text", "text": FIRST_PROMPT}]}
+    assert agent.call(2, "session/prompt", prompt, timeout=60)["result"]["stopReason"] == "end_turn"
+    marker = "CLAUDE_CODE_TMPDIR=" + live.env["CLAUDE_CODE_TMPDIR"]
+    before = [pid for pid, cmd in processes_with(marker).items() if "_bundled/claude" in cmd]
+    first = len(agent.lines)
+    loaded = agent.call(3, "session/load", {"sessionId": session_id, "cwd": str(workdir), "mcpServers": []})
+    assert "modes" in loaded["result"]
+    replayed = [m["params"]["update"]["sessionUpdate"] for m in agent.lines[first:] if m.get("method")]
+    assert replayed == ["user_message_chunk", "tool_call", "tool_call_update", "agent_message_chunk"]
+    after = [pid for pid, cmd in processes_with(marker).items() if "_bundled/claude" in cmd]
+    assert len(before) == 1 and after == before
+    prompt["prompt"] = [{"type": "text", "text": "[scenario:text] Still there?"}]
+    assert agent.call(4, "session/prompt", prompt, timeout=60)["result"]["stopReason"] == "end_turn"
+    assert agent.close() == 0
+
+
+def test_a_fork_starts_with_no_background_work_and_the_history(live: LiveModel, workdir: Path) -> None:
+    run_ = run(
+        live,
+        workdir,
+        "v2-unstable",
+        [
+            *LONG_SHELL,
+            {"op": "waitBackground", "contains": {"type": "terminal"}},
+            {"op": "forkSession", "id": "fork", "sessionId": "$session:main", "name": "fork"},
+            {"op": "prompt", "session": "fork", "text": "[scenario:text] What did we do?"},
+            {"op": "waitIdle", "session": "fork", "match": {"stopReason": "end_turn"}},
+            {"op": "listSessions", "id": "list", "cwd": str(workdir)},
+            {"op": "cancelTerminal", "session": "main"},
+            {"op": "waitBackground", "session": "main", "empty": True},
+        ],
+    )
+    fork_id = run_.session_id("fork")
+    assert fork_id != run_.session_id()
+    fork_states = run_.state_updates("fork")
+    assert fork_states[0] == {"sessionUpdate": "state_update", "state": "idle", "background": []}
+    assert all(u["background"] == [] for u in fork_states)
+    assert run_.updates_for_session_id(fork_id, "terminal_update") == []
+    titles = {s["sessionId"]: s.get("title") for s in run_.response("list")["sessions"]}
+    assert titles[fork_id].endswith("(fork)") and set(titles) == {fork_id, run_.session_id()}
+    messages = json.dumps(live.model.messages_requests()[-1].body["messages"])
+    assert "Run a long job." in messages and "What did we do?" in messages
+
+
+def test_a_rename_becomes_the_title(live: LiveModel, workdir: Path) -> None:
+    run_ = run(
+        live,
+        workdir,
+        "v2",
+        [
+            {"op": "prompt", "text": "/rename Parser refactor"},
+            {"op": "waitFor", "update": "session_info_update", "match": {"title": "Parser refactor"}},
+            {"op": "waitIdle"},
+            {"op": "listSessions", "id": "list"},
+        ],
+    )
+    (info,) = run_.updates("session_info_update")
+    assert info["updatedAt"].endswith("Z")
+    assert [s["title"] for s in run_.response("list")["sessions"]] == ["Parser refactor"]
+
+
+def test_v1_resume_replays_nothing_and_delete_removes_the_stored_session(
+    live: LiveModel, workdir: Path
+) -> None:
+    session_id = first_conversation(live, workdir, "v1")
+    second = run(
+        live,
+        workdir,
+        "v1",
+        [
+            {"op": "resumeSession", "id": "resume", "sessionId": session_id},
+            {
+                "op": "request",
+                "id": "delete",
+                "method": "session/delete",
+                "params": {"sessionId": session_id},
+            },
+            {"op": "listSessions", "id": "list", "cwd": str(workdir)},
+            {"op": "loadSession", "id": "load", "sessionId": session_id, "expectError": -32002},
+        ],
+        autoSession=False,
+    )
+    assert sent_before_answer(second) == [], "v1 resume is without replay (and has no state)"
+    assert second.response("resume")["result"]["modes"]["currentModeId"] == "default"
+    assert second.response("delete")["result"] == {}
+    assert second.response("list")["sessions"] == []
+    assert session_id in second.response("load")["error"]["message"]
+
+
+def test_a_damaged_conversation_fails_clearly_and_spares_the_others(live: LiveModel, workdir: Path) -> None:
+    """Copies of a real transcript, damaged in the ways a file can be: the ones with nothing
+    left to go on with are refused with the reason (before or when Claude Code tries), one cut
+    in its last line is replayed as far as it reads; the session that was open stays usable."""
+    agent = StdioAgent(env=live.env)
+    agent.call(0, "initialize", {"protocolVersion": 2, "info": {"name": "damage", "version": "1"}})
+    session_id = agent.call(1, "session/new", {"cwd": str(workdir), "mcpServers": []})["result"]["sessionId"]
+    prompt = {"sessionId": session_id, "prompt": [{"type": "text", "text": FIRST_PROMPT}]}
+    agent.call(2, "session/prompt", prompt)
+    agent.next_message(lambda m: m.get("params", {}).get("update", {}).get("state") == "idle", timeout=60)
+    (transcript,) = Path(live.env["CLAUDE_CONFIG_DIR"]).glob(f"projects/*/{session_id}.jsonl")
+    text = transcript.read_text()
+
+    def copy(content: str) -> str:
+        new_id = str(uuid.uuid4())
+        (transcript.parent / f"{new_id}.jsonl").write_text(content.replace(session_id, new_id))
+        return new_id
+
+    def resume(request_id: int, target: str, **extra: Any) -> dict[str, Any]:
+        return agent.call(request_id, "session/resume", {"sessionId": target, "cwd": str(workdir), **extra})
+
+    garbage = copy("not json at all\n{\n")
+    failed = resume(3, garbage)["error"]
+    assert failed["code"] == -32603 and "holds no conversation" in failed["message"], failed
+    cut_early = copy(text[:40])
+    assert resume(4, cut_early)["error"]["code"] == -32603
+    # A title and a cwd, but no message: the SDK finds a session, Claude Code none to resume.
+    record = {"type": "custom-title", "customTitle": "Only a title", "cwd": str(workdir), "sessionId": "x"}
+    untitled = copy(json.dumps(record) + "\n")
+    failed = resume(5, untitled)["error"]
+    assert failed["code"] == -32603 and "Claude Code cannot resume" in failed["message"], failed
+    cut_late = copy(text[: text.rindex('"type":"assistant"')])
+    first = len(agent.lines)
+    assert resume(6, cut_late, replayFrom={"type": "start"})["result"] == {}
+    replayed = [m["params"]["update"] for m in agent.lines[first:] if m.get("method") == "session/update"]
+    assert replayed[0]["content"] == [{"type": "text", "text": FIRST_PROMPT}]
+    assert FIRST_ANSWER not in json.dumps(replayed), "the cut answer is not made up"
+    unknown = str(uuid.uuid4())
+    assert resume(7, unknown)["error"] == {
+        "code": -32002,
+        "message": f"Unknown session {unknown}",
+        "data": {"sessionId": unknown},
+    }
+    assert resume(8, session_id, cwd="/")["error"]["code"] == -32602
+    prompt["prompt"] = [{"type": "text", "text": "[scenario:text] Still fine?"}]
+    agent.call(9, "session/prompt", prompt)
+    agent.next_message(lambda m: m.get("params", {}).get("update", {}).get("state") == "idle", timeout=60)
+    assert agent.close() == 0
+    assert not validate_transcript(agent.lines, agent.sent, 2)
