@@ -1,19 +1,24 @@
-"""Startup benchmark: how soon a freshly spawned ``claude-bg-acp`` answers an editor.
+"""Startup benchmark: how soon a freshly spawned ``claude-bg-acp`` answers, and says its first word.
 
 Spawns the installed console script (``claude-bg-acp`` next to ``sys.executable``) N times for
-each protocol version (v1 and v2 ``initialize`` requests, alternating), and measures on one
-monotonic clock:
+each protocol version (v1 and v2, alternating) and does what an editor opening a thread does:
+``initialize``, ``session/new`` and a prompt, each sent as soon as the previous one is answered.
+The scripted model (scenario ``text``) answers at once. Then a few more prompts in the same
+session, and EOF on stdin. Measured on one monotonic clock, the client stamping each line as it
+reads it:
 
 - process start -> ``initialize`` response: from just before ``Popen`` (the request is written
-  right after it, so it waits in the pipe while Python starts) to the moment the response line
-  is read from the agent's stdout;
-- ``session/new`` request -> response, sent as soon as ``initialize`` was answered (the first
-  session pays for whatever of the Claude Agent SDK import the background pre-warm has not
-  finished yet), and process start -> ``session/new`` response.
+  right after it, so it waits in the pipe while Python starts);
+- ``session/new`` request -> response;
+- process start -> the first ``agent_message_chunk`` of the first prompt (cold: it includes
+  Claude Code's start and the SDK's handshake, whatever of them did not overlap the requests);
+- a later prompt's request -> its first ``agent_message_chunk`` (warm);
+- stdin closed -> process exited.
 
-Each agent then gets EOF on stdin and must exit; its Claude Code CLI runs offline against the
-scripted model on loopback (``offline_env``), so nothing leaves the machine and no key is
-needed. Prints p50/p90/max in ms. Target: ``initialize`` <= 300 ms.
+Claude Code runs offline against the scripted model on loopback (``offline_env``), so nothing
+leaves the machine and no key is needed. Prints p50/p90/max in ms. Targets: ``initialize`` <=
+300 ms, cold first chunk <= 1,000 ms, warm first chunk p50 <= 100 ms. ``bench_compare.py`` runs
+the same measurement against the TypeScript adapter (:func:`first_chunk_run`).
 
 Two bytecode situations are measured, because Python startup depends on them:
 
@@ -25,15 +30,15 @@ Two bytecode situations are measured, because Python startup depends on them:
   virtualenv untouched, the cache goes to a temporary ``PYTHONPYCACHEPREFIX``, filled by one
   unmeasured spawn.
 
-Usage: ``.venv/bin/python scripts/bench_startup.py [-n 20] [--json PATH]``.
+Usage: ``.venv/bin/python scripts/bench_startup.py [-n 10] [--warm 5] [--json PATH]``.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import json
-import math
 import os
 import select
 import signal
@@ -45,10 +50,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench_client import AGENT, OURS, AgentCommand, percentile
 from claude_bg_acp.scripted_model import offline_env, serve_in_thread
 
-AGENT = Path(sys.executable).parent / "claude-bg-acp"
 TARGET_INITIALIZE_MS = 300.0
+TARGET_COLD_MS = 1000.0
+TARGET_WARM_MS = 100.0
 INITIALIZE: dict[int, dict[str, Any]] = {
     1: {
         "protocolVersion": 1,
@@ -85,52 +92,101 @@ class LineReader:
 
 @dataclass
 class Sample:
+    """One spawn, in ms."""
+
     version: int
     initialize_ms: float
     new_session_ms: float
-    start_to_session_ms: float
+    cold_first_chunk_ms: float
+    warm_first_chunk_ms: list[float]
     exit_ms: float
 
 
-def spawn(env: dict[str, str], cwd: Path) -> subprocess.Popen[bytes]:
-    """The agent, in a process group of its own (so that whatever it leaves can be killed)."""
-    return subprocess.Popen(
-        [str(AGENT)],
+def first_chunk_run(
+    command: AgentCommand, env: dict[str, str], cwd: Path, version: int = 1, warm_prompts: int = 5
+) -> Sample:
+    """Spawn, then ``initialize``, ``session/new`` and a prompt back to back (each sent as soon as
+    the previous one is answered, as an editor opening a thread does), until the first
+    ``agent_message_chunk``; then ``warm_prompts`` more prompts in the same session, each timed
+    from the request to its first chunk. The model answers at once (scenario ``text``)."""
+    start = time.monotonic_ns()
+    proc = subprocess.Popen(
+        [*command.argv],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
-        env=env,
+        env={**env, **dict(command.env)},
         cwd=cwd,
         start_new_session=True,
     )
-
-
-def one_run(version: int, env: dict[str, str], cwd: Path) -> Sample:
-    start = time.monotonic_ns()
-    proc = spawn(env, cwd)
     assert proc.stdin is not None and proc.stdout is not None
     reader = LineReader(proc.stdout.fileno())
+    ids = itertools.count()
 
-    def call(request_id: int, method: str, params: dict[str, Any]) -> tuple[dict[str, Any], int, int]:
+    def send(method: str, params: dict[str, Any]) -> tuple[int, int]:
         assert proc.stdin is not None
-        sent = time.monotonic_ns()
-        proc.stdin.write(
-            json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}).encode()
-            + b"\n"
-        )
+        request_id = next(ids)
+        message = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+        proc.stdin.write(json.dumps(message).encode() + b"\n")
         proc.stdin.flush()
+        return request_id, time.monotonic_ns()
+
+    def answer(request_id: int) -> tuple[dict[str, Any], int]:
         while True:
-            message, received = reader.line(30)
+            message, received = reader.line(60)
             if message.get("id") == request_id and "method" not in message:
                 if "error" in message:
-                    raise RuntimeError(f"{method} failed: {message['error']}")
-                return message["result"], sent, received
+                    raise RuntimeError(f"request {request_id} failed: {message['error']}")
+                return message["result"], received
+            answer_server_request(message)
+
+    def answer_server_request(message: dict[str, Any]) -> None:
+        assert proc.stdin is not None
+        if "method" in message and "id" in message:
+            reply = {"jsonrpc": "2.0", "id": message["id"], "error": {"code": -32601, "message": "no"}}
+            proc.stdin.write(json.dumps(reply).encode() + b"\n")
+            proc.stdin.flush()
+
+    def prompt_to_first_chunk(session_id: str, n: int) -> tuple[int, int]:
+        request_id, sent = send(
+            "session/prompt",
+            {"sessionId": session_id, "prompt": [{"type": "text", "text": f"[scenario:text] Hello {n}."}]},
+        )
+        first = 0
+        answered = False
+        while not (first and answered):
+            message, received = reader.line(60)
+            update = message.get("params", {}).get("update", {}) if message.get("method") else {}
+            if update.get("sessionUpdate") == "agent_message_chunk" and not first:
+                first = received
+            elif message.get("id") == request_id and "method" not in message:
+                answered = True
+            if version == 2 and first:
+                answered = True  # a v2 prompt is answered at insertion, long before the turn ends
+            answer_server_request(message)
+        if version == 2:
+            wait_idle()
+        return sent, first
+
+    def wait_idle() -> None:
+        while True:
+            message, _ = reader.line(60)
+            update = message.get("params", {}).get("update", {}) if message.get("method") else {}
+            if update.get("sessionUpdate") == "state_update" and update.get("state") == "idle":
+                return
+            answer_server_request(message)
 
     try:
-        answer, _, initialized = call(0, "initialize", INITIALIZE[version])
-        if answer.get("protocolVersion") != version:
-            raise RuntimeError(f"asked for v{version}, got {answer.get('protocolVersion')}")
-        _, asked, created = call(1, "session/new", {"cwd": str(cwd), "mcpServers": []})
+        init_id, _ = send("initialize", INITIALIZE[version])
+        _, initialized = answer(init_id)
+        session_request, asked = send("session/new", {"cwd": str(cwd), "mcpServers": []})
+        result, created = answer(session_request)
+        session_id = str(result["sessionId"])
+        _, cold = prompt_to_first_chunk(session_id, 0)
+        warm = [
+            (first - sent) / 1e6
+            for sent, first in (prompt_to_first_chunk(session_id, n) for n in range(1, warm_prompts + 1))
+        ]
         proc.stdin.close()
         closed = time.monotonic_ns()
         proc.wait(30)
@@ -141,21 +197,15 @@ def one_run(version: int, env: dict[str, str], cwd: Path) -> Sample:
                 os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(10)
         with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)  # anything of its group that outlived it
+            os.killpg(proc.pid, signal.SIGKILL)
     return Sample(
         version=version,
         initialize_ms=(initialized - start) / 1e6,
         new_session_ms=(created - asked) / 1e6,
-        start_to_session_ms=(created - start) / 1e6,
+        cold_first_chunk_ms=(cold - start) / 1e6,
+        warm_first_chunk_ms=warm,
         exit_ms=(exited - closed) / 1e6,
     )
-
-
-def percentile(values: list[float], fraction: float) -> float:
-    """Nearest-rank percentile."""
-    ordered = sorted(values)
-    index = max(0, min(len(ordered) - 1, math.ceil(fraction * len(ordered)) - 1))
-    return ordered[index]
 
 
 def stats(values: list[float]) -> str:
@@ -164,7 +214,8 @@ def stats(values: list[float]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("-n", "--runs", type=int, default=20, help="spawns per protocol version")
+    parser.add_argument("-n", "--runs", type=int, default=10, help="spawns per protocol version")
+    parser.add_argument("--warm", type=int, default=5, help="prompts timed after the first, per spawn")
     parser.add_argument("--json", type=Path, help="also write every sample here")
     parser.add_argument(
         "--bytecode",
@@ -186,42 +237,50 @@ def main(argv: list[str] | None = None) -> int:
             if mode == "pyc":
                 env.pop("PYTHONDONTWRITEBYTECODE", None)
                 env["PYTHONPYCACHEPREFIX"] = str(root / "pycache")
-                one_run(2, env, cwd)  # fills the cache; not measured
+                first_chunk_run(OURS, env, cwd, 2, warm_prompts=0)  # fills the cache; not measured
             else:
                 env["PYTHONDONTWRITEBYTECODE"] = "1"
                 env.pop("PYTHONPYCACHEPREFIX", None)
             samples = results[mode] = []
             for run in range(args.runs):
                 for version in (1, 2) if run % 2 == 0 else (2, 1):
-                    samples.append(one_run(version, env, cwd))
+                    samples.append(first_chunk_run(OURS, env, cwd, version, args.warm))
                 print(f"\r{mode}: {len(samples)}/{2 * args.runs} spawns", end="", file=sys.stderr, flush=True)
             print(file=sys.stderr)
     print(
-        f"claude-bg-acp startup, {args.runs} spawns per version and mode, {os.cpu_count()} CPUs, "
-        f"load average {os.getloadavg()[0]:.2f} (ms)"
+        f"claude-bg-acp startup, {args.runs} spawns per version and mode, {args.warm} warm prompts each, "
+        f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} (ms)"
     )
-    print(f"{'measure':<52}  {'p50':>7}  {'p90':>7}  {'max':>7}")
+    print(f"{'measure':<56}  {'p50':>7}  {'p90':>7}  {'max':>7}")
     for mode, samples in results.items():
         for version in (1, 2):
-            mine = [s.initialize_ms for s in samples if s.version == version]
-            print(f"{f'[{mode}] v{version}: process start -> initialize response':<52}  {stats(mine)}")
-        print(
-            f"{f'[{mode}] session/new request -> response (1st session)':<52}  "
-            f"{stats([s.new_session_ms for s in samples])}"
-        )
-        print(
-            f"{f'[{mode}] process start -> session/new response':<52}  "
-            f"{stats([s.start_to_session_ms for s in samples])}"
-        )
-        print(f"{f'[{mode}] stdin closed -> process exited':<52}  {stats([s.exit_ms for s in samples])}")
+            mine = [s for s in samples if s.version == version]
+            rows = [
+                ("process start -> initialize response", [s.initialize_ms for s in mine]),
+                ("session/new request -> response", [s.new_session_ms for s in mine]),
+                ("process start -> first agent_message_chunk", [s.cold_first_chunk_ms for s in mine]),
+                (
+                    "warm prompt -> first agent_message_chunk",
+                    [w for s in mine for w in s.warm_first_chunk_ms],
+                ),
+                ("stdin closed -> process exited", [s.exit_ms for s in mine]),
+            ]
+            for what, values in rows:
+                if values:
+                    print(f"{f'[{mode}] v{version}: {what}':<56}  {stats(values)}")
     for mode, samples in results.items():
-        p50 = percentile([s.initialize_ms for s in samples], 0.5)
-        verdict = "met" if p50 <= TARGET_INITIALIZE_MS else "MISSED"
-        print(
-            f"[{mode}] target initialize <= {TARGET_INITIALIZE_MS:.0f} ms (p50, both versions): "
-            f"{p50:.0f} ms, {verdict}"
-        )
-    print("TypeScript adapter 0.101.0: spawn -> initialize response p50 740 ms")
+        checks = [
+            ("initialize", [s.initialize_ms for s in samples], TARGET_INITIALIZE_MS),
+            ("cold first chunk", [s.cold_first_chunk_ms for s in samples], TARGET_COLD_MS),
+            ("warm first chunk", [w for s in samples for w in s.warm_first_chunk_ms], TARGET_WARM_MS),
+        ]
+        verdicts = [
+            f"{what} p50 {percentile(values, 0.5):.0f} <= {target:.0f}: "
+            f"{'met' if percentile(values, 0.5) <= target else 'MISSED'}"
+            for what, values, target in checks
+            if values
+        ]
+        print(f"[{mode}] " + "; ".join(verdicts))
     if args.json:
         dump = {mode: [s.__dict__ for s in samples] for mode, samples in results.items()}
         args.json.write_text(json.dumps(dump, indent=2) + "\n")

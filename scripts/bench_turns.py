@@ -8,7 +8,7 @@ unchanged, and, for every line whose JSON ``type`` is ``result``, appends to a l
 ``time.monotonic_ns()`` taken right before the chunk holding that line is written into the
 agent's pipe (so the stamp cannot come after the agent's reaction, even if the wrapper is
 descheduled; the interval then includes the ``write`` call, microseconds). The client
-(``AgentProcess`` from ``bench_output.py``) stamps each line it reads from the agent's stdout
+(``AgentProcess`` from ``bench_client.py``) stamps each line it reads from the agent's stdout
 with the same clock (``CLOCK_MONOTONIC`` is system-wide). For prompt k:
 
 - v1: latency = arrival of the ``session/prompt`` response (``{stopReason}``) - k-th result;
@@ -37,7 +37,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench_output import AgentError, AgentProcess, percentile
+from bench_client import AgentError, AgentProcess, percentile
 from claude_bg_acp.scripted_model import offline_env, serve_in_thread
 
 TARGET_MS = 5.0

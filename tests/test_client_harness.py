@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from tests.support.acp_client import ClientRun, echo_agent_argv, ensure_node_client, run_client
+from tests.support.rules import BackgroundRules, Violation
 
 JsonObject = dict[str, Any]
 
@@ -397,3 +398,17 @@ def test_driver_output_is_complete_for_a_v2_run() -> None:
         assert key in run.raw
     assert len(run.raw["agentLineTimes"]) == len(run.agent_lines)
     assert len(run.raw["clientLineTimes"]) == len(run.client_lines)
+
+
+def test_the_rules_take_output_sent_before_a_reattachment_was_read() -> None:
+    """Output of a known terminal that crosses the client's ``session/resume`` is in flight;
+    after the answer, output of a terminal not announced again breaks rule 5."""
+    announce = {"sessionUpdate": "terminal_update", "terminalId": "t1", "command": "x"}
+    output = {"sessionUpdate": "terminal_output_chunk", "terminalId": "t1", "data": "eA=="}
+    rules = BackgroundRules()
+    rules.see("s", announce)
+    rules.forget("s")
+    rules.see("s", output)
+    rules.attached("s")
+    with pytest.raises(Violation, match="rule 5: output of terminal t1 before its terminal_update"):
+        rules.see("s", output)

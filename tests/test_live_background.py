@@ -233,3 +233,30 @@ def test_v1_client_reading_terminal_meta_gets_live_output(live: LiveModel, workd
     written = b"a\xffb\xc3(c\x1b[31mred\x1b[0m\n" + b"\xe2\x82" + b"\xac euro \x1b[" + b"32mgreen\x1b[0m\n"
     # Plain text can only carry valid UTF-8: the split euro sign arrives whole, bad bytes as U+FFFD.
     assert run.terminal_bytes(terminal_id) == written.decode("utf-8", "replace").encode()
+
+
+def test_an_output_file_replaced_by_a_link_leaks_nothing(live: LiveModel, workdir: Path) -> None:
+    """Issue 8, defect 3: with the shell's output file replaced by a symbolic link, the agent
+    sent the link's target to the client. The shell itself swaps its output file (found through
+    its own stdout) for a link to a file outside Claude Code's task directory, then writes on:
+    the client gets what the shell wrote, and nothing of the target."""
+    secret = workdir / "secret.txt"
+    secret.write_bytes(b"root:x:0:0:SECRET-MARKER:/root:/bin/sh\n" * 50)
+    command = (
+        'echo before; out=$(readlink /proc/$$/fd/1); sleep 1; rm -f "$out"; '
+        f'ln -s {secret} "$out"; echo after; sleep 0.5'
+    )
+    run = run_v2(
+        live,
+        workdir,
+        [
+            {"op": "prompt", "text": f"[scenario:bg_from_prompt] Go. <command>{command}</command>"},
+            {"op": "waitFor", "update": "terminal_update", "match": {"exitStatus": "$present"}},
+        ],
+    )
+    (terminal_id,) = run.terminal_ids
+    assert b"SECRET-MARKER" not in run.terminal_bytes(terminal_id)
+    assert run.terminal_bytes(terminal_id) == b"before\nafter\n"
+    # The link also kept Claude Code's closing line out (it opens with O_NOFOLLOW): the exit
+    # comes from the task's own event.
+    assert run.terminal_info(terminal_id)["exitStatus"] == {"exitCode": 0, "signal": None}

@@ -13,7 +13,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from claude_bg_acp.claude.conventions import KILLED_SIGNAL
-from claude_bg_acp.closing_line import MAX_TRAILER, ExitInfo, TrailerGate, parse_closing_line
+from claude_bg_acp.closing_line import (
+    LINE_GRACE,
+    MAX_TRAILER,
+    PREFIX_GRACE,
+    ExitInfo,
+    TrailerGate,
+    parse_closing_line,
+)
 from claude_bg_acp.tail import plan_read
 
 ORACLE = re.compile(rb"(?:\A|\n)\[(?:killed|exited with code (?:-?[0-9]{1,20}|unknown))\]\n\Z")
@@ -127,6 +134,70 @@ def test_withheld_tail_is_the_shortest_that_could_still_be_a_closing_line(
         assert not could_become_closing_line(stream[earlier:], at_start=earlier == 0)
     gate.feed(b"\x00")  # no closing line holds this byte: everything is proven output
     assert gate.withheld == 0
+
+
+CLOSING_LINES = [
+    (b"\n[exited with code 0]\n", ExitInfo(0, None)),
+    (b"\n[exited with code -2147483648]\n", ExitInfo(-2147483648, None)),
+    (b"\n[exited with code unknown]\n", ExitInfo(None, None)),
+    (b"\n[killed]\n", ExitInfo(None, KILLED_SIGNAL)),
+]
+
+
+def test_every_split_of_a_closing_line_waits_for_the_rest() -> None:
+    """Claude Code writes its closing line in one write(), which a reader may catch half done:
+    whatever part shows is held with a grace; the rest, within it, completes the line."""
+    for out in (b"", b"out", b"out\n"):
+        for line, exit_info in CLOSING_LINES:
+            for split in range(1, len(line)):
+                gate = TrailerGate()
+                live = gate.feed(out + line[:split])
+                held = (out + line[:split])[len(live) :]
+                assert gate.grace() == (LINE_GRACE if held == b"\n" else PREFIX_GRACE), (out, line, split)
+                live += gate.feed(line[split:])
+                assert gate.grace() is None  # a whole closing line is never released on a timer
+                assert gate.release() == b""
+                assert TrailerGate().feed(out + line) == live
+                assert (live, *gate.close()) == (out, b"", exit_info)
+
+
+def test_a_newline_released_too_early_still_lets_the_closing_line_be_recognised() -> None:
+    """The one split the short grace can lose: the closing line's own newline, caught alone
+    after output without one. The editor gets that newline; never the line's text."""
+    for line, exit_info in CLOSING_LINES:
+        gate = TrailerGate()
+        assert gate.feed(b"out" + line[:1]) == b"out"
+        assert gate.grace() == LINE_GRACE
+        assert gate.release() == b"\n"
+        assert gate.feed(line[1:]) == b""
+        assert gate.close() == (b"", exit_info)
+
+
+@given(st.data(), noisy_bytes, closing_lines())
+def test_releasing_a_quiet_newline_keeps_output_and_exit(
+    data: st.DataObject, out: bytes, closing: tuple[bytes, ExitInfo]
+) -> None:
+    """Released whenever the held tail is a lone newline (as after LINE_GRACE of quiet), at any
+    split: the exit is still parsed and at most that one newline is extra."""
+    line, expected_exit = closing
+    gate = TrailerGate()
+    live = bytearray()
+    for piece in data.draw(splits(out + line)):
+        live += gate.feed(piece)
+        if gate.grace() == LINE_GRACE and data.draw(st.booleans()):
+            live += gate.release()
+    rest, exit_info = gate.close()
+    assert bytes(live + rest) in (out, out + b"\n")
+    assert exit_info == expected_exit
+
+
+def test_what_looks_like_the_start_of_a_closing_line_is_released_after_the_long_grace() -> None:
+    gate = TrailerGate()
+    assert gate.feed(b"progress\n[ex") == b"progress"
+    assert gate.grace() == PREFIX_GRACE
+    assert gate.release() == b"\n[ex"
+    assert gate.feed(b"ample]\n") == b"ample]"
+    assert gate.withheld == 1
 
 
 def test_closing_line_examples() -> None:

@@ -31,6 +31,8 @@ def replay_run(
         "CLAUDE_BG_ACP_REPLAY_FIXTURE": str(FIXTURES / "sdk_events" / f"{scenario}.jsonl"),
         "CLAUDE_BG_ACP_REPLAY_SPEED": "0",
         "CLAUDE_BG_ACP_REPLAY_ROOT": str(tmp_path / "replay-root"),
+        # Where the recorded output files are, as Claude Code's own variable says to the agent.
+        "CLAUDE_CODE_TMPDIR": str(tmp_path / "replay-root" / "tmp"),
         "CLAUDE_BG_ACP_REPLAY_REPORT": str(report),
     }
     agent = {"argv": [AGENT, "--cli-path", str(REPLAY_CLI)], "env": env}

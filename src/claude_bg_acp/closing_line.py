@@ -9,6 +9,17 @@ prefix of a closing line, or a complete closing line at the end of what was read
 bytes after it would prove it was output). That tail is at most :data:`MAX_TRAILER` bytes.
 When the task ends, :meth:`TrailerGate.close` strips a real closing line and parses it.
 
+A withheld tail that is not a whole closing line need not wait for the end: Claude Code writes
+its closing line with one ``write()``, so once the file has stopped growing for
+:meth:`TrailerGate.grace` seconds, such a tail is output and :meth:`TrailerGate.release` hands it
+out. The grace covers a ``write()`` caught half done: a reader can see the part of it before a
+page boundary while the writer is descheduled (``scripts/bench_grace.py`` measures how long).
+A lone newline, the tail of every quiet shell whose last line is complete, gets the short
+:data:`LINE_GRACE`; and should it have been the first byte of a closing line after all, the
+rest is still recognised as one (the editor then shows one newline too many, never the line).
+A longer prefix (``\n[exi``) is rare in real output, so it gets the long :data:`PREFIX_GRACE`,
+which outlasts every half-done write measured.
+
 Trade-off: output that itself ends with a line exactly like a closing line, in a file the CLI
 has not closed yet, is taken for a closing line by :meth:`TrailerGate.close`. The CLI always
 appends its own line after the output, so this only matters when a task is finished before its
@@ -33,6 +44,10 @@ from claude_bg_acp.claude.conventions import (
 
 MAX_TRAILER = MAX_CLOSING_LINE
 """The most bytes a :class:`TrailerGate` ever withholds."""
+LINE_GRACE = 0.002
+"""Seconds a withheld lone newline waits, once the file stopped growing, before it is output."""
+PREFIX_GRACE = 0.1
+"""Seconds a withheld longer prefix of a closing line waits likewise."""
 
 _CODE_PREFIX = re.compile(rb"-?[0-9]{0,%d}" % MAX_CODE_DIGITS)
 _CODE_DONE = re.compile(rb"-?[0-9]{1,%d}\]\n?" % MAX_CODE_DIGITS)
@@ -102,8 +117,9 @@ def parse_closing_line(tail: bytes, at_stream_start: bool) -> ExitInfo | None:
 class TrailerGate:
     """Releases output bytes and withholds a possible closing line; see the module docstring.
 
-    ``at_start`` says whether the first byte fed is the first byte of the file (a snapshot taken
-    from the middle of a file is not).
+    ``at_start`` says whether a closing line may begin with the first byte fed, without its
+    leading newline: true at the first byte of the file (a snapshot taken from the middle of a
+    file is not), and again after :meth:`release` handed out a lone newline.
     """
 
     __slots__ = ("_at_start", "_held")
@@ -127,6 +143,24 @@ class TrailerGate:
         if cut:
             self._at_start = False
         return buf[:cut]
+
+    def grace(self) -> float | None:
+        """Seconds the withheld tail may wait, once the file stopped growing, before
+        :meth:`release`; None when nothing is withheld or it is a whole closing line (that one
+        is proven output only by more output)."""
+        if self._held == b"\n":
+            return LINE_GRACE
+        if not self._held or parse_closing_line(self._held, self._at_start) is not None:
+            return None
+        return PREFIX_GRACE
+
+    def release(self) -> bytes:
+        """The file stopped growing for :meth:`grace` seconds: the withheld tail is output."""
+        if self.grace() is None:
+            return b""
+        held, self._held = self._held, b""
+        self._at_start = held == b"\n"
+        return held
 
     def close(self) -> tuple[bytes, ExitInfo | None]:
         """End of the file: return the output still held and the parsed closing line, if any."""

@@ -4,8 +4,9 @@ the effects between them.
 Every input (a client request, an SDK message, a permission answer, tailed output, a tick)
 becomes one of the core's events and is handled on the event loop, one at a time; the effects
 it returns go into one ordered outbox. A single task
-performs them: updates are written in the order the core produced them, and a prompt's answer
-is released only after every update before it was written. SDK commands go to a second queue
+performs them: updates are written in the order the core produced them (those that are ready
+together in one write), and a prompt's answer is released only after every update before it
+was written. SDK commands go to a second queue
 with its own task, so a slow ``interrupt`` never holds back output.
 
 The runner is connected, read and disconnected inside this session's own task (the SDK needs
@@ -23,8 +24,8 @@ core learns how each terminal's process ended. A close takes well under a second
 ``STOP_WAIT`` to confirm their stop through Claude Code, Claude Code ``EXIT_GRACE`` per step to
 exit, and whatever stayed silent is finalized from what the agent knows.
 
-Background output comes from one ``OutputTailer`` per session. Its consumer feeds each event to
-the core and then waits at a barrier until the resulting updates are written: the tailer only
+Background output comes from one ``OutputTailer`` per session. Its consumer feeds each batch of
+events to the core and then waits at a barrier until the resulting updates are written: the tailer only
 reads more when the client's pipe has taken what came before, so a slow client makes the
 tailer fall behind in the file (and send a snapshot) instead of filling memory. A ticker calls
 the core's ``tick`` at its next deadline (orphaned tasks, stop confirmations, follow-ups).
@@ -55,7 +56,7 @@ from claude_bg_acp.acp.jsonrpc import INTERNAL_ERROR, RequestId, RpcError
 from claude_bg_acp.acp.schema import PermissionResponse, PromptParams
 from claude_bg_acp.acp.updates import session_update_line
 from claude_bg_acp.claude import orphans, store
-from claude_bg_acp.claude.conventions import tasks_root
+from claude_bg_acp.claude.conventions import tasks_base, tasks_root
 from claude_bg_acp.claude.options import session_options
 from claude_bg_acp.claude.runner import ClaudeRunner
 from claude_bg_acp.claude.server_info import Applied, read_applied, read_server_info
@@ -85,7 +86,7 @@ from claude_bg_acp.core.effects import (
 from claude_bg_acp.core.presenting import Presenter
 from claude_bg_acp.core.session import SessionCore
 from claude_bg_acp.stdio import Endpoint
-from claude_bg_acp.tail import Chunk, Final, OutputTailer, Reset, Snapshot, TailerOptions, TailEvent, Vanished
+from claude_bg_acp.tail import Chunk, Final, OutputTailer, Reset, Snapshot, TailerOptions, TailEvent
 
 log = logging.getLogger(__name__)
 
@@ -177,14 +178,15 @@ class SessionHost:
         self._prompt_requests: dict[RequestId, Ticket] = {}
         self._questions: dict[Ticket, Question] = {}
         self._asks: dict[Ticket, Ask] = {}
-        self._vanished: set[str] = set()
         self._outbox_in, self._outbox = anyio.create_memory_object_stream[Effect | anyio.Event](math.inf)
+        self._lines: list[bytes] = []
+        self._unperformed = 0  # effects (and barriers) sent to the outbox, not yet performed
         self._commands_in, self._commands = anyio.create_memory_object_stream[Command](math.inf)
         self._closing = anyio.Event()
         self._finished = anyio.Event()
         self._deadline_moved = anyio.Event()
         self._settled = anyio.Event()
-        self._tailer = OutputTailer(tailer_options)
+        self._tailer = OutputTailer(tailer_options, root=tasks_base())
         self._runner: ClaudeRunner | None = None
         self._runner_ready = anyio.Event()
         self._start = Waiter()
@@ -359,14 +361,18 @@ class SessionHost:
         self._feed(self.core.handle(event, self._clock()))
 
     def _feed(self, effects: list[Effect]) -> None:
-        try:
-            for effect in effects:
-                self._outbox_in.send_nowait(effect)
-        except anyio.ClosedResourceError:
-            log.debug("session %s is closed; dropped %d effects", self.session_id, len(effects))
+        self._send(effects)
         self._deadline_moved.set()
         if self.core.settled:
             self._settled.set()
+
+    def _send(self, effects: list[Effect]) -> None:
+        try:
+            for effect in effects:
+                self._outbox_in.send_nowait(effect)
+                self._unperformed += 1
+        except anyio.ClosedResourceError:
+            log.debug("session %s is closed; dropped %d effects", self.session_id, len(effects))
 
     async def written(self) -> None:
         """Wait until everything fed so far has been performed."""
@@ -375,6 +381,7 @@ class SessionHost:
             self._outbox_in.send_nowait(barrier)
         except anyio.ClosedResourceError:
             return
+        self._unperformed += 1
         await barrier.wait()
 
     async def prompt(self, params: PromptParams, request_id: RequestId) -> Any:
@@ -437,21 +444,45 @@ class SessionHost:
     # --- effects ------------------------------------------------------------------------------------
 
     async def _perform_effects(self) -> None:
-        async for effect in self._outbox:
-            if isinstance(effect, anyio.Event):
-                effect.set()
-                continue
-            try:
-                await self._perform(effect)
-            except Exception:
-                # One effect that cannot be performed (an update no encoder takes, say) must not
-                # end this session, nor the agent and its other sessions with it.
-                log.exception("session %s: could not perform %s", self.session_id, type(effect).__name__)
+        async for first in self._outbox:
+            effect: Effect | anyio.Event | None = first
+            performed = 0
+            while effect is not None:
+                await self._perform_safely(effect)
+                performed += 1
+                effect = self._next_effect()
+            await self._flush()
+            self._unperformed -= performed
 
-    async def _perform(self, effect: Effect) -> None:
+    async def _perform_safely(self, effect: Effect | anyio.Event) -> None:
+        try:
+            await self._perform(effect)
+        except Exception:
+            # One effect that cannot be performed (an update no encoder takes, say) must not
+            # end this session, nor the agent and its other sessions with it.
+            log.exception("session %s: could not perform %s", self.session_id, type(effect).__name__)
+
+    def _next_effect(self) -> Effect | anyio.Event | None:
+        try:
+            return self._outbox.receive_nowait()
+        except (anyio.WouldBlock, anyio.EndOfStream):
+            return None
+
+    async def _flush(self) -> None:
+        """Write the updates collected so far, in one write."""
+        if self._lines:
+            data = b"".join(self._lines)
+            self._lines.clear()
+            await self._endpoint.send_line(data)
+
+    async def _perform(self, effect: Effect | anyio.Event) -> None:
+        if not isinstance(effect, Notify):
+            await self._flush()  # what comes before it must be written first
         match effect:
             case Notify(session_id, update):
-                await self._endpoint.send_line(session_update_line(session_id, update))
+                self._lines.append(session_update_line(session_id, update))
+            case anyio.Event():
+                effect.set()
             case Reply(ticket, result):
                 self._settle_prompt(ticket, value=result)
             case Fail(ticket, error):
@@ -497,27 +528,19 @@ class SessionHost:
     # --- background output ----------------------------------------------------------------------------
 
     async def _relay_output(self) -> None:
-        async for event in self._tailer:
-            self._relay(event)
-            await self.written()
-
-    def _relay(self, event: TailEvent) -> None:
-        match event:
-            case Chunk(key, data):
-                self.handle(ev.OutputRead(key, data))
-            case Snapshot(key, data):
-                self.handle(ev.OutputReplaced(key, data))
-            case Reset(key) if key in self._vanished:
-                # Written anew after it vanished (Claude Code appends its closing line by path):
-                # what the client shows stays, and the new bytes follow it.
-                self._vanished.discard(key)
-            case Reset(key):
-                self.handle(ev.OutputReplaced(key, b""))
-            case Vanished(key):
-                log.warning("session %s: output file of %s vanished", self.session_id, key)
-                self._vanished.add(key)
-            case _:
-                assert_never(event)
+        async for batch in self._tailer:
+            now = self._clock()
+            effects = [effect for event in batch for effect in self.core.handle(_output_event(event), now)]
+            # Output only becomes terminal output: it moves no deadline and settles nothing, so
+            # neither the ticker nor a close is told (that would cost more than relaying it).
+            if self._unperformed == 0 and (lines := _update_lines(effects)) is not None:
+                # Everything before it is written: write it now rather than through the outbox
+                # (its order kept, with one task switch fewer per batch).
+                if lines:
+                    await self._endpoint.send_line(b"".join(lines))
+            else:
+                self._send(effects)
+                await self.written()
 
     async def _finish_tail(self, task_id: str) -> None:
         """Relay the rest of a finished task's file (with backpressure), then how it exited."""
@@ -526,7 +549,7 @@ class SessionHost:
                 if isinstance(event, Final):
                     self.handle(ev.OutputEnded(task_id, event.remaining, event.exit))
                     return
-                self._relay(event)
+                self.handle(_output_event(event))
                 await self.written()
         except (KeyError, OSError) as exc:
             log.warning("session %s: could not read the end of %s: %s", self.session_id, task_id, exc)
@@ -638,6 +661,28 @@ async def _applied(runner: ClaudeRunner) -> Applied | None:
     except Exception as exc:
         log.warning("could not read Claude Code's settings: %s", exc)
         return None
+
+
+def _update_lines(effects: list[Effect]) -> list[bytes] | None:
+    """The encoded updates, if that is all the effects are."""
+    lines: list[bytes] = []
+    for effect in effects:
+        if not isinstance(effect, Notify):
+            return None
+        lines.append(session_update_line(effect.session_id, effect.update))
+    return lines
+
+
+def _output_event(event: TailEvent) -> ev.Event:
+    match event:
+        case Chunk(key, data):
+            return ev.OutputRead(key, data)
+        case Snapshot(key, data):
+            return ev.OutputReplaced(key, data)
+        case Reset(key):
+            return ev.OutputReplaced(key, b"")
+        case _:
+            assert_never(event)
 
 
 async def _set_on(source: anyio.Event, target: anyio.Event) -> None:

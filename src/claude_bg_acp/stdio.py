@@ -57,6 +57,17 @@ NotificationHandler = Callable[[str, Any], Awaitable[None]]
 
 
 @dataclass
+class _Batch:
+    """Messages that go out in one write."""
+
+    lines: list[bytes]
+    written: anyio.Event = field(default_factory=anyio.Event)
+
+    def append(self, data: bytes) -> None:
+        self.lines.append(data)
+
+
+@dataclass
 class _Pending:
     done: anyio.Event = field(default_factory=anyio.Event)
     response: jsonrpc.Response | None = None
@@ -75,6 +86,7 @@ class Endpoint:
         self._after_reply: dict[jsonrpc.RequestId, Callable[[], None]] = {}
         self._closed = False
         self._broken = False
+        self._batch: _Batch | None = None
         self._reading = anyio.CancelScope()
 
     async def serve(
@@ -127,7 +139,26 @@ class Endpoint:
         await self.send_line(jsonrpc.encode(frame))
 
     async def send_line(self, data: bytes) -> None:
-        """Write one message that is already encoded (one JSON object and its newline)."""
+        """Write messages that are already encoded (JSON objects, each with its newline).
+
+        What is sent during one turn of the event loop goes out in one write (sessions relaying
+        output at the same tick, say): a write per message would cost more than the rest of
+        relaying it. Returns once its data is handed to the pipe.
+        """
+        batch = self._batch
+        if batch is not None:
+            batch.append(data)
+            await batch.written.wait()
+            return
+        batch = self._batch = _Batch([data])
+        await anyio.lowlevel.cancel_shielded_checkpoint()  # the others sending in this turn join
+        self._batch = None
+        try:
+            await self._write(b"".join(batch.lines))
+        finally:
+            batch.written.set()
+
+    async def _write(self, data: bytes) -> None:
         async with self._write_lock:
             if self._broken:
                 return

@@ -1,60 +1,76 @@
-"""Follow Claude Code's task output files and hand their bytes to one consumer.
+"""Follow Claude Code's task output files and hand their bytes to one consumer, in batches.
 
 How it works:
 
 - The file is the queue. Each followed file (a key and a path) keeps an open descriptor, the
-  offset read so far and a :class:`~claude_bg_acp.closing_line.TrailerGate`; no output is buffered in
-  memory, so memory stays bounded whatever the output size and however slow the consumer is.
-- One watchfiles ``awatch`` watches the parent directories of all followed files (not
-  recursively). A directory that does not exist yet is stood in for by its nearest existing
-  ancestor until it appears. A change only marks its key ready. A supervisor restarts the watcher
-  whenever the set of directories changes, starting the new watcher before stopping the old one,
-  and marks every key ready after each start, so a write made while no watcher ran is still read.
-- The consumer pulls. :meth:`OutputTailer.receive` takes the next ready key, stats its path
-  (replaced or truncated: :class:`Reset`; deleted: drained, then :class:`Vanished`) and reads at
-  most ``chunk_size`` bytes from the offset. Bytes that arrive while the consumer is busy go out
-  together; nothing waits on a timer. A key with more to read goes to the back of the line, so
-  one chatty file cannot starve the others.
+  offset read so far and a :class:`~claude_bg_acp.closing_line.TrailerGate`; at most one read's
+  worth of output waits in memory (``chunk_size``), so memory stays bounded whatever the output
+  size and however slow the consumer is.
+- Only the task's own output is read. The file is opened once, without following a symbolic
+  link (``O_NOFOLLOW``, relative to its directory's descriptor) and only if that directory
+  resolves inside ``root`` (Claude Code's task directory) and the file is a regular file; then
+  the descriptor is read to the end, whatever later happens to the path: the shell keeps
+  writing to the file it opened, so a file deleted or replaced at the path changes nothing
+  (Claude Code's closing line, appended by path, is then missing, and the exit comes from the
+  task's own event). A path that is a symbolic link (Claude Code links a subagent's transcript
+  there), or anything else that is not the task's output, is refused once, logged, and never
+  read. A file that shrank was truncated: :class:`Reset`, and reading starts again at 0.
+- A :class:`~claude_bg_acp.watch.Watcher` (inotify on Linux) watches the parent directories of
+  all followed files; a directory that does not exist yet is stood in for by its nearest
+  existing ancestor until it appears. A change only marks its key ready.
+- Looks are timed. A key is looked at ``LINE_GRACE`` (a few ms) after its change was reported,
+  so that a line and the newline ending it are read together; the changes reported meanwhile
+  are read by the same look. Looks fall on a grid of ``TICK`` seconds, so that the looks due
+  about the same time, in every session, go together in one wake-up; while a look is that
+  close, the watcher holds changes until the tick collects them (one wake-up per tick, however
+  many writes). Nothing runs while nothing changes.
+- A look reads at most ``chunk_size`` bytes and feeds them to the gate. A withheld tail that is
+  not a whole closing line (the newline ending a shell's latest line, mostly) goes out once no
+  change was reported for the gate's grace; the output before it waits with it, at most
+  ``LINE_GRACE`` after it was read, so that a line goes out whole, in one chunk. What is proven
+  output goes out at once otherwise.
+- The consumer pulls batches. :meth:`OutputTailer.receive` waits until some key is ready, then
+  looks at each once: one event per key per batch, so the output of many files written while
+  the consumer was busy goes out together. A key with more to read is looked at again in the
+  next batch, at once, so one chatty file cannot starve the others.
 - Backlog = bytes in the file that the consumer has not been handed yet (file size minus offset),
-  checked each time the consumer takes the key (:func:`plan_read`). Past ``backlog_limit`` the
-  next event is a :class:`Snapshot` of the file's last ``snapshot_size`` bytes, read from the
-  file, and chunks go on from its end.
-- Idle cost: watchfiles' Rust loop wakes every ``step_ms`` to look for changes. After
-  ``idle_after`` seconds without a change the watcher restarts with ``idle_step_ms``, and the first
-  change brings ``step_ms`` back, so the first write after a quiet spell arrives within about two
-  idle steps and the ones after it within a few milliseconds.
+  checked at each read (:func:`plan_read`). Past ``backlog_limit`` the next event is a
+  :class:`Snapshot` of the file's last ``snapshot_size`` bytes, and chunks go on from its end.
 
 Use it inside a task group, with one task taking the events::
 
     async with anyio.create_task_group() as tg:
-        tailer = OutputTailer()
+        tailer = OutputTailer(root="/tmp/claude-0")
         await tg.start(tailer.run)
         tailer.follow("task-1", output_file)
-        async for event in tailer:  # Chunk | Snapshot | Reset | Vanished, in file order per key
-            relay(event)
+        async for batch in tailer:  # Chunk | Snapshot | Reset, in file order per key
+            relay(batch)
             ...
             async for rest in tailer.drain("task-1", trailer_timeout=1.0):  # once it ended
                 relay(rest)  # ... and a Final last
         ...
         tailer.close()  # ends the iteration and run()
 
-The watcher and its supervisor run in ``run()``; every read happens in ``receive()`` and
-``drain()``, in the caller's task. ``drain`` reads the bytes that ``receive`` has not handed out,
-so it follows every event received before it: call it from the task that relays the events,
-after relaying what that task took.
+The watcher runs in ``run()``; every read happens in ``receive()`` and ``drain()``, in the
+caller's task. ``drain`` reads the bytes that ``receive`` has not handed out, so it follows every
+event received before it: call it from the task that relays the events, after relaying what that
+task took.
 
 Not handled: a file truncated and rewritten past the old offset between two looks is taken for
-growth (only a smaller size or a new inode tells a restart); and a symlinked output file (the
-CLI links subagent transcripts) is read through the link, but writes to its target are only
-seen when something changes in the link's own directory.
+growth (only a smaller size tells a restart).
 """
 
 from __future__ import annotations
 
-import enum
+import asyncio
+import errno
+import heapq
+import itertools
 import logging
+import math
 import os
 import stat
+import sys
 from collections import deque
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -63,10 +79,9 @@ from typing import TypeAlias
 import anyio
 import anyio.abc
 import anyio.lowlevel
-from watchfiles import awatch
-from watchfiles.main import FileChange
 
-from claude_bg_acp.closing_line import MAX_TRAILER, ExitInfo, TrailerGate
+from claude_bg_acp.closing_line import LINE_GRACE, MAX_TRAILER, ExitInfo, TrailerGate
+from claude_bg_acp.watch import WatchOptions, make_watcher
 
 __all__ = [
     "Chunk",
@@ -77,10 +92,19 @@ __all__ = [
     "Snapshot",
     "TailEvent",
     "TailerOptions",
-    "Vanished",
 ]
 
 log = logging.getLogger(__name__)
+
+TIMER_SLACK = 1e-6
+"""Seconds by which an event-loop timer may fire early (its clock's resolution, at most)."""
+TICK = 0.001
+"""Looks happen on a grid of this many seconds, so that the looks due about the same time (in
+every session) go together, in one wake-up of the event loop."""
+
+
+def _now() -> float:
+    return asyncio.get_running_loop().time()
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,71 +125,49 @@ class Snapshot:
 
 @dataclass(frozen=True, slots=True)
 class Reset:
-    """The file was truncated or replaced: drop what was delivered; output restarts at byte 0."""
-
-    key: str
-
-
-@dataclass(frozen=True, slots=True)
-class Vanished:
-    """The file was deleted (after everything it held was delivered); still followed."""
+    """The file was truncated: drop what was delivered; output restarts at byte 0."""
 
     key: str
 
 
 @dataclass(frozen=True, slots=True)
 class Final:
-    """The last event of :meth:`OutputTailer.drain`: the output the closing-line rule held back
-    until the end (append it), and how the task ended (``None`` when the file has no closing
-    line)."""
+    """The last event of :meth:`OutputTailer.drain`: the output held back until the end (append
+    it), and how the task ended (``None`` when the file has no closing line)."""
 
     key: str
     remaining: bytes
     exit: ExitInfo | None
 
 
-TailEvent: TypeAlias = Chunk | Snapshot | Reset | Vanished
+TailEvent: TypeAlias = Chunk | Snapshot | Reset
 
 
 @dataclass(frozen=True, slots=True)
 class TailerOptions:
-    """Tuning; the defaults aim at a few milliseconds of latency and near-zero idle CPU.
+    """Tuning; the defaults aim at a few milliseconds of latency and no idle cost.
 
     - ``chunk_size``: most bytes in one :class:`Chunk` (a read never asks for more).
     - ``backlog_limit``: how far (bytes) the consumer may fall behind the file before it gets a
-      :class:`Snapshot` instead; also the most ``finish`` reads into memory.
+      :class:`Snapshot` instead; also the most ``drain`` reads into memory.
     - ``snapshot_size``: bytes in a :class:`Snapshot` (the file's last ones).
-    - ``step_ms``, ``debounce_ms``: watchfiles' ``step`` and ``debounce`` while active. The
-      watcher looks for changes every step and hands over a batch once a step passes without a
-      new one, or ``debounce_ms`` after the first: that bounds how long any byte waits.
-    - ``idle_after``: seconds without a change before the watcher slows to ``idle_step_ms``
-      (``None``: never).
-    - ``retry_interval``: seconds before a watcher that failed to start is tried again.
+    - ``watch``: how directories are watched (:class:`~claude_bg_acp.watch.WatchOptions`).
     """
 
     chunk_size: int = 64 * 1024
     backlog_limit: int = 4 * 1024 * 1024
     snapshot_size: int = 256 * 1024
-    step_ms: int = 1
-    debounce_ms: int = 2
-    idle_after: float | None = 3.0
-    idle_step_ms: int = 10
-    retry_interval: float = 1.0
+    watch: WatchOptions = field(default_factory=WatchOptions)
 
     def __post_init__(self) -> None:
         if self.chunk_size <= MAX_TRAILER:
             raise ValueError(f"chunk_size must exceed {MAX_TRAILER} bytes")
         if not 0 < self.snapshot_size <= self.backlog_limit:
             raise ValueError("snapshot_size must be positive and at most backlog_limit")
-        if self.step_ms < 1 or self.idle_step_ms < 1 or self.debounce_ms < 1:
-            raise ValueError("step_ms, idle_step_ms and debounce_ms must be at least 1")
 
 
-class _State(enum.Enum):
-    ABSENT = enum.auto()  # no file, nothing left to drain
-    PRESENT = enum.auto()  # the descriptor reads the file at the path
-    GONE = enum.auto()  # the path is gone; the descriptor may still hold unread bytes
-    RESTARTED = enum.auto()  # a new file, or the old one truncated: reading starts again at 0
+class NotOutput(OSError):
+    """The path does not hold the task's own output; it is not read."""
 
 
 @dataclass(eq=False)
@@ -173,23 +175,24 @@ class _Followed:
     key: str
     path: str
     fd: int | None = None
-    ident: tuple[int, int] | None = None
+    refused: bool = False
     offset: int = 0
     gate: TrailerGate = field(default_factory=TrailerGate)
-    seen: bool = False  # a file was opened at least once, so a new one is a restart
-    changed: anyio.Event | None = None  # set on each change, for finish() to wait on
+    changed_at: float = 0.0  # when a change was last reported (or following began)
+    pending: bytes = b""  # output read, held back a little to go out with the tail after it
+    unsent_since: float = 0.0  # when ``pending`` was first read
+    due: float | None = None  # when the next look is due
+    changed: anyio.Event | None = None  # set on each change, for drain() to wait on
 
     def restart(self) -> None:
         self.offset = 0
         self.gate = TrailerGate()
+        self.pending = b""
 
-    def close_fd(self) -> None:
+    def close(self) -> None:
         if self.fd is not None:
             os.close(self.fd)
             self.fd = None
-
-
-_WatchSpec: TypeAlias = tuple[frozenset[str], int]  # directories, step in ms
 
 
 def _nearest_dir(path: str) -> str:
@@ -202,15 +205,47 @@ def _nearest_dir(path: str) -> str:
     return path
 
 
-def _file_tail(path: str) -> tuple[bytes, bool]:
-    """The last ``MAX_TRAILER`` bytes of the file and whether they start it."""
-    fd = os.open(path, os.O_RDONLY)
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def _resolved_dir(dir_fd: int, directory: str) -> str:
+    """Where the open directory really is (no race on Linux: the kernel names the descriptor)."""
+    if sys.platform.startswith("linux"):
+        return os.readlink(f"/proc/self/fd/{dir_fd}")
+    return os.path.realpath(directory)
+
+
+def open_output(path: str, root: str | None) -> int:
+    """A read-only descriptor on the task output file at ``path``; see the module doc.
+
+    Raises ``FileNotFoundError`` while it does not exist, :class:`NotOutput` for anything that
+    is not a regular file (a symbolic link, a FIFO) in a directory inside ``root``.
+    """
+    directory, name = os.path.split(path)
+    dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
-        size = os.fstat(fd).st_size
-        start = max(0, size - MAX_TRAILER)
-        return os.pread(fd, size - start, start), start == 0
+        if root is not None and not _inside(_resolved_dir(dir_fd, directory), os.path.realpath(root)):
+            raise NotOutput(errno.EACCES, f"outside Claude Code's task directory {root}", path)
+        try:
+            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise NotOutput(exc.errno, "a symbolic link (a subagent's transcript, say)", path) from None
+            raise
     finally:
+        os.close(dir_fd)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
+        raise NotOutput(errno.EINVAL, "not a regular file", path)
+    return fd
+
+
+def _file_tail(fd: int) -> tuple[bytes, bool]:
+    """The last ``MAX_TRAILER`` bytes of the file and whether they start it."""
+    size = os.fstat(fd).st_size
+    start = max(0, size - MAX_TRAILER)
+    return os.pread(fd, size - start, start), start == 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,22 +276,26 @@ def plan_read(
 
 
 class OutputTailer:
-    """Follows many output files and hands their bytes to one consumer; see the module doc."""
+    """Follows many output files and hands their bytes to one consumer; see the module doc.
 
-    def __init__(self, options: TailerOptions | None = None) -> None:
+    ``root``: the directory every followed file must resolve inside (``None``: anywhere).
+    """
+
+    def __init__(self, options: TailerOptions | None = None, *, root: str | None = None) -> None:
         self._options = options or TailerOptions()
+        self._root = root
         self._follows: dict[str, _Followed] = {}
         self._by_path: dict[str, set[str]] = {}
         self._ready: deque[str] = deque()
         self._ready_set: set[str] = set()
+        self._due: list[tuple[float, int, str]] = []  # (when, order, key), a heap
+        self._due_order = itertools.count()
+        self._tick: asyncio.TimerHandle | None = None
         self._closed = False
-        self._quiet = False
-        self._active: _WatchSpec | None = None
+        self._watched: frozenset[str] = frozenset()
         self._standing_in = False  # an ancestor is watched in place of a missing directory
-        self._watcher_stop: anyio.Event | None = None
-        self._retry_at = 0.0
-        self._supervisor_wake: anyio.Event | None = None
         self._consumer_wake: anyio.Event | None = None
+        self._watcher = make_watcher(self._on_change, self._on_rescan, self._options.watch)
 
     # -- following -------------------------------------------------------------------------
 
@@ -271,16 +310,16 @@ class OutputTailer:
         if old is not None and old.path == full:
             return
         self.forget(key)
-        self._follows[key] = _Followed(key, full)
+        self._follows[key] = followed = _Followed(key, full)
         self._by_path.setdefault(full, set()).add(key)
-        self._mark_ready(key)  # the file may already hold output
-        self._poke_supervisor()
+        self._update_watch()
+        self._changed(followed)  # the file may already hold output, its last write under way
 
     def forget(self, key: str) -> None:
         """Stop following ``key`` without reading further; unknown keys are ignored."""
         followed = self._drop(key)
         if followed is not None:
-            followed.close_fd()
+            followed.close()
 
     async def drain(self, key: str, *, trailer_timeout: float = 0.0) -> AsyncIterator[TailEvent | Final]:
         """Read the file to its end now and stop following it: the rest as events, then ``Final``.
@@ -292,7 +331,9 @@ class OutputTailer:
         appear. Raises ``KeyError`` for a key that is not followed.
         """
         followed = self._follows[key]
-        if trailer_timeout > 0:
+        if followed.fd is None and not followed.refused:
+            self._open(followed)
+        if trailer_timeout > 0 and followed.fd is not None:
             await self._await_closing_line(followed, trailer_timeout)
             if self._follows.get(key) is not followed:
                 raise KeyError(key)
@@ -301,19 +342,20 @@ class OutputTailer:
             while (event := self._drain_step(followed)) is not None:
                 yield event
             rest, exit_info = followed.gate.close()
-            yield Final(key, rest, exit_info)
+            yield Final(key, followed.pending + rest, exit_info)
         finally:
-            followed.close_fd()
+            followed.close()
 
     # -- consuming ---------------------------------------------------------------------------
 
-    async def receive(self) -> TailEvent:
-        """The next event of any followed key; raises ``anyio.EndOfStream`` once closed."""
-        await anyio.lowlevel.checkpoint()
+    async def receive(self) -> list[TailEvent]:
+        """The events of every key that is ready (at least one); raises ``anyio.EndOfStream``
+        once closed."""
+        await anyio.lowlevel.checkpoint_if_cancelled()
         while True:
-            event = self._next_event()
-            if event is not None:
-                return event
+            batch = self._collect(_now())
+            if batch:
+                return batch
             if self._closed:
                 raise anyio.EndOfStream
             if self._consumer_wake is None or self._consumer_wake.is_set():
@@ -323,7 +365,7 @@ class OutputTailer:
     def __aiter__(self) -> OutputTailer:
         return self
 
-    async def __anext__(self) -> TailEvent:
+    async def __anext__(self) -> list[TailEvent]:
         try:
             return await self.receive()
         except anyio.EndOfStream:
@@ -334,102 +376,107 @@ class OutputTailer:
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Watch directories until :meth:`close`; meant for ``task_group.start``."""
         try:
-            async with anyio.create_task_group() as tg:
-                task_status.started()
-                await self._supervise(tg)
+            await self._watcher.run(task_status=task_status)
         finally:
             self.close()
 
     def close(self) -> None:
         """Stop watching, end the event stream and release every file."""
         self._closed = True
-        if self._watcher_stop is not None:
-            self._watcher_stop.set()
+        if self._tick is not None:
+            self._tick.cancel()
+            self._tick = None
+        self._due.clear()
+        self._watcher.close()
         for followed in self._follows.values():
-            followed.close_fd()
+            followed.close()
         self._follows.clear()
         self._by_path.clear()
         self._ready.clear()
         self._ready_set.clear()
-        self._poke_supervisor()
         self._wake_consumer()
 
     @property
     def watched_dirs(self) -> frozenset[str]:
-        """The directories the current watcher covers (for tests and diagnostics)."""
-        return self._active[0] if self._active is not None else frozenset()
+        """The directories being watched (for tests and diagnostics)."""
+        return self._watched
 
-    # -- reading (all synchronous: no await between a stat and the reads it justifies) -----
+    # -- reading (all synchronous: no await between a look at a file and what it decides) ----
 
-    def _next_event(self) -> TailEvent | None:
-        while self._ready:
+    def _collect(self, now: float) -> list[TailEvent]:
+        """One look at each key that is ready."""
+        batch: list[TailEvent] = []
+        for _ in range(len(self._ready)):  # keys marked again meanwhile wait for the next batch
             key = self._ready.popleft()
-            if key not in self._ready_set:
-                continue  # forgotten while queued
             self._ready_set.discard(key)
             followed = self._follows.get(key)
             if followed is None:
                 continue
             try:
-                event = self._step(followed)
+                event = self._look(followed, now)
             except OSError:
                 log.warning("cannot read output file %s", followed.path, exc_info=True)
                 continue
             if event is not None:
-                return event
-        return None
+                batch.append(event)
+        return batch
 
-    def _step(self, followed: _Followed) -> TailEvent | None:
-        state, size = self._sync(followed)
-        if state is _State.ABSENT:
+    def _look(self, followed: _Followed, now: float) -> TailEvent | None:
+        """Read what is new (up to ``chunk_size``) and hand out what may go now."""
+        if followed.fd is None and (followed.refused or not self._open(followed)):
             return None
-        if state is _State.RESTARTED:
+        assert followed.fd is not None
+        size = os.fstat(followed.fd).st_size
+        if size < followed.offset:
+            followed.restart()
             self._mark_ready(followed.key)
             return Reset(followed.key)
         event = self._read(followed, size)
-        if state is _State.GONE:
-            if event is None:
-                followed.close_fd()
-                log.info("output file %s was deleted", followed.path)
-                return Vanished(followed.key)
-            self._mark_ready(followed.key)  # keep draining until the end, then report
-        return event
+        if followed.offset < size:
+            self._mark_ready(followed.key)  # more to read: at once, in the next batch
+            return self._with_pending(followed, event)
+        grace = followed.gate.grace()
+        if grace is None:
+            return self._with_pending(followed, event)
+        release_at = followed.changed_at + grace
+        if isinstance(event, Snapshot):
+            self._look_at(followed, release_at)  # its tail goes out later, as a chunk
+            return event
+        if event is not None:
+            if not followed.pending:
+                followed.unsent_since = now
+            followed.pending += event.data
+        if now >= release_at - TIMER_SLACK:
+            followed.pending += followed.gate.release()
+            return self._with_pending(followed, None)
+        # The tail must wait, and what is before it waits with it, a little, to go out whole.
+        if not followed.pending:
+            self._look_at(followed, release_at)
+            return None
+        send_by = followed.unsent_since + LINE_GRACE
+        if now >= send_by - TIMER_SLACK:
+            self._look_at(followed, release_at)
+            return self._with_pending(followed, None)
+        self._look_at(followed, min(release_at, send_by))
+        return None
 
-    def _sync(self, followed: _Followed) -> tuple[_State, int]:
-        """Match the descriptor to what the path holds now; return the state and file size."""
-        try:
-            st: os.stat_result | None = os.stat(followed.path)
-        except (FileNotFoundError, NotADirectoryError):
-            st = None
-        if st is None or not stat.S_ISREG(st.st_mode):
-            if followed.fd is None:
-                return _State.ABSENT, 0
-            return _State.GONE, os.fstat(followed.fd).st_size
-        if followed.fd is not None and (st.st_dev, st.st_ino) == followed.ident:
-            if st.st_size < followed.offset:
-                followed.restart()
-                return _State.RESTARTED, st.st_size
-            return _State.PRESENT, st.st_size
-        return self._open(followed)
-
-    def _open(self, followed: _Followed) -> tuple[_State, int]:
-        try:
-            fd = os.open(followed.path, os.O_RDONLY)
-        except FileNotFoundError:
-            return _State.ABSENT, 0  # gone again already; the next change tells
-        info = os.fstat(fd)
-        followed.close_fd()
-        followed.fd, followed.ident = fd, (info.st_dev, info.st_ino)
-        restarted, followed.seen = followed.seen, True
-        followed.restart()
-        return (_State.RESTARTED if restarted else _State.PRESENT), info.st_size
+    @staticmethod
+    def _with_pending(followed: _Followed, event: Chunk | Snapshot | None) -> Chunk | Snapshot | None:
+        """``event`` with the output held back before it (a snapshot replaces that too)."""
+        if isinstance(event, Snapshot) or not followed.pending:
+            followed.pending = b""
+            return event
+        data = followed.pending + event.data if event is not None else followed.pending
+        followed.pending = b""
+        return Chunk(followed.key, data)
 
     def _read(self, followed: _Followed, size: int) -> Chunk | Snapshot | None:
+        """Read what is new into the gate (a snapshot when too far behind)."""
         options = self._options
         plan = plan_read(
             size,
             followed.offset,
-            chunk_size=options.chunk_size - followed.gate.withheld,
+            chunk_size=options.chunk_size - followed.gate.withheld - len(followed.pending),
             backlog_limit=options.backlog_limit,
             snapshot_size=options.snapshot_size,
         )
@@ -441,24 +488,73 @@ class OutputTailer:
             followed.offset = plan.start + len(data)
             return Snapshot(followed.key, followed.gate.feed(data))
         followed.offset += len(data)
-        if data and followed.offset < size:
-            self._mark_ready(followed.key)
         out = followed.gate.feed(data)
         return Chunk(followed.key, out) if out else None
+
+    def _look_at(self, followed: _Followed, when: float) -> None:
+        """Have a look at ``followed`` at the first tick from ``when``, unless one is due before."""
+        when = math.ceil(when / TICK - TIMER_SLACK) * TICK
+        if followed.due is not None and followed.due <= when:
+            return
+        followed.due = when
+        heapq.heappush(self._due, (when, next(self._due_order), followed.key))
+        self._arm(when)
+
+    def _arm(self, when: float) -> None:
+        """Tick at ``when`` unless a tick comes before. Changes wait for a tick that is at most one
+        ``TICK`` away; before a later one, they wake the loop as they come."""
+        tick = self._tick
+        if tick is not None:
+            if tick.when() <= when:
+                return
+            tick.cancel()
+        self._tick = asyncio.get_running_loop().call_at(when, self._on_tick)
+        self._watcher.hold(when <= _now() + TICK + TIMER_SLACK)
+
+    def _on_tick(self) -> None:
+        """Collect the changes that came since the last tick, and mark the keys now due."""
+        self._tick = None
+        self._watcher.collect()
+        now = _now()
+        due = self._due
+        while due and due[0][0] <= now + TIMER_SLACK:
+            when, _, key = heapq.heappop(due)
+            followed = self._follows.get(key)
+            if followed is not None and followed.due == when:
+                followed.due = None
+                self._mark_ready(key)
+        if due:
+            self._arm(due[0][0])
+        elif self._tick is None:
+            self._watcher.hold(False)
+
+    def _open(self, followed: _Followed) -> bool:
+        try:
+            followed.fd = open_output(followed.path, self._root)
+        except (FileNotFoundError, NotADirectoryError):
+            return False  # not there yet: its creation is a change
+        except NotOutput as exc:
+            followed.refused = True
+            log.warning("not reading %s for %s: %s", followed.path, followed.key, exc.strerror)
+            return False
+        return True
 
     def _drain_step(self, followed: _Followed) -> TailEvent | None:
         """The next piece of a file being drained; None at its end."""
         try:
-            state, size = self._sync(followed)
+            while followed.fd is not None:
+                size = os.fstat(followed.fd).st_size
+                if size < followed.offset:
+                    followed.restart()
+                    return Reset(followed.key)
+                if followed.offset >= size:
+                    return None
+                event = self._with_pending(followed, self._read(followed, size))
+                if event is not None:
+                    return event
         except OSError:
             log.warning("cannot read output file %s", followed.path, exc_info=True)
-            return None
-        if state is _State.RESTARTED:
-            return Reset(followed.key)
-        if state is _State.ABSENT or followed.fd is None or followed.offset >= size:
-            return None
-        # A read the closing-line rule holds back entirely can only be the last one.
-        return self._read(followed, size)
+        return None
 
     async def _await_closing_line(self, followed: _Followed, timeout: float) -> None:
         with anyio.move_on_after(timeout):
@@ -468,8 +564,10 @@ class OutputTailer:
 
     @staticmethod
     def _has_closing_line(followed: _Followed) -> bool:
+        if followed.fd is None:
+            return False
         try:
-            tail, whole = _file_tail(followed.path)
+            tail, whole = _file_tail(followed.fd)
         except OSError:
             return False
         gate = TrailerGate(at_start=whole)
@@ -488,117 +586,50 @@ class OutputTailer:
             if not keys:
                 del self._by_path[followed.path]
         self._ready_set.discard(key)
-        self._poke_supervisor()
+        self._update_watch()
         return followed
 
     def _mark_ready(self, key: str) -> None:
         if key not in self._ready_set:
             self._ready_set.add(key)
             self._ready.append(key)
-        followed = self._follows.get(key)
-        if followed is not None and followed.changed is not None:
-            followed.changed.set()
         self._wake_consumer()
 
     def _wake_consumer(self) -> None:
         if self._consumer_wake is not None:
             self._consumer_wake.set()
 
-    def _poke_supervisor(self) -> None:
-        if self._supervisor_wake is not None:
-            self._supervisor_wake.set()
-
     # -- watching ----------------------------------------------------------------------------
 
-    def _wanted_watch(self) -> _WatchSpec | None:
-        if not self._follows:
-            return None
+    def _update_watch(self) -> None:
+        if self._closed:
+            return
         parents = {os.path.dirname(f.path) for f in self._follows.values()}
         dirs = frozenset(_nearest_dir(parent) for parent in parents)
         self._standing_in = not dirs <= parents
-        step = self._options.idle_step_ms if self._quiet else self._options.step_ms
-        return dirs, step
+        if dirs != self._watched:
+            self._watched = dirs
+            self._watcher.watch(dirs)
 
-    async def _supervise(self, tg: anyio.abc.TaskGroup) -> None:
-        while not self._closed:
-            wake = self._supervisor_wake = anyio.Event()
-            wanted = self._wanted_watch()
-            if wanted == self._active:
-                await wake.wait()
-                continue
-            delay = self._retry_at - anyio.current_time()
-            if delay > 0:  # the last watcher failed; this is the only timer
-                with anyio.move_on_after(delay):
-                    await wake.wait()
-                continue
-            await self._replace_watcher(tg, wanted)
-
-    async def _replace_watcher(self, tg: anyio.abc.TaskGroup, wanted: _WatchSpec | None) -> None:
-        old, self._watcher_stop = self._watcher_stop, None
-        self._active = wanted
-        if wanted is not None:
-            stop = anyio.Event()
-            self._watcher_stop = stop
-            await tg.start(self._watch, wanted, stop)
-        if old is not None:
-            old.set()  # only now, so that some watcher covers the old directories throughout
-        for key in self._follows:
-            self._mark_ready(key)
-
-    async def _watch(
-        self,
-        spec: _WatchSpec,
-        stop: anyio.Event,
-        *,
-        task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
-    ) -> None:
-        dirs, step = spec
-        idle_after = self._options.idle_after
-        fast = step != self._options.idle_step_ms or idle_after is None
-        # awatch yields an empty set after this many ms without a change: time to slow down.
-        quiet_ms = int(idle_after * 1000) if fast and idle_after is not None else 0
-        # awatch builds its Rust watcher synchronously in its first __anext__, before this task
-        # first suspends, and start() resumes the supervisor only after that: so when the
-        # supervisor re-reads every file, this watcher already records changes.
-        task_status.started()
-        try:
-            async for changes in awatch(
-                *sorted(dirs),
-                watch_filter=None,
-                debounce=self._options.debounce_ms,
-                step=step,
-                stop_event=stop,
-                rust_timeout=quiet_ms,
-                yield_on_timeout=True,
-                recursive=False,
-            ):
-                self._on_changes(changes, stop)
-        except Exception:  # a failing watcher must not take the agent down: retry slowly
-            log.warning("watching %s failed", sorted(dirs), exc_info=True)
-            if stop is self._watcher_stop:
-                self._active = self._watcher_stop = None
-                self._retry_at = anyio.current_time() + self._options.retry_interval
-                self._poke_supervisor()
-
-    def _on_changes(self, changes: set[FileChange], stop: anyio.Event) -> None:
-        if not changes:
-            if stop is self._watcher_stop:
-                self._set_quiet(True)
-            return
-        self._set_quiet(False)
-        unknown = False
-        for _change, path in changes:
-            keys = self._by_path.get(path)
-            if keys is None:
-                # A missing directory may have appeared, or a watched one gone: look again.
-                unknown = unknown or self._standing_in or path in self.watched_dirs
-                continue
+    def _on_change(self, path: str) -> None:
+        keys = self._by_path.get(path)
+        if keys is not None:
             for key in keys:
-                self._mark_ready(key)
-        if unknown:
-            self._poke_supervisor()
+                self._changed(self._follows[key])
+        elif self._standing_in or path in self._watched:
+            # A missing directory may have appeared, or a watched one gone: look again.
+            self._on_rescan()
 
-    def _set_quiet(self, quiet: bool) -> None:
-        if quiet != self._quiet and self._options.idle_after is not None:
-            self._quiet = quiet
-            self._poke_supervisor()
+    def _changed(self, followed: _Followed) -> None:
+        followed.changed_at = now = _now()
+        self._look_at(followed, now + LINE_GRACE)
+        if followed.changed is not None:
+            followed.changed.set()
+
+    def _on_rescan(self) -> None:
+        """Changes may have been missed: look at every file."""
+        self._update_watch()
+        for key, followed in self._follows.items():
+            self._mark_ready(key)
+            if followed.changed is not None:
+                followed.changed.set()

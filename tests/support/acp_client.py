@@ -43,6 +43,8 @@ MIN_NODE_MAJOR = 20
 ECHO_AGENT = Path(__file__).resolve().parent / "echo_agent.py"
 
 JsonObject = dict[str, Any]
+ATTACHED: JsonObject = {}
+"""Marks, in a run's timeline, the answer to a ``session/load`` or ``session/resume``."""
 
 _client_ready = False
 
@@ -380,6 +382,8 @@ class ClientRun:
             for _, session_id, update in self._timeline():
                 if update is None:
                     rules.forget(session_id)
+                elif update is ATTACHED:
+                    rules.attached(session_id)
                 else:
                     rules.see(session_id, update)
         except Violation as broken:
@@ -387,16 +391,22 @@ class ClientRun:
         return []
 
     def _timeline(self) -> list[tuple[float, str, JsonObject | None]]:
-        """Updates the agent sent and the sessions the client re-attached to (``None``), by time."""
+        """Updates the agent sent, the sessions the client re-attached to (``None``, when it
+        asked) and the answers to those requests (``ATTACHED``), by time."""
         events: list[tuple[float, str, JsonObject | None]] = []
+        attaching: dict[Any, str] = {}
         for line, t in zip(self.client_lines, self.client_line_times, strict=False):
             if isinstance(line, dict) and line.get("method") in ("session/load", "session/resume"):
-                events.append((t, str((line.get("params") or {}).get("sessionId")), None))
+                session_id = str((line.get("params") or {}).get("sessionId"))
+                attaching[line.get("id")] = session_id
+                events.append((t, session_id, None))
         for line, t in zip(self.agent_lines, self.agent_line_times, strict=False):
             params = line.get("params") if isinstance(line, dict) else None
             update = params.get("update") if isinstance(params, dict) else None
             if line.get("method") == "session/update" and isinstance(update, dict):
                 events.append((t, str(params.get("sessionId")), update))
+            elif "method" not in line and line.get("id") in attaching:
+                events.append((t, attaching[line["id"]], ATTACHED))
         # A request goes out before anything the agent sends about it: at equal times it is first.
         return sorted(events, key=lambda event: (event[0], event[2] is not None))
 

@@ -108,9 +108,13 @@ def _file_bytes(line: dict[str, Any]) -> bytes | None:
 
 
 def _rebase(value: Any, root: str) -> Any:
-    """``value`` with the recorder's placeholder root replaced by ``root``, in every string."""
+    """``value`` with the recorder's placeholder root replaced by ``root``, in every string, and
+    Claude Code's per-user temp folder (``claude-<uid>``: the recordings were made as root)
+    named after this user, as the agent expects it (``CLAUDE_CODE_TMPDIR`` = ``root/tmp``)."""
     if isinstance(value, str):
-        return value.replace(PLACEHOLDER, root)
+        return value.replace(f"{PLACEHOLDER}/tmp/claude-0/", f"{root}/tmp/claude-{os.getuid()}/").replace(
+            PLACEHOLDER, root
+        )
     if isinstance(value, list):
         return [_rebase(item, root) for item in value]
     if isinstance(value, dict):

@@ -28,7 +28,9 @@ ended by ``terminal_exit``.
 
 A client that loads or resumes a session forgets what it knew of it and of its children
 (``forget``), as the RFDs require: from there on everything must be announced anew, whether the
-agent replays the history or restates only what is live.
+agent replays the history or restates only what is live. Until the answer comes (``attached``),
+output of a terminal the client knew may still arrive: the agent sent it before it read the
+request.
 """
 
 from __future__ import annotations
@@ -80,11 +82,21 @@ class BackgroundRules:
     def view(self, session_id: str) -> SessionView:
         return self.sessions.setdefault(session_id, SessionView())
 
-    def forget(self, session_id: str) -> None:
+    in_flight: dict[str, tuple[str, set[str]]] = field(default_factory=dict)
+    """Per session being re-attached to (or a child of one): the session the client asked for,
+    and the terminals it knew before it asked."""
+
+    def forget(self, session_id: str, asked: str | None = None) -> None:
         """The client (re)attaches to the session: what it knew of it and its children is gone."""
         view = self.sessions.pop(session_id, None)
+        self.in_flight[session_id] = (asked or session_id, set(view.terminals) if view else set())
         for child in view.children if view is not None else ():
-            self.forget(child)
+            self.forget(child, asked or session_id)
+
+    def attached(self, session_id: str) -> None:
+        """The agent answered the re-attachment: nothing it sent before reading it can follow."""
+        for stale in [sid for sid, (asked, _) in self.in_flight.items() if asked == session_id]:
+            del self.in_flight[stale]
 
     def see(self, session_id: str, update: dict[str, Any]) -> None:
         view = self.view(session_id)
@@ -94,6 +106,8 @@ class BackgroundRules:
         elif kind == "terminal_output_chunk":
             terminal_id = update["terminalId"]
             if terminal_id not in view.terminals:
+                if terminal_id in self.in_flight.get(session_id, ("", set()))[1]:
+                    return  # sent before the agent read the re-attachment
                 raise Violation(f"rule 5: output of terminal {terminal_id} before its terminal_update")
             if terminal_id in view.exited:
                 raise Violation(f"rule 3: output of terminal {terminal_id} after its exitStatus")

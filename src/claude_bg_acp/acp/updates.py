@@ -8,7 +8,9 @@ schema: only the presenters of the clients that read them send them.
 from __future__ import annotations
 
 import base64
+import functools
 import json
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from claude_bg_acp.acp.jsonrpc import encode, notification_frame
@@ -72,17 +74,21 @@ class TerminalUpdate(WireModel):
     capabilities: dict[str, Any] | None = None
 
 
-class TerminalOutputChunk(WireModel):
-    session_update: Literal["terminal_output_chunk"] = "terminal_output_chunk"
-    terminal_id: str
-    data: str
+@dataclass(frozen=True, slots=True)
+class TerminalOutputChunk:
+    """``terminal_output_chunk``: the next bytes of a terminal's output, base64 on the wire.
 
-    @classmethod
-    def of(cls, terminal_id: str, data: bytes) -> TerminalOutputChunk:
-        """Built without validation: this is the hot path, and base64 is valid by construction."""
-        encoded = base64.b64encode(data).decode("ascii")
-        fields = {"session_update", "terminal_id", "data"}
-        return cls.model_construct(fields, terminal_id=terminal_id, data=encoded)
+    Not a pydantic model: it is most of what goes over the wire, and valid by construction, so
+    it is neither validated nor copied on the way; :func:`session_update_line` encodes it
+    straight into its line.
+    """
+
+    terminal_id: str
+    data: bytes
+
+    def wire(self) -> dict[str, Any]:
+        encoded = base64.b64encode(self.data).decode("ascii")
+        return {"sessionUpdate": "terminal_output_chunk", "terminalId": self.terminal_id, "data": encoded}
 
 
 class CurrentModeUpdate(WireModel):
@@ -213,23 +219,29 @@ SessionUpdate = (
 )
 
 
+@functools.lru_cache(maxsize=1024)
+def _output_head(session_id: str, terminal_id: str) -> bytes:
+    """A terminal's output notification up to its data (the same for all its chunks)."""
+    return b"".join(
+        (
+            b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":',
+            json.dumps(session_id).encode(),
+            b',"update":{"sessionUpdate":"terminal_output_chunk","terminalId":',
+            json.dumps(terminal_id).encode(),
+            b',"data":"',
+        )
+    )
+
+
 def session_update_line(session_id: str, update: SessionUpdate) -> bytes:
     """The ``session/update`` notification for ``update``, encoded as one line.
 
     Terminal output is most of what goes over the wire and its data is base64, which JSON
-    needs no escaping for, so that one is spliced together instead of being encoded again
-    (encoding dominated the cost of relaying a shell's output).
+    needs no escaping for, so that one is spliced together from the bytes instead of being
+    encoded by ``json`` (encoding dominated the cost of relaying a shell's output).
     """
-    if isinstance(update, TerminalOutputChunk) and not update.model_extra and update.meta is None:
+    if isinstance(update, TerminalOutputChunk):
         return b"".join(
-            (
-                b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":',
-                json.dumps(session_id).encode(),
-                b',"update":{"sessionUpdate":"terminal_output_chunk","terminalId":',
-                json.dumps(update.terminal_id).encode(),
-                b',"data":"',
-                update.data.encode("ascii"),
-                b'"}}}\n',
-            )
+            (_output_head(session_id, update.terminal_id), base64.b64encode(update.data), b'"}}}\n')
         )
     return encode(notification_frame("session/update", {"sessionId": session_id, "update": update.wire()}))

@@ -104,22 +104,30 @@ CLOSING_LINE = re.compile(
 """A whole closing line, without its leading newline."""
 MAX_CLOSING_LINE = 1 + len(EXITED_PREFIX) + 1 + MAX_CODE_DIGITS + len(CODE_END)
 """The longest closing line, its leading newline included. Claude Code appends
-``"\\n[exited with code N]\\n"`` or ``"\\n[killed]\\n"`` in one write when the command ends."""
+``"\\n[exited with code N]\\n"`` or ``"\\n[killed]\\n"`` with ONE ``write()``, some 20 ms
+after the command ended, having opened the file by path with ``O_WRONLY | O_APPEND | O_NOFOLLOW``
+and no ``O_CREAT`` (seen with strace): so a deleted output file gets no closing line, and a
+symbolic link put in its place gets none either."""
 
 # --- where task output files live -------------------------------------------------------------
 
 OUTPUT_SUFFIX = ".output"
 
 
-def tasks_root(cwd: str, environ: dict[str, str] | None = None) -> str:
-    """``$CLAUDE_CODE_TMPDIR/claude-<uid>/<cwd, each non-alphanumeric character as ->``.
-
-    Below it: ``<CLI session id>/tasks/<task id>.output`` (see :func:`output_file`). A subagent's
-    file there is a symlink to its transcript, not terminal output.
-    """
+def tasks_base(environ: dict[str, str] | None = None) -> str:
+    """``$CLAUDE_CODE_TMPDIR/claude-<uid>``: every task output file of this user is below it."""
     env = os.environ if environ is None else environ
-    base = env.get("CLAUDE_CODE_TMPDIR") or "/tmp"
-    return os.path.join(base, f"claude-{os.getuid()}", re.sub(r"[^A-Za-z0-9]", "-", cwd))
+    return os.path.join(env.get("CLAUDE_CODE_TMPDIR") or "/tmp", f"claude-{os.getuid()}")
+
+
+def tasks_root(cwd: str, environ: dict[str, str] | None = None) -> str:
+    """``tasks_base()/<cwd, each non-alphanumeric character as ->``.
+
+    Below it: ``<CLI session id>/tasks/<task id>.output`` (see :func:`output_file`), a regular
+    file for a shell. A subagent's file there is a symbolic link to its transcript (a JSONL file
+    elsewhere), not terminal output.
+    """
+    return os.path.join(tasks_base(environ), re.sub(r"[^A-Za-z0-9]", "-", cwd))
 
 
 def output_file(root: str, cli_session_id: str, task_id: str) -> str:

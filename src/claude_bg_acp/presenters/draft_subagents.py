@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from claude_bg_acp.acp.updates import SubagentSpawned, SubagentStateUpdate
+from claude_bg_acp.acp.updates import SubagentSpawned, SubagentStateUpdate, TerminalOutputChunk
 from claude_bg_acp.core.effects import ClientEffect, Notify
 from claude_bg_acp.core.subagents import ChildAnnounced, ChildStateChanged, State
 
@@ -70,6 +70,8 @@ class DraftSubagents:
     def _stamped(self, effect: ClientEffect) -> ClientEffect:
         if not isinstance(effect, Notify) or effect.session_id not in self._launched_by:
             return effect
+        if isinstance(effect.update, TerminalOutputChunk):
+            return effect  # a v2 form, which carries no draft metadata
         meta = dict(effect.update.meta or {})
         meta["claudeCode"] = {
             **meta.get("claudeCode", {}),

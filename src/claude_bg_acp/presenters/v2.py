@@ -161,7 +161,7 @@ class V2Presenter(BasePresenter):
                 if fact.cancellable:
                     update.capabilities = CANCEL
             case TerminalOutput():
-                update = TerminalOutputChunk.of(fact.terminal_id, fact.data)
+                update = TerminalOutputChunk(fact.terminal_id, fact.data)
             case TerminalReplaced():
                 encoded = base64.b64encode(fact.data).decode("ascii")
                 update = TerminalUpdate(terminal_id=fact.terminal_id, output={"data": encoded})

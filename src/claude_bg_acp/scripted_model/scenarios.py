@@ -491,7 +491,9 @@ def _subagent(command: Call, done_delay: float, stagger: float = 0.0) -> Scenari
 
     def scenario(turn: Turn) -> Reply:
         offset = stagger * _tag_rank(turn.subagent_tag)
-        if turn.has_tool_result:
+        # A notification of the subagent's own background shell, should it come after the
+        # report, is answered like the command's result: the command runs once.
+        if turn.has_tool_result or turn.is_notification:
             text = f"subagent {turn.subagent_tag} {REPORTED}"
             return _say(turn, text, delay=done_delay + offset)
         return _use(turn, command, delay=offset)

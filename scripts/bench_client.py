@@ -1,0 +1,447 @@
+"""The benchmarks' client: an ACP agent as a subprocess, driven over its stdio, and measuring helpers.
+
+:class:`AgentProcess` starts an agent (``claude-bg-acp`` by default, or any command speaking ACP
+on stdio, such as the TypeScript adapter) and reads its stdout on a thread, stamping every line
+with ``time.monotonic_ns()`` as soon as it is read, so that a benchmark that stamps its own
+writes with the same clock (``CLOCK_MONOTONIC`` is system-wide) measures write -> client.
+The helpers read a process's CPU time and RSS from ``/proc``.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import errno
+import itertools
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+AGENT = Path(sys.executable).parent / "claude-bg-acp"
+MIB = 1 << 20
+JsonObject = dict[str, Any]
+ChunkHook = Callable[[int, str, bytes, bool], None]
+"""``(received_ns, terminal_id, data, replaces)``: ``replaces`` for a snapshot (``terminal_update``
+with ``output``), whose data replaces everything before, else appended."""
+
+
+# --- the client ---------------------------------------------------------------------------------
+
+
+class AgentError(RuntimeError):
+    pass
+
+
+@dataclass
+class _Pending:
+    done: threading.Event = field(default_factory=threading.Event)
+    message: JsonObject | None = None
+    received_ns: int = 0
+
+
+@dataclass
+class TerminalView:
+    """What the client knows of one terminal."""
+
+    fields: JsonObject = field(default_factory=dict)
+    chunks: int = 0
+    bytes: int = 0
+    snapshots: int = 0
+
+    @property
+    def exited(self) -> bool:
+        return "exitStatus" in self.fields
+
+
+@dataclass(frozen=True)
+class AgentCommand:
+    """How to start an agent: its name in tables, its argv, and variables it needs on top of the
+    offline environment."""
+
+    name: str
+    argv: tuple[str, ...]
+    env: tuple[tuple[str, str], ...] = ()
+
+
+OURS = AgentCommand("claude-bg-acp", (str(AGENT),))
+
+
+def terminal_key(session_id: str, terminal_id: str) -> str:
+    """How the client names a terminal: terminal ids need only be unique within a session (the
+    TypeScript adapter uses tool use ids, which the scripted model repeats across sessions)."""
+    return f"{session_id}/{terminal_id}"
+
+
+class AgentProcess:
+    """An ACP agent as a subprocess (``claude-bg-acp`` unless ``command`` says otherwise), and a
+    minimal JSON-RPC client on its stdio.
+
+    One reader thread takes every stdout line (time-stamped with ``time.monotonic_ns()`` right
+    after it was read), answers ``session/request_permission`` with the first allow option, and
+    keeps the latest ``state_update``, ``background`` list and terminal fields. ``on_chunk``
+    (called on the reader thread) gets every ``terminal_output_chunk`` and every
+    ``terminal_update`` snapshot (see :data:`ChunkHook`); ``on_line`` gets
+    ``(received_ns, message)`` of every line.
+    """
+
+    def __init__(
+        self,
+        env: dict[str, str],
+        cwd: Path,
+        args: list[str] | None = None,
+        stderr: IO[bytes] | None = None,
+        command: AgentCommand = OURS,
+    ) -> None:
+        self.command = command
+        self.started_ns = time.monotonic_ns()
+        self.proc = subprocess.Popen(
+            [*command.argv, *(args or [])],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=stderr if stderr is not None else subprocess.DEVNULL,
+            env={**env, **dict(command.env)},
+            cwd=cwd,
+            bufsize=MIB,
+            start_new_session=True,  # its own process group, so that cleanup reaches the CLI too
+        )
+        self.on_chunk: ChunkHook | None = None
+        self.on_line: Callable[[int, JsonObject], None] | None = None
+        self.state: JsonObject | None = None
+        self.background: list[JsonObject] | None = None
+        self.terminals: dict[str, TerminalView] = {}
+        self.updates: list[tuple[int, JsonObject]] = []
+        self.keep_updates = False
+        self.permission_requests = 0
+        self.stdout_bytes = 0
+        self.messages = 0
+        self.closed = threading.Event()
+        self._ids = itertools.count(1)
+        self._pending: dict[int, _Pending] = {}
+        self._write_lock = threading.Lock()
+        self._changed = threading.Condition()
+        self._reader = threading.Thread(target=self._read, name="agent-stdout", daemon=True)
+        self._reader.start()
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    # -- requests ------------------------------------------------------------------------------
+
+    def send(self, message: JsonObject) -> None:
+        data = (json.dumps(message) + "\n").encode()
+        assert self.proc.stdin is not None
+        with self._write_lock:
+            self.proc.stdin.write(data)
+            self.proc.stdin.flush()
+
+    def start_request(self, method: str, params: JsonObject) -> _Pending:
+        request_id = next(self._ids)
+        pending = self._pending[request_id] = _Pending()
+        self.send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+        return pending
+
+    def finish_request(self, pending: _Pending, timeout: float = 60.0) -> Any:
+        if not pending.done.wait(timeout):
+            raise AgentError(f"no answer within {timeout} s")
+        message = pending.message
+        if message is None:
+            raise AgentError("the agent exited before answering")
+        if "error" in message:
+            raise AgentError(f"error answer: {message['error']}")
+        return message.get("result")
+
+    def request(self, method: str, params: JsonObject, timeout: float = 60.0) -> Any:
+        return self.finish_request(self.start_request(method, params), timeout)
+
+    def initialize_v2(self) -> Any:
+        return self.request(
+            "initialize",
+            {
+                "protocolVersion": 2,
+                "info": {"name": "bench", "version": "0"},
+                "capabilities": {},
+            },
+        )
+
+    def initialize_v1(self) -> Any:
+        return self.request(
+            "initialize",
+            {
+                "protocolVersion": 1,
+                "clientInfo": {"name": "bench", "version": "0"},
+                "clientCapabilities": {},
+            },
+        )
+
+    def new_session(self, cwd: Path) -> str:
+        result = self.request("session/new", {"cwd": str(cwd), "mcpServers": []})
+        return str(result["sessionId"])
+
+    def prompt(self, session_id: str, text: str) -> _Pending:
+        return self.start_request(
+            "session/prompt", {"sessionId": session_id, "prompt": [{"type": "text", "text": text}]}
+        )
+
+    # -- waiting -------------------------------------------------------------------------------
+
+    def wait_until(self, what: str, check: Callable[[], bool], timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while not check():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise AgentError(f"timed out after {timeout:.0f} s waiting for {what}")
+                if self.closed.is_set():
+                    raise AgentError(f"the agent exited while waiting for {what}")
+                self._changed.wait(min(left, 0.5))
+
+    def wait_idle(self, timeout: float = 60.0) -> None:
+        self.wait_until("idle", lambda: (self.state or {}).get("state") == "idle", timeout)
+
+    def wait_terminals(self, count: int, timeout: float = 60.0) -> list[str]:
+        self.wait_until(f"{count} terminals", lambda: len(self.terminals) >= count, timeout)
+        return list(self.terminals)
+
+    def wait_exit(self, terminal_id: str, timeout: float = 120.0) -> JsonObject:
+        self.wait_until(f"exit of {terminal_id}", lambda: self.terminals[terminal_id].exited, timeout)
+        return dict(self.terminals[terminal_id].fields["exitStatus"])
+
+    # -- shutting down -------------------------------------------------------------------------
+
+    def stop(self, grace: float = 20.0) -> None:
+        """Close stdin (the agent then closes its sessions), then signal its group if need be."""
+        with contextlib.suppress(OSError), self._write_lock:
+            assert self.proc.stdin is not None
+            self.proc.stdin.close()
+        try:
+            self.proc.wait(grace)
+        except subprocess.TimeoutExpired:
+            self._signal_group(signal.SIGTERM)
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self._signal_group(signal.SIGKILL)
+                self.proc.wait(5)
+        self._signal_group(signal.SIGKILL)  # whatever of its group outlived it
+        self._reader.join(10)
+
+    def _signal_group(self, signum: signal.Signals) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signum)
+
+    # -- the reader ----------------------------------------------------------------------------
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        try:
+            for raw in self.proc.stdout:
+                received = time.monotonic_ns()
+                self.stdout_bytes += len(raw)
+                self.messages += 1
+                message = json.loads(raw)
+                self._dispatch(received, message)
+                with self._changed:
+                    self._changed.notify_all()
+        finally:
+            self.closed.set()
+            for pending in self._pending.values():
+                pending.done.set()
+            with self._changed:
+                self._changed.notify_all()
+
+    def _dispatch(self, received: int, message: JsonObject) -> None:
+        if self.on_line is not None:
+            self.on_line(received, message)
+        method = message.get("method")
+        if method is None:
+            pending = self._pending.pop(message.get("id"), None)  # type: ignore[arg-type]
+            if pending is not None:
+                pending.message, pending.received_ns = message, received
+                pending.done.set()
+        elif method == "session/update":
+            self._on_update(received, message["params"]["sessionId"], message["params"]["update"])
+        elif method == "session/request_permission" and "id" in message:
+            self.permission_requests += 1
+            options = message["params"].get("options", [])
+            allow = next((o for o in options if str(o.get("kind", "")).startswith("allow")), None)
+            outcome = (
+                {"outcome": "selected", "optionId": allow["optionId"]} if allow else {"outcome": "cancelled"}
+            )
+            self.send({"jsonrpc": "2.0", "id": message["id"], "result": {"outcome": outcome}})
+        elif "id" in message:
+            self.send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": message["id"],
+                    "error": {"code": -32601, "message": f"Method not found: {method}"},
+                }
+            )
+
+    def _on_update(self, received: int, session_id: str, update: JsonObject) -> None:
+        kind = update.get("sessionUpdate")
+        if self.keep_updates:
+            self.updates.append((received, update))
+        if kind == "terminal_output_chunk":
+            terminal_id = terminal_key(session_id, update["terminalId"])
+            data = base64.b64decode(update["data"])
+            view = self.terminals.setdefault(terminal_id, TerminalView())
+            view.chunks += 1
+            view.bytes += len(data)
+            if self.on_chunk is not None:
+                self.on_chunk(received, terminal_id, data, False)
+        elif kind == "terminal_update":
+            terminal_id = terminal_key(session_id, update["terminalId"])
+            view = self.terminals.setdefault(terminal_id, TerminalView())
+            output = update.get("output")
+            if output is not None:
+                view.snapshots += 1
+                if self.on_chunk is not None:
+                    self.on_chunk(received, terminal_id, base64.b64decode(output["data"]), True)
+            view.fields.update({k: v for k, v in update.items() if k != "output"})
+        elif kind == "state_update":
+            self.state = update
+            if "background" in update:
+                self.background = update["background"]
+
+
+# --- measuring helpers --------------------------------------------------------------------------
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    """Nearest-rank percentile."""
+    ordered = sorted(values)
+    index = max(0, min(len(ordered) - 1, math.ceil(fraction * len(ordered)) - 1))
+    return ordered[index]
+
+
+def vm_rss_kib(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def cpu_ticks(pid: int) -> int:
+    """utime + stime of one process, in clock ticks."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return int(fields[11]) + int(fields[12])
+
+
+def children(pid: int) -> list[int]:
+    found: list[int] = []
+    with contextlib.suppress(OSError):
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            found += [int(p) for p in (task / "children").read_text().split()]
+    return found
+
+
+class RssSampler:
+    """Samples a process's VmRSS on a thread; ``baseline`` is the first sample."""
+
+    def __init__(self, pid: int, interval: float = 0.02) -> None:
+        self.pid = pid
+        self.baseline = vm_rss_kib(pid)
+        self.peak = self.baseline
+        self._interval = interval
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="rss", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._interval):
+            self.peak = max(self.peak, vm_rss_kib(self.pid))
+
+    def stop(self) -> float:
+        """Peak growth over the baseline, in MiB."""
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, vm_rss_kib(self.pid))
+        return (self.peak - self.baseline) / 1024
+
+
+def open_fifo_for_writing(path: Path, timeout: float = 60.0) -> int:
+    """Open ``path`` for writing once its reader (the background ``cat``) has opened it."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+        except OSError as exc:
+            if exc.errno != errno.ENXIO or time.monotonic() > deadline:
+                raise
+            time.sleep(0.005)
+            continue
+        os.set_blocking(fd, True)
+        return fd
+
+
+# --- numbered lines: written by the benchmark, timed whole at the client ------------------------
+
+
+def numbered_line(shell: int, seq: int, pad: int = 40) -> bytes:
+    """``<shell> <seq> xxx...\\n``: what the line benchmarks write, so the client can tell each
+    line (and its shell) from its bytes alone, whatever terminal or chunking carries it."""
+    return b"%d %d %s\n" % (shell, seq, b"x" * pad)
+
+
+class LineArrivals:
+    """An ``on_chunk`` hook that records when each numbered line arrived WHOLE (its newline too).
+
+    Chunks are appended per terminal and snapshots replace (the TypeScript adapter sends its
+    first output as a snapshot). A line is ``(shell, seq)``; the first time it is seen complete
+    counts. ``out_of_order`` counts lines that did not come right after the previous one of their
+    shell (a gap or a repeat; a snapshot repeating lines already seen is not counted). Lines that
+    are not numbered (a placeholder text, a closing line that leaked) are counted in ``foreign``.
+    """
+
+    def __init__(self) -> None:
+        self.arrived: dict[tuple[int, int], int] = {}
+        self.out_of_order = 0
+        self.foreign = 0
+        self._next: dict[int, int] = {}
+        self._buffers: dict[str, bytearray] = {}
+
+    def __call__(self, received: int, terminal_id: str, data: bytes, replaces: bool) -> None:
+        buffer = self._buffers.setdefault(terminal_id, bytearray())
+        if replaces:
+            buffer.clear()
+        buffer += data
+        end = buffer.rfind(b"\n")
+        if end < 0:
+            return
+        for line in bytes(buffer[:end]).split(b"\n"):
+            self._line(received, line)
+        del buffer[: end + 1]
+
+    def _line(self, received: int, line: bytes) -> None:
+        fields = line.split(b" ", 2)
+        try:
+            key = (int(fields[0]), int(fields[1]))
+        except (ValueError, IndexError):
+            self.foreign += 1
+            return
+        if key in self.arrived:
+            return
+        self.arrived[key] = received
+        shell, seq = key
+        if seq != self._next.get(shell, 0):
+            self.out_of_order += 1
+        self._next[shell] = seq + 1
+
+
+def latencies_ms(written: dict[tuple[int, int], int], arrived: dict[tuple[int, int], int]) -> list[float]:
+    """write -> whole line at the client, in ms, of every written line that arrived."""
+    return [(arrived[key] - at) / 1e6 for key, at in written.items() if key in arrived]
