@@ -314,15 +314,33 @@ def params_of_every_method() -> Iterator[Case]:
             text_prompt("nope", "x" * 1_000_000),
             UNKNOWN_SESSION,
         ),
-        ("session/set_mode", "without params", None, PARAMS),
-        ("session/set_mode", "with modeId a number", {"sessionId": SESSION, "modeId": 3}, PARAMS),
+        # v2 has no session/set_mode: the mode is a config option.
+        ("session/set_mode", "in v2", {"sessionId": SESSION, "modeId": "default"}, NOT_FOUND),
+        ("session/set_config_option", "without params", None, PARAMS),
         (
-            "session/set_mode",
+            "session/set_config_option",
+            "with configId a number",
+            {"sessionId": SESSION, "configId": 3, "value": "default"},
+            PARAMS,
+        ),
+        (
+            "session/set_config_option",
             "of an unknown session",
-            {"sessionId": "nope", "modeId": "default"},
+            {"sessionId": "nope", "configId": "mode", "value": "default"},
             UNKNOWN_SESSION,
         ),
-        ("session/set_mode", "to an unknown mode", {"sessionId": SESSION, "modeId": "no-such-mode"}, PARAMS),
+        (
+            "session/set_config_option",
+            "of an unknown option",
+            {"sessionId": SESSION, "configId": "no-such-option", "value": "x"},
+            PARAMS,
+        ),
+        (
+            "session/set_config_option",
+            "to an unknown mode",
+            {"sessionId": SESSION, "configId": "mode", "value": "no-such-mode"},
+            PARAMS,
+        ),
         ("terminal/cancel", "without terminalId", {"sessionId": SESSION}, PARAMS),
         ("terminal/cancel", "with terminalId a number", {"sessionId": SESSION, "terminalId": 1}, PARAMS),
         (

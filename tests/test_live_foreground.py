@@ -31,15 +31,16 @@ def test_v2_text_turn(live: LiveModel, workdir: Path) -> None:
         )
     )
     message_id = run.response("p")["result"]["messageId"]
-    kinds = [u["sessionUpdate"] for u in run.raw_updates()]
-    assert kinds[0] == "state_update" and run.raw_updates()[0]["state"] == "running"
+    # The session's commands come before the turn (see test_live_surface).
+    turn = [u for u in run.raw_updates() if u["sessionUpdate"] != "available_commands_update"]
+    assert turn[0]["sessionUpdate"] == "state_update" and turn[0]["state"] == "running"
     assert {"sessionUpdate": "user_message", "messageId": message_id}.items() <= next(
-        u for u in run.raw_updates() if u["sessionUpdate"] == "user_message"
+        u for u in turn if u["sessionUpdate"] == "user_message"
     ).items()
     assert "Hello from the scripted model." in run.agent_text()
-    chunks = [u for u in run.raw_updates() if u["sessionUpdate"] == "agent_message_chunk"]
+    chunks = [u for u in turn if u["sessionUpdate"] == "agent_message_chunk"]
     assert all(c.get("messageId") for c in chunks)
-    final = run.raw_updates()[-1]
+    final = turn[-1]
     assert final["sessionUpdate"] == "state_update" and final["state"] == "idle"
     assert final["stopReason"] == "end_turn" and final["background"] == []
 

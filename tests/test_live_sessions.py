@@ -257,7 +257,7 @@ def test_resuming_a_live_session_restates_its_running_shell_first(live: LiveMode
     # It keeps running after the resume: later lines arrive, until it is cancelled.
     assert b"line-12" in run_.terminal_bytes(terminal_id)
     assert run_.terminal_info(terminal_id)["exitStatus"]["signal"] == "SIGKILL"
-    assert run_.response("resume")["result"] == {}
+    assert list(run_.response("resume")["result"]) == ["configOptions"], "v2 resume: the options only"
 
 
 def test_loading_a_session_open_in_this_process_starts_no_second_claude_code(
@@ -273,7 +273,10 @@ def test_loading_a_session_open_in_this_process_starts_no_second_claude_code(
     first = len(agent.lines)
     loaded = agent.call(3, "session/load", {"sessionId": session_id, "cwd": str(workdir), "mcpServers": []})
     assert "modes" in loaded["result"]
-    replayed = [m["params"]["update"]["sessionUpdate"] for m in agent.lines[first:] if m.get("method")]
+    answered = agent.lines.index(loaded)
+    replayed = [
+        m["params"]["update"]["sessionUpdate"] for m in agent.lines[first:answered] if m.get("method")
+    ]
     assert replayed == ["user_message_chunk", "tool_call", "tool_call_update", "agent_message_chunk"]
     after = [pid for pid, cmd in processes_with(marker).items() if "_bundled/claude" in cmd]
     assert len(before) == 1 and after == before
@@ -301,7 +304,9 @@ def test_a_fork_starts_with_no_background_work_and_the_history(live: LiveModel, 
     fork_id = run_.session_id("fork")
     assert fork_id != run_.session_id()
     fork_states = run_.state_updates("fork")
-    assert fork_states[0] == {"sessionUpdate": "state_update", "state": "idle", "background": []}
+    # The fork's Claude Code may already run a turn of its own (the copied task's end) when the
+    # state is first told: idle or running, never with the source's background work.
+    assert fork_states[0]["state"] in ("idle", "running") and "stopReason" not in fork_states[0]
     assert all(u["background"] == [] for u in fork_states)
     assert run_.updates_for_session_id(fork_id, "terminal_update") == []
     titles = {s["sessionId"]: s.get("title") for s in run_.response("list")["sessions"]}
@@ -388,7 +393,7 @@ def test_a_damaged_conversation_fails_clearly_and_spares_the_others(live: LiveMo
     assert failed["code"] == -32603 and "Claude Code cannot resume" in failed["message"], failed
     cut_late = copy(text[: text.rindex('"type":"assistant"')])
     first = len(agent.lines)
-    assert resume(6, cut_late, replayFrom={"type": "start"})["result"] == {}
+    assert "configOptions" in resume(6, cut_late, replayFrom={"type": "start"})["result"]
     replayed = [m["params"]["update"] for m in agent.lines[first:] if m.get("method") == "session/update"]
     assert replayed[0]["content"] == [{"type": "text", "text": FIRST_PROMPT}]
     assert FIRST_ANSWER not in json.dumps(replayed), "the cut answer is not made up"

@@ -69,7 +69,8 @@ def test_v2_lifecycle_of_a_text_turn(client: str, workdir: Path, tmp_path: Path)
     )
     message_id = run.response("p")["result"]["messageId"]
     kinds = [(u["sessionUpdate"], u.get("state")) for u in run.raw_updates()]
-    assert kinds[0] == ("state_update", "running")
+    # The session's commands come right after its answer, before the turn.
+    assert kinds[:2] == [("available_commands_update", None), ("state_update", "running")]
     assert ("user_message", None) in kinds and ("agent_message_chunk", None) in kinds
     assert kinds[-1] == ("state_update", "idle")
     assert run.raw_updates()[-1]["stopReason"] == "end_turn"

@@ -31,7 +31,7 @@ from claude_bg_acp.core.effects import (
     Reply,
     WithdrawPermission,
 )
-from claude_bg_acp.core.foreground import FOLLOW_UP_WAIT
+from claude_bg_acp.core.foreground import FOLLOW_UP_WAIT, LOGIN_HINT
 from claude_bg_acp.core.session import ALLOW_ONCE
 from tests.support.driver import CoreDriver
 from tests.support.frames import (
@@ -550,7 +550,7 @@ ERROR_ENDINGS = [
         [assistant([{"type": "text", "text": "Please run /login"}], None, error="authentication_failed")],
         result("success", "stop_sequence", True, "Please run /login"),
         -32000,
-        "Please run /login",
+        f"{LOGIN_HINT} (Please run /login)",
         id="authentication",
     ),
 ]

@@ -10,6 +10,17 @@ A session's id is Claude Code's session id, so every conversation Claude Code st
 session a client can list, load, resume, fork or delete (``claude.store``), whichever program
 started it. A session that is open in this process is never given a second Claude Code: a
 client loading or resuming it re-attaches to the one it has.
+
+A session's answer carries its config options, which only Claude Code can tell (its models and
+their effort levels): ``session/new`` waits for its Claude Code to start (at most
+``READY_BOUND``), unless a session of this process in the same directory already started one,
+whose answer it goes by (the session corrects it with ``config_option_update`` if its own
+Claude Code says otherwise); load, resume and fork wait for Claude Code anyway. Its commands
+follow the answer.
+
+Claude Code logs itself in. A client that can run terminal auth methods is offered one: it
+runs this agent's command with ``login``, which runs Claude Code's own login.
+
 A later ``initialize`` negotiates again: the sessions created after it take the new version and
 capabilities, while those that exist keep the ones they were created with (their presenter is
 chosen at ``session/new``), so nothing that runs is lost.
@@ -19,6 +30,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import threading
 import uuid
 from collections import deque
@@ -31,6 +43,7 @@ from claude_bg_acp import __version__
 from claude_bg_acp.acp import jsonrpc, session_list
 from claude_bg_acp.acp.jsonrpc import RpcError
 from claude_bg_acp.acp.schema import (
+    AuthMethodParams,
     CancelRequestParams,
     CancelTerminalParams,
     CancelToolCallParams,
@@ -41,6 +54,7 @@ from claude_bg_acp.acp.schema import (
     PromptParams,
     ResumeSessionParams,
     SessionParams,
+    SetConfigOptionParams,
     SetModeParams,
     StopAsyncTaskParams,
     air_capabilities,
@@ -64,6 +78,14 @@ V1_PROMPT_CAPABILITIES = {"image": True, "audio": False, "embeddedContext": True
 V2_PROMPT_CAPABILITIES: dict[str, dict[str, object]] = {"image": {}, "embeddedContext": {}}
 AIR_EXTENSIONS = {"version": 1, "capabilities": ["asyncTasks", "nativeSubagentSessions"]}
 """What we implement of JetBrains AIR's extensions, told to AIR clients (see ``presenters.air``)."""
+READY_BOUND = 10.0
+"""Seconds ``session/new`` waits for Claude Code to say what it offers before answering
+without (the options follow in ``config_option_update``)."""
+LOGIN_METHOD = "claude-login"
+LOGIN = {
+    "name": "Log in to Claude Code",
+    "description": "Runs Claude Code's login (`claude auth login`, as `/login` in Claude Code) in a terminal",
+}
 
 
 class Agent:
@@ -79,16 +101,21 @@ class Agent:
         self._air: frozenset[str] = frozenset()
         self._early_cancels: deque[jsonrpc.RequestId] = deque(maxlen=64)
         self._sessions: dict[str, SessionHost] = {}
+        self._started: dict[str, ev.ClaudeStarted] = {}
+        """By directory: what the first Claude Code started there said."""
 
     async def on_request(self, method: str, params: Any, request_id: jsonrpc.RequestId) -> Any:
         if method == "initialize":
             return self._initialize(parse_params(InitializeParams, params))
         if self._version is None:
             raise RpcError(jsonrpc.INVALID_REQUEST, f"Invalid Request: call initialize before {method}")
-        if method == "authenticate":
+        if method in ("authenticate", "auth/login"):
+            return self._login(parse_params(AuthMethodParams, params).method_id)
+        if method in ("logout", "auth/logout") and self._login_methods():
+            await self._logout()
             return {}
         if method == "session/new":
-            return await self._new_session(parse_params(NewSessionParams, params))
+            return await self._new_session(parse_params(NewSessionParams, params), request_id)
         if method == "session/prompt":
             request = parse_params(PromptParams, params)
             if request_id in self._early_cancels:
@@ -97,10 +124,15 @@ class Agent:
             if self._parent_of(request.session_id) is not None:
                 raise RpcError(jsonrpc.INVALID_REQUEST, "A subagent session cannot be prompted")
             return await self._session(request.session_id).prompt(request, request_id)
-        if method == "session/set_mode":
+        if method == "session/set_mode" and self._version == 1:
             change = parse_params(SetModeParams, params)
             self._session(change.session_id).handle(ev.ChooseMode(change.mode_id))
             return {}
+        if method == "session/set_config_option":
+            option = parse_params(SetConfigOptionParams, params)
+            return await self._session(option.session_id).answer(
+                lambda ticket: ev.ChooseOption(ticket, option.config_id, option.value)
+            )
         if method == "terminal/cancel":
             request = parse_params(CancelTerminalParams, params)
             self._owner(request.session_id).handle(ev.CancelTerminal(request.session_id, request.terminal_id))
@@ -119,12 +151,12 @@ class Agent:
         if method == "session/list":
             return await self._list_sessions(parse_params(ListSessionsParams, params))
         if method == "session/load" and self._version == 1:
-            return await self._open(parse_params(LoadSessionParams, params), replay=True)
+            return await self._open(parse_params(LoadSessionParams, params), True, request_id)
         if method == "session/resume":
             resume = parse_params(ResumeSessionParams, params)
-            return await self._open(resume, replay=self._replays(resume))
+            return await self._open(resume, self._replays(resume), request_id)
         if method == "session/fork":
-            return await self._fork(parse_params(LoadSessionParams, params))
+            return await self._fork(parse_params(LoadSessionParams, params), request_id)
         if method == "session/delete":
             return await self._delete(parse_params(SessionParams, params).session_id)
         raise RpcError(jsonrpc.METHOD_NOT_FOUND, f"Method not found: {method}")
@@ -169,6 +201,7 @@ class Agent:
         air = air_capabilities(self._capabilities) if version == 1 else None
         self._air = air or frozenset()
         _prewarm_claude_side()
+        logins = self._login_methods()
         if version == 1:
             return {
                 **({"_meta": {"jetbrains": {"air": AIR_EXTENSIONS}}} if air is not None else {}),
@@ -186,8 +219,9 @@ class Agent:
                         "delete": {},
                     },
                     "mcpCapabilities": {"http": True, "sse": True},
+                    **({"auth": {"logout": {}}} if logins else {}),
                 },
-                "authMethods": [],
+                "authMethods": logins,
             }
         # session/new, list, resume and close are v2's baseline; v2 has no SSE transport.
         return {
@@ -202,17 +236,68 @@ class Agent:
                     "delete": {},
                 }
             },
-            "authMethods": [],
+            "authMethods": logins,
         }
 
-    async def _new_session(self, params: NewSessionParams) -> dict[str, Any]:
+    def _login_methods(self) -> list[dict[str, Any]]:
+        """Claude Code's login, run in a terminal, for a client that can (ACP terminal auth)."""
+        auth = self._capabilities.get("auth")
+        terminal = auth.get("terminal") if isinstance(auth, dict) else None
+        if not (terminal is True if self._version == 1 else isinstance(terminal, dict)):
+            return []
+        method: dict[str, Any] = {
+            "id" if self._version == 1 else "methodId": LOGIN_METHOD,
+            **LOGIN,
+            "type": "terminal",
+            "args": ["login"],
+        }
+        meta = self._capabilities.get("_meta")
+        if isinstance(meta, dict) and meta.get("terminal-auth") is True:
+            # The earlier form (still read by Zed): the command itself, with a label.
+            command = [sys.executable, "-m", "claude_bg_acp"]
+            command += ["--cli-path", self._cli_path] if self._cli_path else []
+            method["_meta"] = {
+                "terminal-auth": {
+                    "command": command[0],
+                    "args": [*command[1:], "login"],
+                    "label": LOGIN["name"],
+                }
+            }
+        return [method]
+
+    def _login(self, method_id: str) -> dict[str, Any]:
+        """The login runs in the client's terminal; the agent has nothing to do for it."""
+        if method_id != LOGIN_METHOD or not self._login_methods():
+            raise RpcError(
+                jsonrpc.INVALID_PARAMS, f"Invalid params: methodId: unknown auth method {method_id}"
+            )
+        if self._version != 1:
+            raise RpcError(
+                jsonrpc.INVALID_PARAMS,
+                f"Invalid params: methodId: {method_id} is a terminal method: the client runs it",
+            )
+        return {}
+
+    async def _logout(self) -> None:
+        from claude_bg_acp.claude.login import logout
+
+        if not await logout(self._cli_path):
+            raise RpcError(jsonrpc.INTERNAL_ERROR, "Claude Code could not log out")
+
+    async def _new_session(self, params: NewSessionParams, request_id: jsonrpc.RequestId) -> dict[str, Any]:
         _check_directories(params)
         # The first session pays for importing the SDK; a worker thread keeps the loop serving.
         await anyio.to_thread.run_sync(_import_claude_side)
         session = self._start_session(str(uuid.uuid4()), params)
-        return {"sessionId": session.session_id, **self._opened(session)}
+        if params.cwd not in self._started:
+            with anyio.move_on_after(READY_BOUND):
+                await session.ready()
+            self._remember(session)
+        return {"sessionId": session.session_id, **self._opened(session, request_id)}
 
-    async def _open(self, params: LoadSessionParams, replay: bool) -> dict[str, Any]:
+    async def _open(
+        self, params: LoadSessionParams, replay: bool, request_id: jsonrpc.RequestId
+    ) -> dict[str, Any]:
         """``session/load`` and ``session/resume``: re-attach to the session if it is open here,
         else have Claude Code resume the stored one; replay it if asked, then the current state."""
         _check_directories(params)
@@ -234,9 +319,9 @@ class Agent:
             await session.started()
         conversation = await store.conversation(session_id, session.cwd) if replay else None
         await session.attach(conversation)
-        return self._opened(session)
+        return self._opened(session, request_id)
 
-    async def _fork(self, params: LoadSessionParams) -> dict[str, Any]:
+    async def _fork(self, params: LoadSessionParams, request_id: jsonrpc.RequestId) -> dict[str, Any]:
         """A new session with a copy of the conversation (and none of its background work)."""
         _check_directories(params)
         await anyio.to_thread.run_sync(_import_claude_side)
@@ -252,7 +337,7 @@ class Agent:
             raise RpcError(RESOURCE_NOT_FOUND, message, {"sessionId": params.session_id}) from None
         session = await self._resumed(fork_id, params)
         await session.attach(None)
-        return {"sessionId": fork_id, **self._opened(session)}
+        return {"sessionId": fork_id, **self._opened(session, request_id)}
 
     async def _delete(self, session_id: str) -> dict[str, Any]:
         await anyio.to_thread.run_sync(_import_claude_side)
@@ -312,6 +397,7 @@ class Agent:
         except RpcError:
             self._sessions.pop(session_id, None)
             raise
+        self._remember(session)
         return session
 
     def _start_session(self, session_id: str, params: NewSessionParams) -> SessionHost:
@@ -330,14 +416,24 @@ class Agent:
             tailing,
             mcp_servers=params.mcp_servers,
             add_dirs=params.additional_directories,
+            known=self._started.get(params.cwd),
         )
         self._sessions[session_id] = session
         self._tg.start_soon(session.run)
         return session
 
-    def _opened(self, session: SessionHost) -> dict[str, Any]:
-        """What the answer to opening a session carries besides its id."""
-        return {"modes": session.core.modes.state()} if self._version == 1 else {}
+    def _remember(self, session: SessionHost) -> None:
+        """What the first Claude Code started in a directory said: the next session/new there
+        answers with it at once."""
+        if session.started_with is not None:
+            self._started.setdefault(session.cwd, session.started_with)
+
+    def _opened(self, session: SessionHost, request_id: jsonrpc.RequestId) -> dict[str, Any]:
+        """What the answer that tells the client of ``session`` carries besides its id (its
+        config options, and v1's modes); what the client is told next (its commands, options
+        that changed meanwhile) follows once the answer is written."""
+        self._endpoint.after_reply(request_id, lambda: session.handle(ev.Opened()))
+        return session.answer_fields()
 
     async def _close_session(self, session_id: str) -> dict[str, Any]:
         session = self._session(session_id)

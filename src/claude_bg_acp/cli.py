@@ -1,5 +1,6 @@
 """The ``claude-bg-acp`` command: parse flags, set up logging, and serve ACP on stdio
-(``claude-bg-acp demo`` runs the offline demo instead, see ``claude_bg_acp.demo``).
+(``claude-bg-acp demo`` runs the offline demo instead, see ``claude_bg_acp.demo``;
+``claude-bg-acp login`` and ``logout`` run Claude Code's own, see ``claude_bg_acp.claude.login``).
 
 stdout carries the protocol alone: before anything else runs, fd 1 is duplicated for the
 endpoint and pointed at stderr, so nothing else can write a stray line into the stream.
@@ -65,7 +66,18 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="watch background work offline, in the terminal: no API key, no editor, no Node.js "
         "(ends by itself in well under a minute)",
     )
-    return parser.parse_args(argv)
+    commands.add_parser(
+        "login",
+        help="log Claude Code in, in this terminal (Claude Code's `auth login`, whose options it takes: "
+        "a Claude subscription by default, --console for an Anthropic Console account); editors run it "
+        "to log in",
+    )
+    commands.add_parser("logout", help="log Claude Code out (Claude Code's `auth logout`)")
+    args, rest = parser.parse_known_args(argv)
+    if rest and args.command != "login":
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
+    args.login_args = rest
+    return args
 
 
 def setup_logging(log_file: str | None, level: str) -> None:
@@ -84,6 +96,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         from claude_bg_acp.demo import run
 
         sys.exit(run())
+    if args.command in ("login", "logout"):
+        from claude_bg_acp.claude import login
+
+        if args.command == "login":
+            login.login(args.cli_path, args.login_args)
+        sys.exit(0 if anyio.run(login.logout, args.cli_path) else 1)
     setup_logging(args.log_file, args.log_level)
     from claude_bg_acp.claude.orphans import become_subreaper
     from claude_bg_acp.stdio import protect_stdout

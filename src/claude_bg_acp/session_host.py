@@ -10,11 +10,13 @@ was written. SDK commands go to a second queue
 with its own task, so a slow ``interrupt`` never holds back output.
 
 The runner is connected, read and disconnected inside this session's own task (the SDK needs
-its client to live in one task), so ``session/new`` answers at once while Claude Code starts;
-a prompt that arrives meanwhile simply waits in the command queue. The session id is Claude
-Code's: each start resumes the stored conversation of that id, or names a new one with it while
-nothing is stored yet. A stored conversation Claude Code cannot resume fails the session at its
-first start (``started`` says why), instead of starting over.
+its client to live in one task); a prompt that arrives while Claude Code starts simply waits in
+the command queue. The session id is Claude Code's: each start resumes the stored conversation
+of that id, or names a new one with it while nothing is stored yet. A stored conversation
+Claude Code cannot resume fails the session at its first start (``started`` says why), instead
+of starting over. Once connected, Claude Code says what it offers (models, commands) and what
+it has in effect (``ready`` and ``started`` wait for that, so that an answer can carry real
+options); the settings are read again whenever the core asks.
 
 When Claude Code dies, or the session closes and it is stopped, what it left running (a
 background shell lives in a process group of its own) is stopped too (``orphans``), and the
@@ -57,6 +59,7 @@ from claude_bg_acp.claude import orphans, store
 from claude_bg_acp.claude.conventions import tasks_base, tasks_root
 from claude_bg_acp.claude.options import session_options
 from claude_bg_acp.claude.runner import ClaudeRunner
+from claude_bg_acp.claude.server_info import Applied, read_applied, read_server_info
 from claude_bg_acp.core import events as ev
 from claude_bg_acp.core.effects import (
     AskPermission,
@@ -69,8 +72,11 @@ from claude_bg_acp.core.effects import (
     Log,
     Notify,
     Query,
+    ReadSettings,
     ReadTitle,
     Reply,
+    SetEffort,
+    SetModel,
     SetPermissionMode,
     StopTask,
     Tail,
@@ -146,7 +152,10 @@ class SessionHost:
         mcp_servers: list[dict[str, Any]] | None = None,
         add_dirs: list[str] | None = None,
         clock: Callable[[], float] = anyio.current_time,
+        known: ev.ClaudeStarted | None = None,
     ) -> None:
+        """``known``: what another session's Claude Code said at its start, to go by until this
+        one's says otherwise."""
         self._mcp_servers = mcp_servers or []
         self._add_dirs = add_dirs or []
         self.session_id = session_id
@@ -185,6 +194,11 @@ class SessionHost:
         """The command in flight: a Claude Code that is gone never answers it."""
         self._claude_running = False
         """Claude Code runs, and so may still append a closing line to a shell's output file."""
+        self._ready = anyio.Event()
+        self.started_with: ev.ClaudeStarted | None = None
+        """What this session's Claude Code said when it first started."""
+        if known is not None:
+            self.handle(known)
         self._tg: TaskGroup | None = None
 
     # --- life cycle -------------------------------------------------------------------------------
@@ -208,8 +222,13 @@ class SessionHost:
                 self._commands_in.close()
                 tg.cancel_scope.deadline = anyio.current_time() + FLUSH_BOUND
         finally:
+            self._ready.set()
             self._failed_start("The session was closed before Claude Code started")
             self._finished.set()
+
+    async def ready(self) -> None:
+        """Wait until Claude Code said what it offers (or could not start)."""
+        await self._ready.wait()
 
     async def _run_claude(self, tg: TaskGroup) -> None:
         """Run Claude Code until the session closes, starting it again if it dies.
@@ -232,8 +251,11 @@ class SessionHost:
                 session_id=None if stored else self.session_id,
             )
             options.permission_mode = self.core.modes.current  # type: ignore[assignment]
+            options.model = self.core.config.chosen_model
+            options.effort = self.core.config.chosen_effort  # type: ignore[assignment]
             runner = ClaudeRunner(options, lambda message: self.handle(ev.ClaudeMessage(message)))
             reason = await self._serve_runner(tg, runner)
+            self._ready.set()
             if reason is None:
                 return
             if stored and not self._start.done.is_set():
@@ -272,6 +294,7 @@ class SessionHost:
         tg.start_soon(read)
         self._runner = runner
         self._runner_ready.set()
+        await self._started(runner)
         if not self._start.done.is_set():
             self._start.settle()
         async with anyio.create_task_group() as race:
@@ -286,6 +309,12 @@ class SessionHost:
         self._command_scope.cancel()
         await runner.disconnect()
         return reason
+
+    async def _started(self, runner: ClaudeRunner) -> None:
+        started = ev.ClaudeStarted(read_server_info(await runner.server_info()), await _applied(runner))
+        self.started_with = self.started_with or started
+        self.handle(started)
+        self._ready.set()
 
     async def _stop_runner(self, runner: ClaudeRunner) -> None:
         # Stopped tasks confirm their end through Claude Code's own events, which tell how they
@@ -391,6 +420,11 @@ class SessionHost:
     def has_child(self, session_id: str) -> bool:
         return self.core.has_child(session_id)
 
+    def answer_fields(self) -> dict[str, Any]:
+        """The config options (and v1's modes) for an answer that tells the client of the
+        session; ``Opened`` must follow once that answer is written."""
+        return self.core.presenter.answer_fields(self.core.answer())
+
     async def _can_use_tool(
         self, tool_name: str, tool_input: dict[str, Any], context: ToolPermissionContext
     ) -> PermissionResult:
@@ -470,7 +504,15 @@ class SessionHost:
                 self._tg.start_soon(self._read_title)
             case Log(message):
                 log.warning("session %s: %s", self.session_id, message)
-            case Query() | Interrupt() | StopTask() | SetPermissionMode():
+            case (
+                Query()
+                | Interrupt()
+                | StopTask()
+                | SetPermissionMode()
+                | SetModel()
+                | SetEffort()
+                | ReadSettings()
+            ):
                 self._commands_in.send_nowait(effect)
             case _:
                 assert_never(effect)
@@ -550,8 +592,7 @@ class SessionHost:
                     # The stream's end reports a dead CLI; one failed command must not stop the rest.
                     log.exception("session %s: %s failed", self.session_id, type(command).__name__)
 
-    @staticmethod
-    async def _command(runner: ClaudeRunner, command: Command) -> None:
+    async def _command(self, runner: ClaudeRunner, command: Command) -> None:
         match command:
             case Query(content, uuid):
                 await runner.query(content, uuid)
@@ -561,6 +602,18 @@ class SessionHost:
                 await runner.set_mode(mode)
             case StopTask(task_id):
                 await runner.stop_task(task_id)
+            case SetModel(model):
+                await runner.set_model(model)
+            case SetEffort(level):
+                await runner.set_effort(level)
+            case ReadSettings():
+                # Answered whatever happens, a Claude Code gone meanwhile included: the core
+                # holds Claude Code's reports until then.
+                applied = None
+                try:
+                    applied = await _applied(runner)
+                finally:
+                    self.handle(ev.SettingsRead(applied))
             case _:
                 assert_never(command)
 
@@ -599,6 +652,15 @@ class SessionHost:
         else:
             result = PermissionResultDeny(message=effect.message, interrupt=effect.interrupt)
         question.waiter.settle(result)
+
+
+async def _applied(runner: ClaudeRunner) -> Applied | None:
+    """What Claude Code has in effect, or None when it cannot say."""
+    try:
+        return read_applied(await runner.settings())
+    except Exception as exc:
+        log.warning("could not read Claude Code's settings: %s", exc)
+        return None
 
 
 def _update_lines(effects: list[Effect]) -> list[bytes] | None:

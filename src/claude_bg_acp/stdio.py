@@ -3,10 +3,12 @@
 It knows nothing of Claude or of ACP methods. Each incoming request runs in its own task, so a
 long ``session/prompt`` never blocks a ``session/cancel``; notifications are dispatched in
 arrival order. Writes go through one lock, so lines never interleave, and each ``send`` returns
-once its line is handed to the pipe. Requests we send (``session/request_permission``) wait for
-the response with the same id. A line that is not JSON, not UTF-8, nested too deeply, or larger
-than ``max_line`` gets an error answer and is otherwise dropped; the endpoint keeps reading, and
-no exception raised by one message (decoding it, handling it, encoding its answer) ends it.
+once its line is handed to the pipe. A handler may ask for something to run right after its
+result is written (``after_reply``): what must reach the client after the answer, not before.
+Requests we send (``session/request_permission``) wait for the response with the same id. A
+line that is not JSON, not UTF-8, nested too deeply, or larger than ``max_line`` gets an error
+answer and is otherwise dropped; the endpoint keeps reading, and no exception raised by one
+message (decoding it, handling it, encoding its answer) ends it.
 
 Serving ends when the client closes our input, when our output breaks (the client can no longer
 hear us, which is as final), or on ``hang_up`` (a signal): all three end the same way.
@@ -81,6 +83,7 @@ class Endpoint:
         self._write_lock = anyio.Lock()
         self._ids = count(0)
         self._pending: dict[jsonrpc.RequestId, _Pending] = {}
+        self._after_reply: dict[jsonrpc.RequestId, Callable[[], None]] = {}
         self._closed = False
         self._broken = False
         self._batch: _Batch | None = None
@@ -103,6 +106,11 @@ class Endpoint:
 
     async def notify(self, method: str, params: Any) -> None:
         await self._send(jsonrpc.notification_frame(method, params))
+
+    def after_reply(self, request_id: jsonrpc.RequestId, then: Callable[[], None]) -> None:
+        """Call ``then`` once the result of the request being handled is written (not after an
+        error answer)."""
+        self._after_reply[request_id] = then
 
     def new_request_id(self) -> int:
         return next(self._ids)
@@ -231,6 +239,11 @@ class Endpoint:
             await self._reply_error(request.id, RpcError(jsonrpc.INTERNAL_ERROR, "Internal error"))
         else:
             await self.send_line(answer)
+            then = self._after_reply.pop(request.id, None)
+            if then is not None:
+                then()
+        finally:
+            self._after_reply.pop(request.id, None)
 
     async def _run_notification(
         self, notification: jsonrpc.Notification, on_notification: NotificationHandler

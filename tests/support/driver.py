@@ -6,7 +6,9 @@ by ``tests.support.frames`` or recorded by ``scripts/record_sdk_events.py``) thr
 own ``parse_message``, so a frame the SDK could not parse fails here and not in the core, and
 it turns client acts into the core's events. Every effect is kept in ``effects``.
 
-``replay`` plays a recorded fixture: each frame at its recorded time; what the SDK sent is
+``replay`` plays a recorded fixture: each frame at its recorded time; Claude Code's answer to
+the SDK's ``initialize`` is its start (what it offers; the session is not opened to a client,
+see ``open``); what the SDK sent is
 turned back into the client request that caused it (the user message is a ``session/prompt``,
 an ``interrupt`` a ``session/cancel``, a ``stop_task`` the client's per-item cancel, or an AIR
 client's stop by task id); a
@@ -43,6 +45,7 @@ from claude_agent_sdk._internal.message_parser import parse_message
 
 from claude_bg_acp.acp.schema import ContentBlock, air_capabilities
 from claude_bg_acp.claude import store
+from claude_bg_acp.claude.server_info import Applied, read_server_info
 from claude_bg_acp.closing_line import ExitInfo, TrailerGate
 from claude_bg_acp.core import events as ev
 from claude_bg_acp.core.background import Kind
@@ -80,6 +83,18 @@ Frame = dict[str, Any]
 def load_frames(scenario: str) -> list[Frame]:
     path = FIXTURES / "sdk_events" / f"{scenario}.jsonl"
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def recorded_server_info(scenario: str = "text") -> dict[str, Any]:
+    """Claude Code's answer to the SDK's ``initialize``, as a recording has it."""
+    found = (info for frame in load_frames(scenario) if (info := _server_info(frame["msg"])) is not None)
+    return next(found)
+
+
+def _server_info(msg: Frame) -> dict[str, Any] | None:
+    """The payload of Claude Code's answer to ``initialize`` (the one that lists its models)."""
+    payload = (msg.get("response") or {}).get("response") if msg.get("type") == "control_response" else None
+    return payload if isinstance(payload, dict) and "models" in payload else None
 
 
 class CoreDriver:
@@ -171,6 +186,27 @@ class CoreDriver:
     def cancel(self) -> list[Effect]:
         return self.handle(ev.CancelTurn(), 0.01)
 
+    def start(
+        self, server_info: dict[str, Any], model: str | None = None, effort: str | None = None
+    ) -> list[Effect]:
+        """Claude Code started: its initialize answer, and what it has in effect."""
+        return self.handle(ev.ClaudeStarted(read_server_info(server_info), Applied(model, effort)))
+
+    def open(self) -> tuple[dict[str, Any], list[Effect]]:
+        """``session/new``'s answer fields, then what follows once the client has it."""
+        fields = self.core.presenter.answer_fields(self.core.answer())
+        return fields, self.handle(ev.Opened())
+
+    def choose(self, config_id: str, value: Any) -> tuple[int, list[Effect]]:
+        """``session/set_config_option``; its ticket names the answer."""
+        ticket = self.ticket()
+        self.requests[ticket] = "session/set_config_option"
+        return ticket, self.handle(ev.ChooseOption(ticket, config_id, value), 0.01)
+
+    def settings_read(self, model: str | None, effort: str | None) -> list[Effect]:
+        """Claude Code's answer to a ``ReadSettings``."""
+        return self.handle(ev.SettingsRead(Applied(model, effort)))
+
     def stop_task(self, task_id: str) -> tuple[int, list[Effect]]:
         """AIR's ``_session/async_task/stop``; its ticket names the answer."""
         ticket = self.ticket()
@@ -258,6 +294,8 @@ class CoreDriver:
             return self.ask(
                 ticket, request["tool_name"], tool_input, request.get("tool_use_id"), request.get("agent_id")
             )
+        if (info := _server_info(msg)) is not None:
+            return self.handle(ev.ClaudeStarted(read_server_info(info), None))
         if msg.get("type") in ("control_response", "control_cancel_request"):
             return []
         message = parse_message(msg)

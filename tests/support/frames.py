@@ -8,8 +8,9 @@ in the core. They stand in where the real CLI cannot be made to produce the exac
 a test needs; the recorded scenarios themselves are covered by ``test_replay``.
 
 Turns: ``state_changed``, ``assistant`` / ``text`` / ``tool_use``, ``tool_result``, ``result``
-(and its ``interrupted_result`` / ``follow_up_result`` forms). Tasks: ``task_started``,
-``task_progress``, ``task_updated``, ``task_notification`` and the level signal
+(and its ``interrupted_result`` / ``follow_up_result`` forms), the streamed ``message_start`` /
+``message_delta``. Settings: ``init``, ``status``, ``commands_changed``, ``compact_boundary``.
+Tasks: ``task_started``, ``task_progress``, ``task_updated``, ``task_notification`` and the level signal
 ``tasks_changed`` (of ``level_entry`` items). ``TaskSpec`` describes one background task of a
 given kind and knows the frames of its life, built with the same functions: the assistant
 ``tool_use`` that launches it (if a tool does), the ``tool_result`` hand-off text, its task
@@ -132,6 +133,63 @@ def tool_result(
     return frame
 
 
+def stream(event: dict[str, Any], parent: str | None = None) -> Frame:
+    return {
+        "type": "stream_event",
+        "uuid": _uuid(),
+        "session_id": CLI_SESSION,
+        "event": event,
+        "parent_tool_use_id": parent,
+    }
+
+
+def message_start(
+    input_tokens: int,
+    cache_read: int = 0,
+    cache_write: int = 0,
+    model: str = MODEL,
+    parent: str | None = None,
+) -> Frame:
+    usage = {
+        "input_tokens": input_tokens,
+        "output_tokens": 1,
+        "cache_creation_input_tokens": cache_write,
+        "cache_read_input_tokens": cache_read,
+    }
+    message = {"id": f"msg_{next(_messages):024x}", "type": "message", "role": "assistant", "model": model}
+    return stream({"type": "message_start", "message": {**message, "content": [], "usage": usage}}, parent)
+
+
+def message_delta(output_tokens: int, parent: str | None = None) -> Frame:
+    delta = {"stop_reason": "end_turn", "stop_sequence": None}
+    return stream(
+        {"type": "message_delta", "delta": delta, "usage": {"output_tokens": output_tokens}}, parent
+    )
+
+
+def init(model: str = MODEL, permission_mode: str = "default", terminal: list[str] | None = None) -> Frame:
+    """``system/init``: what a turn starts with (CLI 2.1.332 sends it at every turn's start)."""
+    return _system(
+        "init", model=model, permissionMode=permission_mode, terminal_slash_commands=terminal or []
+    )
+
+
+def status(permission_mode: str) -> Frame:
+    """``system/status`` after a permission-mode switch."""
+    frame = _system("status", permissionMode=permission_mode)
+    frame["status"] = None
+    return frame
+
+
+def commands_changed(commands: list[dict[str, Any]]) -> Frame:
+    return _system("commands_changed", commands=commands)
+
+
+def compact_boundary(pre_tokens: int, post_tokens: int) -> Frame:
+    metadata = {"trigger": "manual", "pre_tokens": pre_tokens, "post_tokens": post_tokens}
+    return _system("compact_boundary", compact_metadata=metadata)
+
+
 def interrupt_marker() -> Frame:
     """The user message Claude Code writes when an interrupt ends a turn (``agent_interrupt``)."""
     return {
@@ -152,6 +210,7 @@ def result(
     errors: list[str] | None = None,
     origin: dict[str, Any] | None = None,
     terminal_reason: str = "completed",
+    model_usage: dict[str, Any] | None = None,
 ) -> Frame:
     """A turn's result; ``is_error`` defaults to whether ``subtype`` is not ``success``."""
     frame: Frame = {
@@ -175,6 +234,8 @@ def result(
         frame["errors"] = errors
     if origin is not None:
         frame["origin"] = origin
+    if model_usage is not None:
+        frame["modelUsage"] = model_usage
     return frame
 
 

@@ -14,7 +14,9 @@ unrecorded control request, an extra interrupt, a frame after the recording ende
 differs from the recorded one in what matters (a user message's text, the task a ``stop_task``
 names) is a complaint, written as one JSON line to ``CLAUDE_BG_ACP_REPLAY_REPORT`` (and to
 stderr), so that the test fails; an unrecorded control request is still answered with success
-``{}`` so the run can end and show everything that went wrong. Output files recorded as
+``{}`` so the run can end and show everything that went wrong. A read of Claude Code's
+settings (``get_settings``), which changes nothing, is answered whenever it comes, with the
+model the recording's first turn used (the recordings predate the agent's reads). Output files recorded as
 ``file`` lines are created (under ``CLAUDE_BG_ACP_REPLAY_ROOT`` in place of the recorder's
 placeholder root, if set) just before the first frame that names their task. Stdin EOF ends
 the replay with status 0. Standard library only.
@@ -37,6 +39,7 @@ from typing import Any
 
 PLACEHOLDER = "/tmp/claude-bg-acp"
 EOF_MARK = None
+SETTINGS_READ = ("control_request", "get_settings")
 
 
 class EndOfInput(Exception):
@@ -227,6 +230,8 @@ class Player:
         # Answers to our own control requests are always kept: a request waits on them.
         if key[0] == "control_response" or any(frame_key(line["msg"]) == key for line in self.upcoming_out()):
             self.pending.append(frame)
+        elif key == SETTINGS_READ:
+            self.answer(str(frame.get("request_id")), self.settings())
         elif key[0] == "control_request":
             complain(f"unrecorded control request {key[1]}: {json.dumps(frame)[:200]}")
             self.answer(str(frame.get("request_id")))
@@ -248,6 +253,9 @@ class Player:
         while True:
             frame = self.next_from_sdk(None)
             if frame is None:
+                continue
+            if frame_key(frame) == SETTINGS_READ:
+                self.answer(str(frame.get("request_id")), self.settings())
                 continue
             complain(f"{frame_key(frame)} after the recording ended: {json.dumps(frame)[:200]}")
             if frame_key(frame)[0] == "control_request":
@@ -292,11 +300,22 @@ class Player:
             if not output.written and (output.task_id in text or output.path in text):
                 output.write()
 
-    def answer(self, request_id: str) -> None:
+    def settings(self) -> dict[str, Any]:
+        init = next(
+            (
+                line["msg"]
+                for line in self.frames
+                if line["dir"] == "in" and line["msg"].get("subtype") == "init"
+            ),
+            {},
+        )
+        return {"applied": {"model": init.get("model"), "effort": None}}
+
+    def answer(self, request_id: str, response: dict[str, Any] | None = None) -> None:
         write(
             {
                 "type": "control_response",
-                "response": {"subtype": "success", "request_id": request_id, "response": {}},
+                "response": {"subtype": "success", "request_id": request_id, "response": response or {}},
             }
         )
 

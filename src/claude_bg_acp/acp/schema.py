@@ -127,6 +127,16 @@ class SetModeParams(SessionParams):
     mode_id: str
 
 
+class SetConfigOptionParams(SessionParams):
+    config_id: str
+    value: str | bool
+    type: str | None = None
+
+
+class AuthMethodParams(WireModel):
+    method_id: str
+
+
 class CancelTerminalParams(SessionParams):
     terminal_id: str
 

@@ -164,6 +164,37 @@ class AsyncTaskStateUpdate(WireModel):
     summary: str | None = None
 
 
+class ConfigOptionUpdate(WireModel):
+    session_update: Literal["config_option_update"] = "config_option_update"
+    config_options: list[dict[str, Any]]
+
+
+class AvailableCommandsUpdate(WireModel):
+    session_update: Literal["available_commands_update"] = "available_commands_update"
+    available_commands: list[dict[str, Any]]
+
+
+class UsageUpdate(WireModel):
+    session_update: Literal["usage_update"] = "usage_update"
+    used: int
+    size: int
+    cost: dict[str, Any] | None = None
+
+
+class PlanEntries(WireModel):
+    """v1's ``plan``: the whole plan."""
+
+    session_update: Literal["plan"] = "plan"
+    entries: list[dict[str, Any]]
+
+
+class PlanUpdate(WireModel):
+    """v2's ``plan_update``: the whole content of one plan, by its id."""
+
+    session_update: Literal["plan_update"] = "plan_update"
+    plan: dict[str, Any]
+
+
 SessionUpdate = (
     ContentChunk
     | UserMessage
@@ -180,6 +211,11 @@ SessionUpdate = (
     | AsyncTaskSpawned
     | AsyncTaskProgress
     | AsyncTaskStateUpdate
+    | ConfigOptionUpdate
+    | AvailableCommandsUpdate
+    | UsageUpdate
+    | PlanEntries
+    | PlanUpdate
 )
 
 

@@ -9,7 +9,9 @@ the lock file). None is documented, so a CLI upgrade is reviewed here, in one fi
 - the closing line appended to a background shell's output file, and the signal it implies;
 - where task output files and stored conversations live;
 - Claude Code's own messages in a stored conversation (task notifications, command echoes ...);
-- the commands that start a new conversation under another session id.
+- the commands that start a new conversation under another session id;
+- what the task tools' results say (a stored conversation has only their text);
+- the error an assistant message reports when Claude Code is not logged in.
 
 Standard library only: the core and the edges both import it.
 """
@@ -225,3 +227,28 @@ so the ACP session would no longer name Claude Code's conversation."""
 def starts_new_conversation(text: str) -> bool:
     words = text.split(maxsplit=1)
     return bool(words) and words[0] in NEW_CONVERSATION_COMMANDS
+
+
+# --- the task tools' results ---------------------------------------------------------------------
+
+_TASK_CREATED = re.compile(r"^Task #(\S+) created")
+"""``TaskCreate``: ``"Task #1 created successfully: Write the parser"``."""
+_TASK_LINE = re.compile(r"^#(\S+) \[([a-z_]+)\] (.*)$", re.MULTILINE)
+"""A line of ``TaskList``: ``"#1 [in_progress] Write the parser"``."""
+
+
+def created_task(text: str) -> str | None:
+    match = _TASK_CREATED.match(text)
+    return match[1] if match else None
+
+
+def listed_tasks(text: str) -> list[dict[str, str]]:
+    """The tasks a ``TaskList`` result lists, in the shape of its structured form."""
+    return [{"id": m[1], "status": m[2], "subject": m[3]} for m in _TASK_LINE.finditer(text)]
+
+
+# --- logging in ---------------------------------------------------------------------------------
+
+NOT_LOGGED_IN = "authentication_failed"
+"""``AssistantMessage.error`` of Claude Code's own message when it has no valid credentials (no
+key or login: "Not logged in · Please run /login"; a key the API refuses: "Invalid API key")."""

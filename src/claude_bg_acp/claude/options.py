@@ -2,10 +2,12 @@
 
 The process environment reaches the CLI unchanged (the SDK merges ``options.env`` over
 ``os.environ``), so ``ANTHROPIC_API_KEY``, ``ANTHROPIC_BASE_URL`` and the CLI's own switches
-work as users expect. On top of it we switch on the session-state events, which the SDK
-otherwise swallows, and hand the SDK our own transport so that its ``initialize`` request
-declares ``perTaskStopAffordance``. The CLI's stderr goes to the log (INFO) with anything that
-looks like a credential blanked out first (``redact``).
+work as users expect. Claude Code gets its own system prompt (the ``claude_code`` preset: the
+SDK's default is none at all), as in the terminal and as the TypeScript adapter runs it. On top
+of it we switch on the session-state events, which the SDK otherwise swallows, and hand the SDK
+our own transport so that its ``initialize`` request declares ``perTaskStopAffordance``. The
+CLI's stderr goes to the log (INFO) with anything that looks like a credential blanked out
+first (``redact``).
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ def session_options(
     """``resume`` continues a stored conversation; ``session_id`` names a new one."""
     return ClaudeAgentOptions(
         cwd=cwd,
+        system_prompt={"type": "preset", "preset": "claude_code"},
         resume=resume,
         session_id=session_id,
         mcp_servers=mcp_config(mcp_servers or []),
@@ -123,9 +126,20 @@ def build_transport(
     if options.can_use_tool is not None:
         cli_options = replace(options, permission_prompt_tool_name="stdio")
     inner = SubprocessCLITransport(prompt=_no_prompt(), options=cli_options)
-    cli = str(options.cli_path) if options.cli_path is not None else inner._find_cli()
-    inner._cli_path = tied_to_us(cli)
+    inner._cli_path = tied_to_us(claude_cli(options.cli_path))
     return AffordanceTransport(inner, observer)
+
+
+def claude_cli(cli_path: str | Path | None) -> str:
+    """The Claude Code executable: ``cli_path``, else the one the SDK would run (its bundled
+    CLI, else one on ``PATH``)."""
+    if cli_path is not None:
+        return str(cli_path)
+    from claude_agent_sdk._internal.transport.subprocess_cli import SubprocessCLITransport
+
+    finder = SubprocessCLITransport(prompt=_no_prompt(), options=ClaudeAgentOptions())
+    found: str = finder._find_cli()
+    return found
 
 
 def tied_to_us(cli: str) -> str:

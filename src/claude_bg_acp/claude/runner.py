@@ -2,10 +2,12 @@
 
 It knows nothing of ACP. Every message goes to ``on_message`` in arrival order; ``read``
 returns when the stream ends (the CLI exited or crashed), with the reason. Commands (``query``,
-``interrupt``, ``stop_task``) are awaited in the order they are given. ``stop`` ends the CLI in
-bounded time: its input closes (it exits by itself once nothing runs), then SIGTERM, then
-SIGKILL. The CLI and everything it starts carry the runner's ``owner`` token in their
-environment, which tells its orphans apart (``orphans``).
+``interrupt``, ``stop_task``, the model and effort switches, reading the settings) are awaited
+in the order they are given. A frame Claude Code marks as a replay (``isReplay``: the echo of a
+model switch, a compaction's) repeats what the conversation has, and is not delivered. ``stop``
+ends the CLI in bounded time: its input closes (it exits by itself once nothing runs), then
+SIGTERM, then SIGKILL. The CLI and everything it starts carry the runner's ``owner`` token in
+their environment, which tells its orphans apart (``orphans``).
 
 The reader parses frames itself instead of using ``ClaudeSDKClient.receive_messages``: the SDK's
 parser raises on a frame that lacks a key it indexes, and that would end the SDK's own loop and
@@ -71,6 +73,9 @@ class ClaudeRunner:
         return frames
 
     def _deliver(self, frame: dict[str, Any]) -> None:
+        if frame.get("isReplay") is True:
+            log.debug("skipped a replayed frame: %.300r", frame)
+            return
         try:
             message = parse_message(frame)
         except MessageParseError as exc:
@@ -97,6 +102,28 @@ class ClaudeRunner:
 
     async def set_mode(self, mode: str) -> None:
         await self._client.set_permission_mode(mode)  # type: ignore[arg-type]
+
+    async def server_info(self) -> dict[str, Any]:
+        """Claude Code's answer to the SDK's ``initialize`` (what it offers)."""
+        return dict(await self._client.get_server_info() or {})
+
+    async def settings(self) -> dict[str, Any]:
+        """What Claude Code has in effect (``get_settings``; the SDK does not wrap it)."""
+        return await self._control({"subtype": "get_settings"})
+
+    async def set_model(self, model: str) -> None:
+        await self._client.set_model(model)
+
+    async def set_effort(self, level: str) -> None:
+        # No control request sets the effort alone; the flag settings layer takes it.
+        await self._control({"subtype": "apply_flag_settings", "settings": {"effortLevel": level}})
+
+    async def _control(self, request: dict[str, Any]) -> dict[str, Any]:
+        query = self._client._query
+        if query is None:
+            raise RuntimeError("not connected")
+        answer: dict[str, Any] = await query._send_control_request(request)
+        return answer
 
     async def interrupt(self) -> None:
         await self._client.interrupt()

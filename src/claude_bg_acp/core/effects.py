@@ -92,6 +92,25 @@ class SetPermissionMode:
 
 
 @dataclass(frozen=True)
+class SetModel:
+    """Switch Claude Code's model (one of the values it offers)."""
+
+    model: str
+
+
+@dataclass(frozen=True)
+class SetEffort:
+    """Set Claude Code's effort level."""
+
+    level: str
+
+
+@dataclass(frozen=True)
+class ReadSettings:
+    """Ask Claude Code what it has in effect; the answer comes back as ``SettingsRead``."""
+
+
+@dataclass(frozen=True)
 class StopTask:
     """Stop one background task; its own end events confirm it."""
 
@@ -126,6 +145,6 @@ class Log:
 
 
 ClientEffect = Notify | Reply | Fail | AskPermission | WithdrawPermission
-Command = Query | Interrupt | StopTask | SetPermissionMode
+Command = Query | Interrupt | StopTask | SetPermissionMode | SetModel | SetEffort | ReadSettings
 """What goes to Claude Code, in order, through the runner."""
 Effect = ClientEffect | Command | Decide | Tail | FinishTail | ReadTitle | Log

@@ -4,13 +4,15 @@
 perform. They are small immutable values, grouped by where they come from:
 
 - the client: a prompt and its withdrawal, ``session/cancel`` (of the session or of a child),
-  per-item cancels, a stop by task id, a permission-mode switch, a permission answer, the
-  close and its timeout (with how the processes the agent stopped itself ended), and a client
-  (re)attaching to the session (``session/load``, ``session/resume``): the stored conversation
-  to replay, and the request for the current state;
-- Claude Code: a message, a permission question, a question it stopped waiting for, its death
-  (with how the processes it left running ended, once the agent stopped them), and the
-  conversation's title as its stored session names it;
+  per-item cancels, a stop by task id, a permission-mode switch, a config option's choice, a
+  permission answer, the close and its timeout (with how the processes the agent stopped
+  itself ended), a client (re)attaching to the session (``session/load``,
+  ``session/resume``): the stored conversation to replay, and the request for the current
+  state, and having the answer that tells it of the session;
+- Claude Code: its start (what it offers), what it has in effect, a message, a permission
+  question, a question it stopped waiting for, its death (with how the processes it left
+  running ended, once the agent stopped them), and the conversation's title as its stored
+  session names it;
 - the output tailer: bytes of a task's output file, a snapshot of it, and its end;
 - the clock: a tick at the core's next deadline.
 
@@ -25,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from claude_bg_acp.acp.schema import ContentBlock
+from claude_bg_acp.claude.server_info import Applied, ServerInfo
 from claude_bg_acp.closing_line import ExitInfo
 from claude_bg_acp.core.effects import Ticket
 
@@ -92,6 +95,21 @@ class ChooseMode:
     """``session/set_mode``: one of Claude Code's permission modes."""
 
     mode_id: str
+
+
+@dataclass(frozen=True)
+class ChooseOption:
+    """``session/set_config_option``; answered through ``ticket`` with the options."""
+
+    ticket: Ticket
+    config_id: str
+    value: Any
+
+
+@dataclass(frozen=True)
+class Opened:
+    """The client has the answer that told it of the session (``session/new``, load, resume):
+    from now on it is told what changes."""
 
 
 @dataclass(frozen=True)
@@ -164,6 +182,21 @@ class Resync:
 
 
 # --- Claude Code ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ClaudeStarted:
+    """Claude Code runs: what it offers, and what it has in effect (None if it could not say)."""
+
+    info: ServerInfo
+    applied: Applied | None
+
+
+@dataclass(frozen=True)
+class SettingsRead:
+    """Claude Code's answer to ``ReadSettings`` (None when it could not say)."""
+
+    applied: Applied | None
 
 
 @dataclass(frozen=True)
@@ -253,11 +286,15 @@ Event = (
     | CancelToolCall
     | CancelTask
     | ChooseMode
+    | ChooseOption
+    | Opened
     | PermissionAnswered
     | Close
     | CloseTimedOut
     | Recall
     | Resync
+    | ClaudeStarted
+    | SettingsRead
     | ClaudeMessage
     | PermissionAsked
     | PermissionAbandoned

@@ -60,11 +60,16 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from claude_bg_acp.acp.jsonrpc import INTERNAL_ERROR, REQUEST_CANCELLED, RpcError
+from claude_bg_acp.claude.conventions import NOT_LOGGED_IN
 from claude_bg_acp.core.effects import Fail, Interrupt, Query, Ticket
 
 State = Literal["running", "idle", "requires_action"]
 
 AUTH_REQUIRED = -32000
+LOGIN_HINT = (
+    "Claude Code is not logged in: run `claude /login` (or `claude-bg-acp login`) in a terminal, "
+    "or give the agent an ANTHROPIC_API_KEY"
+)
 FOLLOW_UP_WAIT = 3.0
 """Seconds we report ``running`` for a follow-up turn Claude Code has not started yet."""
 
@@ -266,8 +271,9 @@ class Foreground:
         if subtype == "success" and not is_error:
             return Outcome(RESULT_STOP_REASONS.get(stop_reason or "end_turn", "end_turn"), acp_usage)
         message = "; ".join(errors) or f"Claude Code ended the turn: {subtype}"
-        code = AUTH_REQUIRED if api_error == "authentication_failed" else INTERNAL_ERROR
-        return Outcome("error", acp_usage, RpcError(code, message))
+        if api_error == NOT_LOGGED_IN:
+            return Outcome("error", acp_usage, RpcError(AUTH_REQUIRED, f"{LOGIN_HINT} ({message})"))
+        return Outcome("error", acp_usage, RpcError(INTERNAL_ERROR, message))
 
     def answers_prompt(self, uuids: set[str], origin_kind: str) -> bool:
         """Whether a result is the end of the inserted prompt's turn (else Claude Code's own).

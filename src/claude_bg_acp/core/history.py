@@ -17,6 +17,8 @@ what history cannot say differs:
   nothing does (it is not running: the Claude Code that ran it is gone); its first message
   is the prompt its announcement carries;
 - a tool call with no result ended with its turn (cut);
+- the todo and task tools are the plan, as live (a subagent's, shown in its parent, stay tool
+  calls);
 - what still runs in this process (a client re-attaching) is left to the live session: its
   terminals are not opened, its tool calls and children not ended; the session core restates
   them after the replay.
@@ -42,6 +44,7 @@ from claude_bg_acp.core.background import (
     exit_of,
 )
 from claude_bg_acp.core.events import StoredChild, StoredConversation, StoredMessage
+from claude_bg_acp.core.plan import PLAN_TOOLS, Plan, PlanChanged
 from claude_bg_acp.core.prompts import from_claude_content
 from claude_bg_acp.core.subagents import ChildAnnounced, ChildFact, Subagents
 from claude_bg_acp.core.tasks import EndStatus, Phase, Task
@@ -93,6 +96,7 @@ HistoryFact = (
     | TerminalOutput
     | TerminalExited
     | ChildFact
+    | PlanChanged
 )
 
 
@@ -105,6 +109,7 @@ class History:
         self.tool_uses = ToolUses()
         self.subagents = Subagents(root_id)
         self.ended: dict[str, Task] = {}
+        self.plans: dict[str, Plan] = {}
         self.conversation = StoredConversation([], [], {})
         self._children: dict[str, StoredChild] = {}
 
@@ -127,7 +132,9 @@ class History:
             message = stored.message
             if isinstance(message, AssistantMessage):
                 for fact in transcript.assistant(message):
-                    facts += self._assistant(session_id, fact)
+                    facts += self._assistant(
+                        session_id, fact, planned=not child or session_id != self.root_id
+                    )
             elif isinstance(message, UserMessage):
                 results = [r for r in transcript.tool_results(message) if isinstance(r, ToolResulted)]
                 for result in results:
@@ -138,10 +145,16 @@ class History:
                 prompted = prompted or prompt is not None
         return facts
 
-    def _assistant(self, session_id: str, fact: TranscriptFact) -> list[HistoryFact]:
+    def _assistant(self, session_id: str, fact: TranscriptFact, planned: bool) -> list[HistoryFact]:
+        """``planned``: the session's plan tools are its plan (not a subagent's in its parent)."""
         if isinstance(fact, MessageChunk):
             return [fact]
         if not isinstance(fact, ToolInput):
+            return []
+        if planned and fact.name in PLAN_TOOLS:
+            self.plans.setdefault(session_id, Plan(session_id)).input_known(
+                fact.tool_use_id, fact.name, fact.tool_input
+            )
             return []
         facts: list[HistoryFact] = []
         facts += self.tool_uses.input_known(
@@ -171,12 +184,15 @@ class History:
         return facts
 
     def _result(self, session_id: str, result: ToolResulted) -> list[HistoryFact]:
+        plan = self.plans.get(session_id)
+        if plan is not None and plan.owns(result.tool_use_id):
+            return list(plan.result(result.tool_use_id, result.is_error, result.text, result.structured))
         use = self.tool_uses.get(result.tool_use_id)
         if use is None or use.final:
             return []
         handed = conventions.hand_off(result.text)
         if handed is None:
-            return list(self.tool_uses.result(use, result.is_error, result.text, result.raw))
+            return list(self.tool_uses.result(use, result.is_error, result.text, result.raw, result.images))
         self.tool_uses.finish(use.call_id)
         task = self.ended.get(handed.task_id)
         live = handed.task_id in self.live.tasks

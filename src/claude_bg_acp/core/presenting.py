@@ -1,9 +1,11 @@
 """The seam between what happened and how it looks on the wire.
 
 The core's parts report facts; a ``Presenter`` renders each one as the messages its client
-kind reads (``claude_bg_acp.presenters`` has one per kind). The presenter also tells the core
-what its client can see at all (``Visibility``) and whether a prompt's answer must wait for the
-subagents its turn started (``holds_turns``: clients that stop listening at the answer).
+kind reads (``claude_bg_acp.presenters`` has one per kind), and the session's config options
+as the fields of the answer that tells the client of the session. The presenter also tells the
+core what its client can see at all (``Visibility``) and whether a prompt's answer must wait
+for the subagents its turn started (``holds_turns``: clients that stop listening at the
+answer).
 """
 
 from __future__ import annotations
@@ -27,10 +29,13 @@ from claude_bg_acp.core.background import (
     WorkRestated,
     WorkStatus,
 )
+from claude_bg_acp.core.commands import CommandsChanged
+from claude_bg_acp.core.config import Options, OptionsAnswered, OptionsChanged
 from claude_bg_acp.core.effects import ClientEffect
 from claude_bg_acp.core.foreground import PromptAnswered, PromptCancelled, PromptInserted, StateReported
 from claude_bg_acp.core.history import PromptRecalled
 from claude_bg_acp.core.permission_modes import ModeChanged
+from claude_bg_acp.core.plan import PlanChanged
 from claude_bg_acp.core.schedules import ScheduleEnded
 from claude_bg_acp.core.subagents import ChildAnnounced, ChildRestated, ChildStateChanged
 from claude_bg_acp.core.titles import TitleChanged
@@ -42,6 +47,7 @@ from claude_bg_acp.core.tool_uses import (
     ToolCallStarted,
 )
 from claude_bg_acp.core.transcript import MessageChunk
+from claude_bg_acp.core.usage import UsageReported
 
 Fact = (
     MessageChunk
@@ -75,6 +81,11 @@ Fact = (
     | TerminalRestated
     | WorkRestated
     | ChildRestated
+    | OptionsChanged
+    | OptionsAnswered
+    | CommandsChanged
+    | UsageReported
+    | PlanChanged
 )
 
 
@@ -91,6 +102,10 @@ class Presenter(Protocol):
 
     def render(self, fact: Fact) -> list[ClientEffect]:
         """The messages that show ``fact`` to the client (none when it cannot see it)."""
+        ...
+
+    def answer_fields(self, options: Options) -> dict[str, Any]:
+        """What the answer to ``session/new`` (load, resume) carries besides the session id."""
         ...
 
     def permission_request(

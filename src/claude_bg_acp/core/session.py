@@ -23,6 +23,10 @@ this module routes them and never lets the parts call each other:
   rename, after turns while none is known, and when a client attaches.
 - A prompt that would make Claude Code start a new conversation under another id (``/clear``)
   is refused: the session id is Claude Code's, and must stay so.
+- What Claude Code offers and has in effect (its start, ``system/init`` and ``status``, the
+  settings read after switches and turns) goes to ``Config`` and ``PermissionModes`` (the
+  config options) and to ``Commands``; streamed usage and results go to ``Usage``; the todo and
+  task tools go to the session's ``Plan`` instead of becoming tool calls.
 
 Every fact meant for the client goes through the ``Presenter`` chosen for the client kind at
 ``session/new``: it alone decides how the session looks on the wire.
@@ -40,6 +44,7 @@ from claude_agent_sdk.types import ConversationResetMessage, Message, StreamEven
 
 from claude_bg_acp.acp.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, RpcError
 from claude_bg_acp.claude import conventions
+from claude_bg_acp.claude.server_info import read_commands
 from claude_bg_acp.closing_line import ExitInfo
 from claude_bg_acp.core import events as ev
 from claude_bg_acp.core.background import (
@@ -63,6 +68,8 @@ from claude_bg_acp.core.background import (
     WorkRestated,
     WorkStatus,
 )
+from claude_bg_acp.core.commands import Commands
+from claude_bg_acp.core.config import MODE, Config, Options, Told, offered
 from claude_bg_acp.core.effects import (
     AskPermission,
     Decide,
@@ -73,6 +80,7 @@ from claude_bg_acp.core.effects import (
     Log,
     Query,
     ReadTitle,
+    SetPermissionMode,
     StopTask,
     Tail,
     Ticket,
@@ -80,7 +88,8 @@ from claude_bg_acp.core.effects import (
 )
 from claude_bg_acp.core.foreground import Foreground, ForegroundOut, Phase, WaitingPrompt
 from claude_bg_acp.core.history import History, Live
-from claude_bg_acp.core.permission_modes import PermissionModes
+from claude_bg_acp.core.permission_modes import ModeChanged, PermissionModes
+from claude_bg_acp.core.plan import PLAN_TOOLS, Plan
 from claude_bg_acp.core.presenting import Fact, Presenter
 from claude_bg_acp.core.prompts import to_claude_content
 from claude_bg_acp.core.schedules import ScheduleEnded, Schedules, schedules_work
@@ -96,6 +105,7 @@ from claude_bg_acp.core.transcript import (
     Transcript,
     TranscriptFact,
 )
+from claude_bg_acp.core.usage import Usage
 
 ALLOW_ONCE, ALLOW_ALWAYS, REJECT_ONCE = "allow_once", "allow_always", "reject_once"
 BUFFER_LIMIT = 1000
@@ -138,6 +148,10 @@ class SessionCore:
         self.tool_uses = ToolUses()
         self.modes = PermissionModes(session_id, allow_bypass)
         self.title = Title(session_id)
+        self.config = Config(session_id)
+        self.commands = Commands(session_id)
+        self.usage = Usage(session_id)
+        self.plans: dict[str, Plan] = {}
         self.transcripts = {session_id: Transcript(session_id)}
         self.questions: dict[Ticket, Question] = {}
         self._buffered: defaultdict[str, list[Message]] = defaultdict(list)
@@ -180,7 +194,20 @@ class SessionCore:
                 return self._background(outs, now) + self._present([TaskStopAnswered(ticket, stopped)])
             case ev.ChooseMode(mode_id):
                 commands, changed = self.modes.choose(mode_id)
-                return [*commands, *self._present(changed)]
+                return self._switched(commands, changed)
+            case ev.ChooseOption(ticket, config_id, value):
+                return self._choose(ticket, config_id, value)
+            case ev.Opened():
+                opened = self.config.opened(self.options())
+                return self._present([*opened, *self.commands.tell(again=True)])
+            case ev.ClaudeStarted(info, applied):
+                self.config.started(info.models, applied)
+                self.commands.listed(info.commands)
+                return self._settings_changed()
+            case ev.SettingsRead(applied):
+                self.config.read(applied)
+                changed = self.modes.settled() if self.config.settled else []
+                return self._present(changed) + self._settings_changed()
             case ev.PermissionAnswered(ticket, option_id):
                 return self._answered(ticket, option_id)
             case ev.Close():
@@ -239,6 +266,15 @@ class SessionCore:
     def has_child(self, session_id: str) -> bool:
         return session_id in self.subagents.children
 
+    def options(self) -> Options:
+        """The session's config options as they are now."""
+        return self.config.options(self.modes.available, self.modes.current)
+
+    def answer(self) -> Options:
+        """The options for an answer that tells the client of the session (``session/new``,
+        load, resume); changes after it go out once the client has it (``Opened``)."""
+        return self.config.answer(self.options())
+
     # --- client requests -------------------------------------------------------------------------
 
     def _cancel_turn(self) -> list[Effect]:
@@ -246,6 +282,30 @@ class SessionCore:
         for ticket in [t for t, q in self.questions.items() if q.foreground]:
             effects += self._withdraw(ticket, "The user cancelled the turn")
         return effects
+
+    def _choose(self, ticket: Ticket, config_id: str, value: object) -> list[Effect]:
+        """``session/set_config_option``: the switch goes to Claude Code, the answer carries the
+        options (a mode switch also shows in the v1 modes)."""
+        if config_id == MODE:
+            offered(MODE, value, [mode["id"] for mode in self.modes.available])
+            commands, changed = self.modes.choose(str(value))
+            effects: list[Effect] = [*commands, *(self.config.confirm() if commands else [])]
+            effects += self._present(changed)
+        else:
+            effects = [*self.config.choose(config_id, value, self.options())]
+        return effects + self._present([self.config.answered(ticket, self.options())])
+
+    def _switched(self, commands: list[SetPermissionMode], changed: list[ModeChanged]) -> list[Effect]:
+        """A mode switch of the client's own (``session/set_mode``)."""
+        effects: list[Effect] = [*commands, *(self.config.confirm() if commands else [])]
+        return effects + self._present(changed) + self._settings_changed()
+
+    def _settings_changed(self) -> list[Effect]:
+        """What the client is told after the options or the commands may have changed."""
+        facts: list[Fact] = [*self.config.changed(self.options())]
+        if self.config.told is Told.OPEN:
+            facts += self.commands.tell()
+        return self._present(facts)
 
     def _close(self, now: float) -> list[Effect]:
         """Closing starts: withdraw questions, end the turn and its tool calls, and stop every
@@ -282,13 +342,40 @@ class SessionCore:
                 return self._turn(self.foreground.cli_state, str(message.data.get("state")), now)
             if message.subtype == "session_title_changed":
                 return [ReadTitle()]
+            effects = self._settings(message.subtype, message.data)
             changes = self.registry.system(message.subtype, message.data, now)
-            return [] if changes is None else self._task_changes(changes, now) + self._flush(now)
+            return effects + (self._task_changes(changes, now) + self._flush(now) if changes else [])
+        if isinstance(message, StreamEvent):
+            self.usage.stream_event(message.event)
+        effects = self._turn(lambda _: self.foreground.work_seen(), "", now)
         if isinstance(message, AssistantMessage) and message.error is not None:
             self._turn_error = str(message.error)
-        return self._turn(lambda _: self.foreground.work_seen(), "", now) + self._translate(
-            self.session_id, message, now
-        )
+            if message.error == conventions.NOT_LOGGED_IN:
+                return effects  # the turn's error says it, and how to log in
+        return effects + self._translate(self.session_id, message, now)
+
+    def _settings(self, subtype: str, data: dict[str, Any]) -> list[Effect]:
+        """What Claude Code says of its settings and commands by itself."""
+        changed: list[ModeChanged] = []
+        if subtype == "init":
+            if isinstance(data.get("model"), str):
+                self.config.model_reported(data["model"])
+            if isinstance(data.get("permissionMode"), str):
+                changed = self.modes.reported(data["permissionMode"], self.config.settled)
+            terminal = data.get("terminal_slash_commands")
+            self.commands.terminal_only(
+                [n for n in terminal if isinstance(n, str)] if isinstance(terminal, list) else []
+            )
+        elif subtype == "status" and isinstance(data.get("permissionMode"), str):
+            changed = self.modes.reported(data["permissionMode"], self.config.settled)
+        elif subtype == "commands_changed":
+            self.commands.listed(read_commands(data.get("commands")))
+        elif subtype == "compact_boundary" and isinstance(data.get("compact_metadata"), dict):
+            self.usage.compacted(data["compact_metadata"])
+            return []
+        else:
+            return []
+        return self._present(changed) + self._settings_changed()
 
     def _turn(self, step: Callable[[str], list[ForegroundOut]], state: str, now: float) -> list[Effect]:
         """A foreground step; a turn Claude Code starts by itself, unexpected, when a wakeup is
@@ -323,8 +410,19 @@ class SessionCore:
                 return []  # the answer of a cancelled turn
             case MessageChunk():
                 return self._present([fact])
+            case ToolStreamed(tool_use_id, name) if name in PLAN_TOOLS:
+                return []
             case ToolStreamed(tool_use_id, name):
                 return self._present(self.tool_uses.streaming(session_id, tool_use_id, name))
+            case ToolInput(tool_use_id, name, tool_input, launched_by) if name in PLAN_TOOLS and (
+                launched_by is None or session_id != self.session_id
+            ):
+                self._plan(session_id).input_known(tool_use_id, name, tool_input)
+                return []
+            case ToolResulted(tool_use_id, text, is_error) if self._plan(session_id).owns(tool_use_id):
+                return self._present(
+                    self._plan(session_id).result(tool_use_id, is_error, text, fact.structured)
+                )
             case ToolInput(tool_use_id, name, tool_input, launched_by, message):
                 # Work that is only scheduled is pending from the start, never in progress.
                 pending = self._visibility.detached_work and schedules_work(name, tool_input)
@@ -336,6 +434,9 @@ class SessionCore:
                 return self._tool_result(session_id, fact, now)
             case _:
                 assert_never(fact)
+
+    def _plan(self, session_id: str) -> Plan:
+        return self.plans.setdefault(session_id, Plan(session_id))
 
     def _child_message(self, parent_tool_use_id: str, message: Message, now: float) -> list[Effect]:
         if not self._visibility.children:
@@ -393,7 +494,10 @@ class SessionCore:
             # What the turn left unfinished ends with it: cancelled, or failed with the turn.
             failed = outcome.stop_reason != "cancelled"
             effects += self._present(self.tool_uses.cut(self.session_id, failed))
+        effects += self._present(self.usage.result(message.model_usage, message.total_cost_usd))
         effects += self._foreground(self.foreground.result(outcome, follow_up, now))
+        # A turn may have switched the model or the effort (``/model``, ``/effort``, a fallback).
+        effects += self.config.confirm()
         return effects + ([ReadTitle()] if self.title.wanted else [])
 
     def _claude_died(
@@ -426,7 +530,10 @@ class SessionCore:
             children=self.subagents.working(),
         )
         history = History(self.session_id, self.background.cwd, self._visibility.children, live)
-        return self._present(history.replay(conversation))
+        replayed = self._present(history.replay(conversation))
+        for session_id, plan in history.plans.items():
+            self.plans.setdefault(session_id, plan)  # the task tools fold into what is known
+        return replayed
 
     def _resync(self) -> list[Effect]:
         """Each listed item as it is now, then the state with the list (RFD: resume restores it)."""
@@ -477,7 +584,9 @@ class SessionCore:
                 self.tool_uses.detach(use.call_id)
                 handoff = ToolCallHandedOff(session_id, use.call_id, fact.text, None, "pending")
                 return effects + self._present([handoff]) + self._publish()
-        return effects + self._present(self.tool_uses.result(use, fact.is_error, fact.text, fact.raw))
+        return effects + self._present(
+            self.tool_uses.result(use, fact.is_error, fact.text, fact.raw, fact.images)
+        )
 
     def _schedules_ended(self, ended: list[ScheduleEnded], publish: bool = True) -> list[Effect]:
         for end in ended:

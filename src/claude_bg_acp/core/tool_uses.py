@@ -32,6 +32,7 @@ from typing import Any, Literal
 
 from claude_bg_acp.claude.conventions import SHELL_TOOLS, shell_result
 from claude_bg_acp.closing_line import ExitInfo
+from claude_bg_acp.core.transcript import Image
 
 
 class Phase(enum.Enum):
@@ -116,6 +117,7 @@ class ToolCallFinished:
     text: str
     raw_output: Any
     command: CommandEnded | None = None
+    images: tuple[Image, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -205,14 +207,16 @@ class ToolUses:
         use.phase = Phase.FINAL
         return True
 
-    def result(self, use: ToolUse, failed: bool, text: str, raw_output: Any) -> list[ToolCallFinished]:
+    def result(
+        self, use: ToolUse, failed: bool, text: str, raw_output: Any, images: tuple[Image, ...] = ()
+    ) -> list[ToolCallFinished]:
         if not self.finish(use.call_id):
             return []
         command = None
         if use.shell:
             output, code = shell_result(text, failed)
             command = CommandEnded(output, None if code is None else ExitInfo(code, None))
-        return [ToolCallFinished(use.session_id, use.call_id, failed, text, raw_output, command)]
+        return [ToolCallFinished(use.session_id, use.call_id, failed, text, raw_output, command, images)]
 
     def unfinished(self) -> list[ToolUse]:
         """Every tool call without its final status."""

@@ -6,7 +6,9 @@ The root session and every exposed subagent each have one. A transcript turns:
   message that follows repeats them, so text of a message that was already streamed is not
   reported again (subagents are not streamed: they get the complete messages only);
 - a ``tool_use`` block into ``ToolStreamed`` as soon as it starts and ``ToolInput`` once the
-  complete message gives its input; a ``tool_result`` into ``ToolResulted``.
+  complete message gives its input; a ``tool_result`` into ``ToolResulted``: its text, the
+  images it holds (a ``Read`` of a picture, an MCP tool's), and Claude Code's structured form
+  of the result when the message carries it for that one tool use.
 
 It knows nothing of the tool calls' state: the session core takes the tool facts to the tool
 uses (which know whether a call is new, running, detached or final) and to the background
@@ -56,11 +58,21 @@ class ToolInput:
 
 
 @dataclass(frozen=True)
+class Image:
+    mime_type: str
+    data: str
+    """Base64, as the tool result holds it."""
+
+
+@dataclass(frozen=True)
 class ToolResulted:
     tool_use_id: str
     text: str
     is_error: bool
     raw: Any
+    images: tuple[Image, ...] = ()
+    structured: dict[str, Any] | None = None
+    """Claude Code's ``tool_use_result`` (e.g. the id of a created task)."""
 
 
 TranscriptFact = MessageChunk | ToolStreamed | ToolInput | ToolResulted
@@ -126,11 +138,32 @@ class Transcript:
     def tool_results(self, message: UserMessage) -> list[TranscriptFact]:
         if isinstance(message.content, str):
             return []
+        blocks = [block for block in message.content if isinstance(block, ToolResultBlock)]
+        # The structured result belongs to the message, so only to its one tool result.
+        structured = message.tool_use_result if len(blocks) == 1 else None
         return [
-            ToolResulted(block.tool_use_id, result_text(block.content), bool(block.is_error), block.content)
-            for block in message.content
-            if isinstance(block, ToolResultBlock)
+            ToolResulted(
+                block.tool_use_id,
+                result_text(block.content),
+                bool(block.is_error),
+                block.content,
+                result_images(block.content),
+                structured,
+            )
+            for block in blocks
         ]
+
+
+def result_images(content: str | list[dict[str, Any]] | None) -> tuple[Image, ...]:
+    """The base64 images of a tool_result block (an image given by URL is left out)."""
+    if not isinstance(content, list):
+        return ()
+    sources = [block.get("source") or {} for block in content if block.get("type") == "image"]
+    return tuple(
+        Image(str(source.get("media_type") or "image/png"), source["data"])
+        for source in sources
+        if source.get("type") == "base64" and isinstance(source.get("data"), str)
+    )
 
 
 def result_text(content: str | list[dict[str, Any]] | None) -> str:

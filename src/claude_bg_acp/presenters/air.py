@@ -36,6 +36,7 @@ from claude_bg_acp.acp.updates import (
     TerminalOutputChunk,
 )
 from claude_bg_acp.core.background import TaskEnded, TaskOpened, TaskProgressed, TaskStateChanged, Visibility
+from claude_bg_acp.core.config import Options
 from claude_bg_acp.core.effects import ClientEffect, Notify
 from claude_bg_acp.core.presenting import Fact
 from claude_bg_acp.core.subagents import ChildAnnounced, ChildStateChanged
@@ -87,6 +88,9 @@ class AirPresenter:
             case _:
                 effects = self.plain.render(fact)
         return self.subagents.stamp(effects) if self.subagents is not None else effects
+
+    def answer_fields(self, options: Options) -> dict[str, Any]:
+        return self.plain.answer_fields(options)
 
     def permission_request(
         self, session_id: str, tool_call_id: str, tool_name: str, tool_input: dict[str, Any]

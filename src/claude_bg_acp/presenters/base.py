@@ -2,10 +2,11 @@
 
 ``BasePresenter.render`` matches each fact to one method; the presenters of the client kinds
 override the methods whose wire form differs. Agent text, tool calls, permission questions,
-the answer to a stop by task id and the session's title look alike in every version, and a
-replayed prompt is a user message chunk unless a kind says otherwise; state, prompts' answers,
-terminals, background tool calls, tasks, child sessions and restating them to a client that
-re-attaches are each kind's own business, and render nothing here.
+the answer to a stop by task id, the session's title, usage and the config options (but for
+the key that names an option) look alike in every version, and a replayed prompt is a user
+message chunk unless a kind says otherwise; state, prompts' answers, terminals, background
+tool calls, tasks, child sessions and restating them to a client that re-attaches, the modes,
+commands and the plan are each kind's own business.
 """
 
 from __future__ import annotations
@@ -14,12 +15,16 @@ from typing import Any, ClassVar, Literal, assert_never
 
 from claude_bg_acp.acp.schema import ContentBlock
 from claude_bg_acp.acp.updates import (
+    AvailableCommandsUpdate,
+    ConfigOptionUpdate,
     ContentChunk,
-    CurrentModeUpdate,
     SessionInfoUpdate,
+    SessionUpdate,
     TextContent,
     ToolCall,
+    UsageUpdate,
 )
+from claude_bg_acp.claude.server_info import Command
 from claude_bg_acp.closing_line import ExitInfo
 from claude_bg_acp.core.background import (
     TaskEnded,
@@ -38,10 +43,13 @@ from claude_bg_acp.core.background import (
     WorkRestated,
     WorkStatus,
 )
+from claude_bg_acp.core.commands import CommandsChanged
+from claude_bg_acp.core.config import EFFORT, MODE, MODEL, Options, OptionsAnswered, OptionsChanged
 from claude_bg_acp.core.effects import ClientEffect, Notify, Reply
 from claude_bg_acp.core.foreground import PromptAnswered, PromptCancelled, PromptInserted, StateReported
 from claude_bg_acp.core.history import PromptRecalled
 from claude_bg_acp.core.permission_modes import ModeChanged
+from claude_bg_acp.core.plan import PlanChanged
 from claude_bg_acp.core.presenting import Fact
 from claude_bg_acp.core.schedules import ScheduleEnded
 from claude_bg_acp.core.subagents import ChildAnnounced, ChildRestated, ChildStateChanged
@@ -54,6 +62,7 @@ from claude_bg_acp.core.tool_uses import (
     ToolCallStarted,
 )
 from claude_bg_acp.core.transcript import MessageChunk
+from claude_bg_acp.core.usage import UsageReported
 from claude_bg_acp.presenters import tool_views
 
 ALLOW_ONCE, ALLOW_ALWAYS, REJECT_ONCE = "allow_once", "allow_always", "reject_once"
@@ -63,6 +72,7 @@ PERMISSION_OPTIONS = [
     {"optionId": REJECT_ONCE, "name": "Reject", "kind": "reject_once"},
 ]
 CANCEL: dict[str, Any] = {"cancel": {}}
+EFFORT_NAMES = {"xhigh": "Extra high"}
 
 
 class BasePresenter:
@@ -72,6 +82,8 @@ class BasePresenter:
     """The update that creates a tool call (v1 has its own; in v2 the first update creates)."""
     cut_status: ClassVar[Literal["cancelled", "failed"]]
     """A tool call whose turn was cancelled (v1 has no ``cancelled``)."""
+    option_key: ClassVar[Literal["id", "configId"]]
+    """The key that names a config option."""
 
     def render(self, fact: Fact) -> list[ClientEffect]:
         match fact:
@@ -100,9 +112,21 @@ class BasePresenter:
             case TerminalRestated() | WorkRestated() | ChildRestated():
                 return self.restate(fact)
             case ModeChanged():
-                return [Notify(fact.session_id, CurrentModeUpdate(current_mode_id=fact.mode_id))]
+                return self.mode(fact)
             case TitleChanged():
                 return [Notify(fact.session_id, title_update(fact))]
+            case OptionsChanged():
+                update = ConfigOptionUpdate(config_options=self.config_options(fact.options))
+                return [Notify(fact.session_id, update)]
+            case OptionsAnswered():
+                return [Reply(fact.ticket, {"configOptions": self.config_options(fact.options)})]
+            case CommandsChanged():
+                commands = [self.command(command) for command in fact.commands]
+                return [Notify(fact.session_id, AvailableCommandsUpdate(available_commands=commands))]
+            case UsageReported():
+                return [Notify(fact.session_id, usage_update(fact))]
+            case PlanChanged():
+                return [Notify(fact.session_id, self.plan(fact))]
             case _:
                 assert_never(fact)
 
@@ -141,8 +165,10 @@ class BasePresenter:
                     status="failed" if fact.failed else "completed",
                     raw_output=fact.raw_output,
                 )
-                if fact.text:
-                    update.content = [tool_views.text_content(fact.text)]
+                content = [tool_views.text_content(fact.text)] if fact.text else []
+                content += [tool_views.image_content(image) for image in fact.images]
+                if content:
+                    update.content = content
             case ToolCallCut():
                 status = "failed" if fact.failed else self.cut_status
                 update = ToolCall(
@@ -189,7 +215,49 @@ class BasePresenter:
             fields["content"] = view.content
         return fields
 
+    def answer_fields(self, options: Options) -> dict[str, Any]:
+        return {"configOptions": self.config_options(options)}
+
+    def config_options(self, options: Options) -> list[dict[str, Any]]:
+        """The mode, the model once Claude Code said which it uses, the effort when it has one."""
+        modes = [
+            {"value": m["id"], "name": m["name"], "description": m["description"]} for m in options.modes
+        ]
+        selects = [self._select(MODE, "Mode", "mode", options.mode, modes)]
+        if options.model is not None:
+            models = [
+                {"value": m.value, "name": m.name} | ({"description": m.description} if m.description else {})
+                for m in options.models
+            ]
+            selects.append(self._select(MODEL, "Model", "model", options.model, models))
+        if options.effort is not None:
+            efforts = [{"value": e, "name": EFFORT_NAMES.get(e, e.capitalize())} for e in options.efforts]
+            selects.append(self._select(EFFORT, "Effort", "thought_level", options.effort, efforts))
+        return selects
+
+    def _select(
+        self, config_id: str, name: str, category: str, current: str, choices: list[dict[str, Any]]
+    ) -> dict[str, Any]:
+        return {
+            self.option_key: config_id,
+            "name": name,
+            "category": category,
+            "type": "select",
+            "currentValue": current,
+            "options": choices,
+        }
+
     # --- each kind's own ------------------------------------------------------------------------
+
+    def mode(self, fact: ModeChanged) -> list[ClientEffect]:
+        """The mode changed: what a client with session modes is told besides the options."""
+        return []
+
+    def command(self, command: Command) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def plan(self, fact: PlanChanged) -> SessionUpdate:
+        raise NotImplementedError
 
     def permission_subject(self, call: dict[str, Any], title: str) -> dict[str, Any]:
         raise NotImplementedError
@@ -233,6 +301,18 @@ def title_update(fact: TitleChanged) -> SessionInfoUpdate:
     if fact.updated_at is not None:
         update.updated_at = fact.updated_at
     return update
+
+
+def usage_update(fact: UsageReported) -> UsageUpdate:
+    update = UsageUpdate(used=fact.used, size=fact.size)
+    if fact.cost is not None:
+        update.cost = {"amount": fact.cost, "currency": "USD"}
+    return update
+
+
+def plan_entries(fact: PlanChanged) -> list[dict[str, Any]]:
+    """Claude Code's lists have no priorities: every entry is ``medium``."""
+    return [{"content": e.content, "priority": "medium", "status": e.status} for e in fact.entries]
 
 
 def exit_status(exit_info: ExitInfo | None) -> dict[str, Any]:

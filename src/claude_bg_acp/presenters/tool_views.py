@@ -1,13 +1,19 @@
 """How a Claude Code tool use looks as an ACP tool call: title, kind, locations and content.
 
-Claude Code's tools are known by name; anything else (MCP tools, future tools) falls back to
-its name and ``other``. Results become text content; a failed result becomes ``failed``.
+Claude Code's tools are known by name: a file tool names its file (``Read`` with the lines it
+reads, and their first line in ``locations``), a search its pattern and where it looks, an
+edit shows its diff (each edit of a ``MultiEdit``, the new source of a notebook cell). An MCP
+tool (``mcp__<server>__<tool>``) is titled ``server: tool``; anything else falls back to its
+name and ``other``. Results become text content and their images image content; a failed
+result becomes ``failed``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+
+from claude_bg_acp.core.transcript import Image
 
 KINDS = {
     "Bash": "execute",
@@ -42,14 +48,36 @@ class ToolView:
     content: list[dict[str, Any]] | None = None
 
 
+MCP_PREFIX = "mcp__"
+
+
 def describe(name: str, tool_input: dict[str, Any]) -> ToolView:
     kind = KINDS.get(name, "other")
     path = _text(tool_input, "file_path") or _text(tool_input, "notebook_path")
-    locations = [{"path": path}] if path else None
+    where = path or (_text(tool_input, "path") if name in ("Grep", "Glob") else None)
+    locations: list[dict[str, Any]] | None = [{"path": where}] if where else None
+    first = _number(tool_input, "offset")
+    if name == "Read" and locations and first is not None:
+        locations[0]["line"] = max(first, 1)
     return ToolView(_title(name, tool_input, path), kind, locations, _content(name, tool_input, path))
 
 
 def _title(name: str, tool_input: dict[str, Any], path: str | None) -> str:
+    if name.startswith(MCP_PREFIX) and "__" in name[len(MCP_PREFIX) :]:
+        server, tool = name[len(MCP_PREFIX) :].split("__", 1)
+        return f"{server}: {tool}"
+    if name == "Read" and path:
+        return f"Read {path}{_lines(tool_input)}"
+    if name == "NotebookEdit" and path:
+        cell = _text(tool_input, "cell_id")
+        action = {"insert": "Insert a cell into", "delete": "Delete a cell of"}.get(
+            _text(tool_input, "edit_mode") or "", "Edit a cell of"
+        )
+        return f"{action} {path}" + (f" (cell {cell})" if cell else "")
+    if name in ("Glob", "Grep"):
+        pattern, where = _text(tool_input, "pattern") or "", _text(tool_input, "path")
+        only = _text(tool_input, "glob") or _text(tool_input, "type")
+        return f'{name} "{pattern}"' + (f" in {where}" if where else "") + (f" ({only})" if only else "")
     if name == "Bash":
         return _text(tool_input, "command") or "Run a command"
     if name == "Monitor":
@@ -59,8 +87,6 @@ def _title(name: str, tool_input: dict[str, Any], path: str | None) -> str:
         return _text(tool_input, "description") or name
     if path:
         return f"{name} {path}"
-    if name in ("Glob", "Grep"):
-        return f"{name} {_text(tool_input, 'pattern') or ''}".strip()
     if name == "WebFetch":
         return f"Fetch {_text(tool_input, 'url') or ''}".strip()
     if name == "WebSearch":
@@ -68,15 +94,34 @@ def _title(name: str, tool_input: dict[str, Any], path: str | None) -> str:
     return name
 
 
+def _lines(tool_input: dict[str, Any]) -> str:
+    """The lines a ``Read`` reads (``offset`` is its first line, counted from 1)."""
+    first, count = _number(tool_input, "offset"), _number(tool_input, "limit")
+    if count is not None and count > 0:
+        start = max(first or 1, 1)
+        return f" (lines {start}-{start + count - 1})"
+    return f" (from line {first})" if first is not None else ""
+
+
 def _content(name: str, tool_input: dict[str, Any], path: str | None) -> list[dict[str, Any]] | None:
     if name == "Edit" and path:
-        return [_diff(path, _text(tool_input, "old_string"), _text(tool_input, "new_string") or "")]
+        return [_edit_diff(path, tool_input)]
+    if name == "MultiEdit" and path:
+        edits = [edit for edit in tool_input.get("edits") or [] if isinstance(edit, dict)]
+        return [_edit_diff(path, edit) for edit in edits] or None
     if name == "Write" and path:
         return [_diff(path, None, _text(tool_input, "content") or "")]
+    if name == "NotebookEdit" and path and tool_input.get("edit_mode") != "delete":
+        # The cell's old source is not part of the call: its new source shows as added.
+        return [_diff(path, "", _text(tool_input, "new_source") or "")]
     description = _text(tool_input, "description")
     if name == "Bash" and description:
         return [text_content(description)]
     return None
+
+
+def _edit_diff(path: str, edit: dict[str, Any]) -> dict[str, Any]:
+    return _diff(path, _text(edit, "old_string"), _text(edit, "new_string") or "")
 
 
 def _diff(path: str, old: str | None, new: str) -> dict[str, Any]:
@@ -88,5 +133,14 @@ def _text(tool_input: dict[str, Any], key: str) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
+def _number(tool_input: dict[str, Any], key: str) -> int | None:
+    value = tool_input.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 def text_content(text: str) -> dict[str, Any]:
     return {"type": "content", "content": {"type": "text", "text": text}}
+
+
+def image_content(image: Image) -> dict[str, Any]:
+    return {"type": "content", "content": {"type": "image", "data": image.data, "mimeType": image.mime_type}}

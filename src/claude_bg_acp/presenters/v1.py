@@ -6,31 +6,54 @@ no ``background`` list and no terminals of the agent's: background shells and to
 outlive their turn are not shown (a shell's tool call completes with its hand-off text). A
 client that declares ``clientCapabilities.subagents`` gets subagents as child sessions in the
 RFD's form: ``subagent_update`` on the parent (no stop reason ``error``: v1 has none) and the
-launching prompt as a ``session_message``.
+launching prompt as a ``session_message``. Claude Code's permission modes are also the
+session's modes (``modes`` in the answer, ``current_mode_update``; Zed reads them when an agent
+offers no config options), the same as the ``mode`` config option.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from claude_bg_acp.acp.updates import SessionMessage, SubagentUpdate
+from claude_bg_acp.acp.updates import CurrentModeUpdate, PlanEntries, SessionMessage, SubagentUpdate
+from claude_bg_acp.claude.server_info import Command
 from claude_bg_acp.core.background import Visibility
+from claude_bg_acp.core.config import Options
 from claude_bg_acp.core.effects import ClientEffect, Fail, Notify, Reply, Ticket
 from claude_bg_acp.core.foreground import Outcome, PromptAnswered, PromptCancelled, PromptInserted
+from claude_bg_acp.core.permission_modes import ModeChanged
+from claude_bg_acp.core.plan import PlanChanged
 from claude_bg_acp.core.subagents import ChildAnnounced, ChildStateChanged
-from claude_bg_acp.presenters.base import CANCEL, BasePresenter
+from claude_bg_acp.presenters.base import CANCEL, BasePresenter, plan_entries
 
 
 class V1Presenter(BasePresenter):
     holds_turns = True
     creating = "tool_call"
     cut_status = "failed"
+    option_key = "id"
 
     def __init__(self, subagents: bool) -> None:
         self.visibility = Visibility(terminals="none", detached_work=False, children=subagents)
 
     def permission_subject(self, call: dict[str, Any], title: str) -> dict[str, Any]:
         return {"toolCall": call}
+
+    def answer_fields(self, options: Options) -> dict[str, Any]:
+        modes = {"currentModeId": options.mode, "availableModes": list(options.modes)}
+        return {**super().answer_fields(options), "modes": modes}
+
+    def mode(self, fact: ModeChanged) -> list[ClientEffect]:
+        return [Notify(fact.session_id, CurrentModeUpdate(current_mode_id=fact.mode_id))]
+
+    def command(self, command: Command) -> dict[str, Any]:
+        wire: dict[str, Any] = {"name": command.name, "description": command.description}
+        if command.hint:
+            wire["input"] = {"hint": command.hint}
+        return wire
+
+    def plan(self, fact: PlanChanged) -> PlanEntries:
+        return PlanEntries(entries=plan_entries(fact))
 
     def prompt(self, fact: PromptInserted | PromptAnswered | PromptCancelled) -> list[ClientEffect]:
         if isinstance(fact, PromptAnswered):

@@ -10,7 +10,9 @@ hand-off. Work without a process stays on its tool call, ``in_progress`` (or ``p
 session with its own ``state_update``, mirrored on the parent's ``subagent_update``. A client
 that re-attaches gets each listed item whole: a terminal with its latest output as a snapshot,
 a tool call with its title and status, a child with its state; all cancellable. A replayed
-prompt is a ``user_message``, as it was live.
+prompt is a ``user_message``, as it was live. v2 has no session modes: the permission mode is
+the ``mode`` config option; commands carry their ``type`` (``command``, with ``text`` input),
+and the plan is one item plan (``plan_update``).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any
 from claude_bg_acp.acp.jsonrpc import INTERNAL_ERROR, REQUEST_CANCELLED, RpcError
 from claude_bg_acp.acp.updates import (
     ErrorObject,
+    PlanUpdate,
     StateUpdate,
     SubagentUpdate,
     TerminalOutputChunk,
@@ -28,6 +31,7 @@ from claude_bg_acp.acp.updates import (
     ToolCall,
     UserMessage,
 )
+from claude_bg_acp.claude.server_info import Command
 from claude_bg_acp.core.background import (
     Listed,
     TerminalExited,
@@ -44,24 +48,38 @@ from claude_bg_acp.core.background import (
 from claude_bg_acp.core.effects import ClientEffect, Fail, Notify, Reply
 from claude_bg_acp.core.foreground import PromptAnswered, PromptCancelled, PromptInserted, StateReported
 from claude_bg_acp.core.history import PromptRecalled
+from claude_bg_acp.core.plan import PlanChanged
 from claude_bg_acp.core.schedules import ScheduleEnded
 from claude_bg_acp.core.subagents import WORKING, ChildAnnounced, ChildRestated, ChildStateChanged
 from claude_bg_acp.core.tool_uses import ToolCallHandedOff
 from claude_bg_acp.presenters import tool_views
-from claude_bg_acp.presenters.base import CANCEL, BasePresenter, exit_status
+from claude_bg_acp.presenters.base import CANCEL, BasePresenter, exit_status, plan_entries
 from claude_bg_acp.presenters.v1 import announce_child
+
+PLAN_ID = "plan"
+"""The one plan of a session: Claude Code keeps one list at a time."""
 
 
 class V2Presenter(BasePresenter):
     holds_turns = False
     creating = "tool_call_update"
     cut_status = "cancelled"
+    option_key = "configId"
 
     def __init__(self) -> None:
         self.visibility = Visibility(terminals="all", detached_work=True, children=True)
 
     def permission_subject(self, call: dict[str, Any], title: str) -> dict[str, Any]:
         return {"title": f"Allow {title}?", "subject": {"type": "tool_call", "toolCall": call}}
+
+    def command(self, command: Command) -> dict[str, Any]:
+        wire: dict[str, Any] = {"type": "command", "name": command.name, "description": command.description}
+        if command.hint:
+            wire["input"] = {"type": "text", "hint": command.hint}
+        return wire
+
+    def plan(self, fact: PlanChanged) -> PlanUpdate:
+        return PlanUpdate(plan={"type": "items", "planId": PLAN_ID, "entries": plan_entries(fact)})
 
     def state(self, fact: StateReported) -> list[ClientEffect]:
         update = StateUpdate(state=fact.state)

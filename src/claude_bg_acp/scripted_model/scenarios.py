@@ -569,6 +569,83 @@ def bg_from_prompt(turn: Turn) -> Reply:
     return _use(turn, *(_bash(c, f"prompt command {i + 1}", True) for i, c in enumerate(commands)))
 
 
+def _todo(content: str, status: str, active: str) -> dict[str, str]:
+    return {"content": content, "status": status, "activeForm": active}
+
+
+PLAN_STEPS: list[Call] = [
+    (
+        "TodoWrite",
+        {
+            "todos": [
+                _todo("Write the parser", "in_progress", "Writing the parser"),
+                _todo("Write the tests", "pending", "Writing the tests"),
+            ]
+        },
+    ),
+    (
+        "TodoWrite",
+        {
+            "todos": [
+                _todo("Write the parser", "completed", "Writing the parser"),
+                _todo("Write the tests", "in_progress", "Writing the tests"),
+            ]
+        },
+    ),
+]
+"""Claude Code offers ``TodoWrite`` only with ``CLAUDE_CODE_ENABLE_TODO_TOOLS=1`` and
+``CLAUDE_CODE_ENABLE_TASKS=0`` (CLI 2.1.332); it runs a direct call although the tool is deferred."""
+
+TASK_STEPS: list[Call] = [
+    (
+        "TaskCreate",
+        {"subject": "Write the parser", "description": "The parser", "activeForm": "Writing the parser"},
+    ),
+    ("TaskCreate", {"subject": "Write the tests", "description": "The tests"}),
+    ("TaskUpdate", {"taskId": "1", "status": "in_progress"}),
+    ("TaskList", {}),
+]
+"""Claude Code's task tools (``CLAUDE_CODE_ENABLE_TODO_TOOLS=1``, tasks on by default)."""
+
+
+def _steps(calls: list[Call], done: str) -> Scenario:
+    """One tool call per model request, in order, then ``done``."""
+
+    def scenario(turn: Turn) -> Reply:
+        if turn.step < len(calls):
+            return _use(turn, calls[turn.step])
+        return _say(turn, done)
+
+    return scenario
+
+
+todo = _steps(PLAN_STEPS, "The parser is written; the tests are next.")
+
+# Tools whose calls must read well: lines of a file, two searches, a picture and an MCP tool
+# (the editor's ``probe`` server), all in one message, in the directory the prompt names as
+# ``<dir>...</dir>``. CLI 2.1.332 offers no Grep nor Glob: it answers those two with an error.
+DIR_TAG = re.compile(r"<dir>(.*?)</dir>")
+
+
+def _look_around_calls(turn: Turn) -> list[Call]:
+    found = DIR_TAG.search(turn.first_user_text)
+    where = found.group(1) if found else "."
+    return [
+        ("Read", {"file_path": f"{where}/notes.txt", "offset": 2, "limit": 2}),
+        ("Grep", {"pattern": "TODO", "path": where, "glob": "*.txt"}),
+        ("Glob", {"pattern": "*.png", "path": where}),
+        ("Read", {"file_path": f"{where}/dot.png"}),
+        ("mcp__probe__probe_echo", {"text": "echoed by the probe"}),
+    ]
+
+
+look_around = _tool_then_text(_look_around_calls, "Looked around.")
+
+# In plan mode: the model presents its plan, and leaving plan mode is the user's to approve.
+exit_plan = _tool_then_text(_fixed(("ExitPlanMode", {"plan": "1. Write the parser\n2. Test it"})), "On it.")
+tasks = _steps(TASK_STEPS, "Two tasks, the first one started.")
+
+
 SCENARIOS: dict[str, Scenario] = {
     "text": text,
     "thinking": thinking,
@@ -592,4 +669,8 @@ SCENARIOS: dict[str, Scenario] = {
     "bg_slow_follow_up": bg_slow_follow_up,
     "max_tokens": max_tokens,
     "bg_from_prompt": bg_from_prompt,
+    "todo": todo,
+    "tasks": tasks,
+    "exit_plan": exit_plan,
+    "look_around": look_around,
 }

@@ -3,13 +3,16 @@
 Each connection is read as HTTP/1.1 (keep-alive, Content-Length or chunked bodies). A
 ``POST /v1/messages`` request is handed to the scenario named in the conversation (see
 ``scenarios.py``), whose reply is written as one complete SSE stream with a Content-Length:
-the CLI parses it exactly as it would a streamed answer from the real API.
+the CLI parses it exactly as it would a streamed answer from the real API. A request that does
+not ask for a stream (``"stream": true``) gets the whole message as JSON: the CLI validates a
+model it is switched to with such a request (no ``stream`` key, ``max_tokens: 1``).
 ``POST /v1/messages/count_tokens`` gets a rough count; anything else a JSON 404.
 
 The server runs on anyio, so it lives in any asyncio program (``serve``), in a background
 thread for synchronous tests (``serve_in_thread``), or as its own process
 (``python -m claude_bg_acp.scripted_model``). Every request served is kept in
-``ScriptedModel.requests`` for tests to assert on. Logs go to stderr only.
+``ScriptedModel.requests`` for tests to assert on (``models()``: the model each message request
+asked for). Logs go to stderr only.
 """
 
 from __future__ import annotations
@@ -54,6 +57,11 @@ class ServedRequest:
     body: Any
     scenario: str | None = None
 
+    @property
+    def model(self) -> str | None:
+        model = self.body.get("model") if isinstance(self.body, dict) else None
+        return model if isinstance(model, str) else None
+
 
 @dataclass
 class ScriptedModel:
@@ -70,6 +78,10 @@ class ScriptedModel:
 
     def messages_requests(self) -> list[ServedRequest]:
         return [r for r in self.requests if r.path == "/v1/messages"]
+
+    def models(self) -> list[str | None]:
+        """The model id of each message request, in order."""
+        return [r.model for r in self.messages_requests()]
 
 
 @dataclass(frozen=True)
@@ -246,7 +258,7 @@ def _respond(model: ScriptedModel, request: HttpRequest) -> HttpResponse:
 def _messages_response(body: dict[str, Any], reply: Reply) -> HttpResponse:
     model_name = str(body.get("model", "claude-scripted"))
     headers = (("request-id", reply.request_id),)
-    if body.get("stream") is False:
+    if body.get("stream") is not True:
         return HttpResponse(200, "application/json", _dumps(reply.message(model_name)), reply.delay, headers)
     sse = reply_sse(reply, model_name)
     return HttpResponse(200, "text/event-stream", sse.encode("utf-8"), reply.delay, headers)

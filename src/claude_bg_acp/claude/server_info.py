@@ -1,0 +1,111 @@
+"""What Claude Code says about itself: the models and commands it offers, and what is in effect.
+
+Two answers of Claude Code's, both untyped in the SDK, are read here into small values (observed
+on CLI 2.1.332):
+
+- its answer to the SDK's ``initialize`` request (``ClaudeSDKClient.get_server_info()``):
+  ``models`` (``value`` for ``set_model``, ``displayName``, ``description``, ``resolvedModel``,
+  ``supportsEffort``, ``supportedEffortLevels``), ``commands`` (``name``, ``description``,
+  ``argumentHint``) and ``current_permission_mode``;
+- its answer to the ``get_settings`` control request, whose ``applied`` part names the model
+  id the next request uses and the effort level in effect (``null`` when the model has none).
+
+``system/commands_changed`` carries the whole command list again in the same shape. Reading is
+lenient: an entry without a usable name or value is left out, a missing field is empty, never
+an error. Standard library only: the core reads these values.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Model:
+    """One of the models Claude Code offers."""
+
+    value: str
+    """What ``set_model`` takes: an alias such as ``default`` or ``sonnet``, or a model id."""
+    name: str
+    description: str | None
+    resolved: str | None
+    """The model id requests use for it."""
+    efforts: tuple[str, ...]
+    """The effort levels it supports (none when it has no effort setting)."""
+
+
+@dataclass(frozen=True)
+class Command:
+    """One of Claude Code's slash commands."""
+
+    name: str
+    description: str
+    hint: str
+    """What its arguments look like (``argumentHint``); empty when it takes none."""
+
+
+@dataclass(frozen=True)
+class ServerInfo:
+    models: tuple[Model, ...]
+    commands: tuple[Command, ...]
+    permission_mode: str | None
+
+
+@dataclass(frozen=True)
+class Applied:
+    """What Claude Code has in effect."""
+
+    model: str | None
+    """The model id the next request uses."""
+    effort: str | None
+
+
+def read_server_info(raw: dict[str, Any]) -> ServerInfo:
+    models = tuple(model for entry in _list(raw.get("models")) if (model := _model(entry)) is not None)
+    mode = raw.get("current_permission_mode")
+    return ServerInfo(models, read_commands(raw.get("commands")), mode if isinstance(mode, str) else None)
+
+
+def read_commands(raw: Any) -> tuple[Command, ...]:
+    return tuple(command for entry in _list(raw) if (command := _command(entry)) is not None)
+
+
+def read_applied(raw: dict[str, Any]) -> Applied:
+    applied = raw.get("applied")
+    if not isinstance(applied, dict):
+        return Applied(None, None)
+    return Applied(_text(applied.get("model")), _text(applied.get("effort")))
+
+
+def _model(entry: dict[str, Any]) -> Model | None:
+    value = _text(entry.get("value"))
+    if value is None:
+        return None
+    levels = entry.get("supportedEffortLevels") if entry.get("supportsEffort") else None
+    efforts = tuple(level for level in _list(levels, str) if level)
+    return Model(
+        value,
+        _text(entry.get("displayName")) or value,
+        _text(entry.get("description")),
+        _text(entry.get("resolvedModel")),
+        efforts,
+    )
+
+
+def _command(entry: dict[str, Any]) -> Command | None:
+    name = _text(entry.get("name"))
+    if name is None:
+        return None
+    hint = entry.get("argumentHint")
+    if isinstance(hint, list):  # some commands list their arguments one by one
+        hint = " ".join(str(part) for part in hint)
+    return Command(name, _text(entry.get("description")) or "", hint if isinstance(hint, str) else "")
+
+
+def _list(value: Any, kind: type = dict) -> list[Any]:
+    return [item for item in value if isinstance(item, kind)] if isinstance(value, list) else []
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None

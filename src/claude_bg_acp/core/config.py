@@ -1,0 +1,204 @@
+"""Session config options: the permission mode, Claude Code's model and its effort level.
+
+The client sees one list (``Options``): the mode (owned by ``permission_modes``), the model (one
+choice per model Claude Code offers) and the effort (the levels the current model supports;
+left out when it has none). Claude Code is their source of truth: what it offers comes from
+its initialize answer, what is in effect from its applied settings, read after it starts,
+after each switch we ask for and after each turn (a ``/model`` or ``/effort`` prompt switches
+too), and from the model and mode each turn starts with. A client's choice goes to Claude Code
+as a command ahead of anything sent after it, so the next model request uses it, followed by a
+read that confirms it; until that read answers, Claude Code's reports may predate the switch
+and are not taken.
+
+What the client knows of the options:
+
+==============  =========================================================  ==============
+state           what happens                                               next state
+==============  =========================================================  ==============
+(any)           an answer that carries the options is built (``answer``:   ``ANSWERED``
+                ``session/new``, and load or resume)
+``ANSWERED``    the client has that answer (``opened``): what changed      ``OPEN``
+                since it was built goes out as one ``OptionsChanged``
+``OPEN``        an option changes (Claude Code's doing, or a mode set      ``OPEN``
+                with ``session/set_mode``): ``OptionsChanged``
+``OPEN``        ``session/set_config_option``: its answer carries them    ``OPEN``
+                (``OptionsAnswered``)
+==============  =========================================================  ==============
+
+Until the session is ``OPEN`` nothing is sent: an update must not reach the client before the
+answer that tells it of the session.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from claude_bg_acp.acp.jsonrpc import INVALID_PARAMS, RpcError
+from claude_bg_acp.claude.server_info import Applied, Model
+from claude_bg_acp.core.effects import ReadSettings, SetEffort, SetModel, Ticket
+
+MODE, MODEL, EFFORT = "mode", "model", "effort"
+
+
+@dataclass(frozen=True)
+class Options:
+    """The session's config options as the client sees them."""
+
+    modes: tuple[dict[str, Any], ...]
+    mode: str
+    models: tuple[Model, ...]
+    model: str | None
+    """The value of the current model (None until Claude Code said which it uses)."""
+    efforts: tuple[str, ...]
+    """The current model's effort levels (none: no effort option)."""
+    effort: str | None
+
+
+@dataclass(frozen=True)
+class OptionsChanged:
+    """The options changed after the client was told them: ``config_option_update``."""
+
+    session_id: str
+    options: Options
+
+
+@dataclass(frozen=True)
+class OptionsAnswered:
+    """The answer to ``session/set_config_option``: the options after the change."""
+
+    ticket: Ticket
+    options: Options
+
+
+class Told(enum.Enum):
+    NOTHING = "nothing"
+    ANSWERED = "answered"
+    OPEN = "open"
+
+
+class Config:
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        self.models: tuple[Model, ...] = ()
+        self.model: str | None = None
+        self.effort: str | None = None
+        self.chosen_model: str | None = None
+        self.chosen_effort: str | None = None
+        """The client's choices: a Claude Code started again after a crash starts with them."""
+        self.told = Told.NOTHING
+        self._told: Options | None = None
+        self._reads = 0
+        """Reads of Claude Code's settings asked for after a switch and not answered yet."""
+
+    # --- what Claude Code says ----------------------------------------------------------------
+
+    def started(self, models: tuple[Model, ...], applied: Applied | None) -> None:
+        """Claude Code started: the models it offers, and (if it could say) what is in effect."""
+        self.models = models
+        if applied is not None:
+            self._apply(applied)
+
+    @property
+    def settled(self) -> bool:
+        """No switch of ours waits for its confirming read: Claude Code's reports are current."""
+        return self._reads == 0
+
+    def read(self, applied: Applied | None) -> None:
+        """The answer to a ``ReadSettings`` (None: Claude Code could not say)."""
+        self._reads = max(0, self._reads - 1)
+        if self._reads == 0 and applied is not None:
+            self._apply(applied)
+
+    def model_reported(self, model_id: str) -> None:
+        """The model a turn starts with (``system/init``)."""
+        if self.settled:
+            self._apply(Applied(model_id, self.effort))
+
+    def _apply(self, applied: Applied) -> None:
+        if applied.model is not None:
+            self.model = self._value_of(applied.model)
+        self.effort = applied.effort
+
+    def _value_of(self, model_id: str) -> str:
+        """The choice for a model id: the current one while it resolves to it, else the first
+        that names it or resolves to it, else the id itself (a model Claude Code did not list)."""
+        current = self._model(self.model)
+        if current is not None and model_id in (current.value, current.resolved):
+            return current.value
+        named = [m for m in self.models if m.value == model_id] or [
+            m for m in self.models if m.resolved == model_id
+        ]
+        return named[0].value if named else model_id
+
+    def _model(self, value: str | None) -> Model | None:
+        return next((m for m in self.models if m.value == value), None)
+
+    # --- the client's choices -----------------------------------------------------------------
+
+    def choose(
+        self, config_id: str, value: Any, options: Options
+    ) -> list[SetModel | SetEffort | ReadSettings]:
+        """A choice for the model or the effort (the mode is ``permission_modes``'); raises
+        -32602 naming an option or value the client was not offered."""
+        command: SetModel | SetEffort
+        if config_id == MODEL:
+            offered(config_id, value, [m.value for m in options.models])
+            self.model = self.chosen_model = value
+            command = SetModel(value)
+        elif config_id == EFFORT and options.efforts:
+            offered(config_id, value, options.efforts)
+            self.effort = self.chosen_effort = value
+            command = SetEffort(value)
+        else:
+            raise RpcError(INVALID_PARAMS, f"Invalid params: configId: unknown config option {config_id!r}")
+        return [command, *self.confirm()]
+
+    def confirm(self) -> list[ReadSettings]:
+        """Read what Claude Code has in effect (after a switch, after a turn); its reports wait
+        for the answer."""
+        self._reads += 1
+        return [ReadSettings()]
+
+    # --- what the client is told --------------------------------------------------------------
+
+    def options(self, modes: list[dict[str, Any]], mode: str) -> Options:
+        models = self.models
+        current = self._model(self.model)
+        if self.model is not None and current is None:
+            current = Model(self.model, self.model, None, self.model, ())
+            models = (*models, current)
+        efforts = current.efforts if current is not None else ()
+        if efforts and self.effort is not None and self.effort not in efforts:
+            efforts = (*efforts, self.effort)
+        if self.effort is None:
+            efforts = ()  # no level to show as the current one: no effort option
+        return Options(tuple(modes), mode, models, self.model, efforts, self.effort if efforts else None)
+
+    def answer(self, options: Options) -> Options:
+        """The options go into an answer that tells the client of the session."""
+        self.told, self._told = Told.ANSWERED, options
+        return options
+
+    def opened(self, options: Options) -> list[OptionsChanged]:
+        """The client has the answer."""
+        self.told = Told.OPEN
+        return self.changed(options)
+
+    def changed(self, options: Options) -> list[OptionsChanged]:
+        """The options as they are now: an update when the client knows other ones."""
+        if self.told is not Told.OPEN or options == self._told:
+            return []
+        self._told = options
+        return [OptionsChanged(self.session_id, options)]
+
+    def answered(self, ticket: Ticket, options: Options) -> OptionsAnswered:
+        self._told = options
+        return OptionsAnswered(ticket, options)
+
+
+def offered(config_id: str, value: Any, choices: Sequence[str]) -> None:
+    if value not in choices:
+        raise RpcError(INVALID_PARAMS, f"Invalid params: value: {value!r} is not a choice of {config_id!r}")

@@ -1,0 +1,264 @@
+"""Config options (mode, model, effort) through the core: what a session's answer offers, what a
+choice sends to Claude Code, and what the client is told when Claude Code changes one itself.
+
+Claude Code's answer to ``initialize`` is the recorded one (``recorded_server_info``: CLI
+2.1.332 against the scripted model); every answer and update is validated against the official
+schema of its version.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from claude_bg_acp.acp.jsonrpc import INVALID_PARAMS, RpcError
+from claude_bg_acp.core import events as ev
+from claude_bg_acp.core.effects import (
+    Effect,
+    Notify,
+    Query,
+    ReadSettings,
+    Reply,
+    SetEffort,
+    SetModel,
+    SetPermissionMode,
+)
+from tests.support.driver import CoreDriver, as_jsonrpc, recorded_server_info
+from tests.support.frames import init, result, state_changed, status
+from tests.support.schema import validate_agent_message, validate_transcript
+
+INFO = recorded_server_info()
+MODELS = [model["value"] for model in INFO["models"]]
+OPUS, SONNET = "claude-opus-5-5", "claude-sonnet-5-5"
+
+
+def opened(
+    version: int, info: dict[str, Any] = INFO, model: str = OPUS, effort: str = "medium"
+) -> CoreDriver:
+    driver = CoreDriver(version)
+    driver.start(info, model, effort)
+    fields, _ = driver.open()
+    assert not validate_agent_message(
+        {"jsonrpc": "2.0", "id": 1, "result": {"sessionId": "s", **fields}}, version, {1: "session/new"}
+    )
+    return driver
+
+
+def valid(driver: CoreDriver, effects: list[Effect], version: int) -> list[Effect]:
+    agent, client = as_jsonrpc(effects, driver.requests)
+    assert not validate_transcript(agent, client, version)
+    return effects
+
+
+def options_of(driver: CoreDriver) -> dict[str, dict[str, Any]]:
+    fields = driver.core.presenter.answer_fields(driver.core.options())
+    key = "id" if "modes" in fields else "configId"
+    return {option[key]: option for option in fields["configOptions"]}
+
+
+def updates(effects: list[Effect], kind: str) -> list[dict[str, Any]]:
+    return [
+        e.update.wire() for e in effects if isinstance(e, Notify) and e.update.wire()["sessionUpdate"] == kind
+    ]
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_a_new_session_offers_mode_model_and_effort(version: int) -> None:
+    driver = CoreDriver(version)
+    driver.start(INFO, OPUS, "medium")
+    fields, _ = driver.open()
+    key = "id" if version == 1 else "configId"
+    mode, model, effort = fields["configOptions"]
+    assert (mode[key], mode["category"], mode["currentValue"]) == ("mode", "mode", "default")
+    assert (model[key], model["category"], model["currentValue"]) == ("model", "model", "default")
+    assert [choice["value"] for choice in model["options"]] == MODELS
+    assert model["options"][0]["name"] == INFO["models"][0]["displayName"]
+    assert (effort[key], effort["category"], effort["currentValue"]) == ("effort", "thought_level", "medium")
+    levels = INFO["models"][0]["supportedEffortLevels"]
+    assert [choice["value"] for choice in effort["options"]] == levels
+    if version == 1:
+        assert fields["modes"]["currentModeId"] == "default"
+        assert [m["id"] for m in fields["modes"]["availableModes"]] == [c["value"] for c in mode["options"]]
+    else:
+        assert "modes" not in fields
+
+
+def test_an_answer_before_claude_code_said_anything_offers_the_mode_alone() -> None:
+    driver = CoreDriver(1)
+    fields, told = driver.open()
+    assert [option["id"] for option in fields["configOptions"]] == ["mode"]
+    assert told == []
+    started = driver.start(INFO, OPUS, "medium")
+    [update] = updates(started, "config_option_update")
+    assert [option["id"] for option in update["configOptions"]] == ["mode", "model", "effort"]
+
+
+def test_nothing_is_told_before_the_client_has_the_answer() -> None:
+    driver = CoreDriver(2)
+    fields = driver.core.presenter.answer_fields(driver.core.answer())
+    assert [option["configId"] for option in fields["configOptions"]] == ["mode"]
+    assert driver.start(INFO, OPUS, "medium") == []
+    assert driver.frame(init(SONNET)) == []
+    opened_now = valid(driver, driver.handle(ev.Opened()), 2)
+    [update] = updates(opened_now, "config_option_update")
+    assert {o["configId"]: o["currentValue"] for o in update["configOptions"]}["model"] == "sonnet"
+    assert len(updates(opened_now, "available_commands_update")) == 1
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_choosing_a_model_switches_claude_code_before_the_next_prompt(version: int) -> None:
+    driver = opened(version)
+    ticket, chosen = driver.choose("model", "sonnet")
+    valid(driver, chosen, version)
+    assert chosen[:2] == [SetModel("sonnet"), ReadSettings()]
+    [answer] = [e for e in chosen if isinstance(e, Reply)]
+    assert answer.ticket == ticket
+    current = {
+        o["id" if version == 1 else "configId"]: o["currentValue"] for o in answer.result["configOptions"]
+    }
+    assert current["model"] == "sonnet"
+    assert not updates(chosen, "config_option_update"), "the answer carries the options"
+    _, prompted = driver.prompt("hello")
+    assert any(isinstance(e, Query) for e in prompted)
+    assert driver.effects.index(SetModel("sonnet")) < next(
+        i for i, e in enumerate(driver.effects) if isinstance(e, Query)
+    )
+    assert driver.settings_read(SONNET, "medium") == [], "Claude Code confirmed what the client was told"
+
+
+def test_choosing_an_effort_sets_it() -> None:
+    driver = opened(2)
+    _, chosen = driver.choose("effort", "high")
+    assert chosen[:2] == [SetEffort("high"), ReadSettings()]
+    assert options_of(driver)["effort"]["currentValue"] == "high"
+
+
+def test_the_effort_option_follows_the_model_and_leaves_with_its_levels() -> None:
+    info = copy.deepcopy(INFO)
+    haiku = next(model for model in info["models"] if model["value"] == "haiku")
+    haiku["supportsEffort"], haiku["supportedEffortLevels"] = False, []
+    driver = opened(1, info)
+    driver.choose("model", "haiku")
+    changed = valid(driver, driver.settings_read(haiku["resolvedModel"], None), 1)
+    assert changed == [], "the switch's answer told the client already"
+    assert "effort" not in options_of(driver)
+    with pytest.raises(RpcError) as refused:
+        driver.choose("effort", "high")
+    assert refused.value.code == INVALID_PARAMS and "effort" in refused.value.message
+
+
+@pytest.mark.parametrize(
+    ("config_id", "value", "named"),
+    [
+        ("speed", "fast", "speed"),
+        ("model", "gpt-9", "gpt-9"),
+        ("mode", "yolo", "yolo"),
+        ("effort", "huge", "huge"),
+    ],
+)
+def test_an_unknown_option_or_value_is_refused_naming_it(config_id: str, value: str, named: str) -> None:
+    driver = opened(2)
+    before = driver.core.options()
+    with pytest.raises(RpcError) as refused:
+        driver.choose(config_id, value)
+    assert refused.value.code == INVALID_PARAMS and named in refused.value.message
+    assert driver.core.options() == before
+
+
+def test_a_boolean_is_no_choice_of_a_select() -> None:
+    driver = opened(1)
+    with pytest.raises(RpcError) as refused:
+        driver.choose("model", True)
+    assert refused.value.code == INVALID_PARAMS
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_claude_code_switching_the_model_by_itself_is_told(version: int) -> None:
+    """A ``/model sonnet`` prompt: the settings read after its turn, or the next turn's start."""
+    driver = opened(version)
+    ended = driver.frames(state_changed("running"), result())
+    assert ReadSettings() in ended
+    [update] = updates(valid(driver, driver.settings_read(SONNET, "medium"), version), "config_option_update")
+    assert {o["id" if version == 1 else "configId"]: o["currentValue"] for o in update["configOptions"]}[
+        "model"
+    ] == "sonnet"
+    assert driver.frame(init(SONNET)) == [], "told already"
+
+
+def test_a_model_claude_code_did_not_list_is_a_choice_of_its_own() -> None:
+    driver = opened(2)
+    driver.frames(state_changed("running"), result())
+    driver.settings_read("claude-custom-1", "medium")
+    model = options_of(driver)["model"]
+    assert model["currentValue"] == "claude-custom-1"
+    assert "claude-custom-1" in [choice["value"] for choice in model["options"]]
+
+
+def test_reports_older_than_a_switch_are_not_taken() -> None:
+    driver = opened(2)
+    driver.choose("model", "sonnet")
+    assert driver.frame(init(OPUS)) == [], "a turn that started before the switch"
+    assert driver.settings_read(SONNET, "medium") == []
+    [update] = updates(driver.frame(init(OPUS)), "config_option_update")
+    assert {o["configId"]: o["currentValue"] for o in update["configOptions"]}["model"] == "default"
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_claude_code_entering_plan_mode_by_itself_is_told(version: int) -> None:
+    driver = opened(version)
+    told = valid(driver, driver.frame(status("plan")), version)
+    [update] = updates(told, "config_option_update")
+    assert {o["id" if version == 1 else "configId"]: o["currentValue"] for o in update["configOptions"]}[
+        "mode"
+    ] == "plan"
+    modes = updates(told, "current_mode_update")
+    assert modes == (
+        [{"sessionUpdate": "current_mode_update", "currentModeId": "plan"}] if version == 1 else []
+    )
+
+
+def test_v1_set_mode_and_the_mode_option_stay_in_sync() -> None:
+    driver = opened(1)
+    switched = valid(driver, driver.handle(ev.ChooseMode("acceptEdits")), 1)
+    assert switched[:2] == [SetPermissionMode("acceptEdits"), ReadSettings()]
+    assert updates(switched, "current_mode_update") == [
+        {"sessionUpdate": "current_mode_update", "currentModeId": "acceptEdits"}
+    ]
+    [update] = updates(switched, "config_option_update")
+    assert {o["id"]: o["currentValue"] for o in update["configOptions"]}["mode"] == "acceptEdits"
+
+    _, chosen = driver.choose("mode", "plan")
+    valid(driver, chosen, 1)
+    assert chosen[:2] == [SetPermissionMode("plan"), ReadSettings()]
+    assert updates(chosen, "current_mode_update") == [
+        {"sessionUpdate": "current_mode_update", "currentModeId": "plan"}
+    ]
+    assert not updates(chosen, "config_option_update"), "the answer carries the options"
+    assert driver.core.modes.state()["currentModeId"] == "plan"
+
+
+def test_the_echo_of_a_replaced_switch_does_not_bring_its_mode_back() -> None:
+    """Claude Code echoes a mode switch after answering it: two quick switches (Zed cycles modes
+    with a key) must not show the first mode again once the second is chosen."""
+    driver = opened(1)
+    driver.handle(ev.ChooseMode("acceptEdits"))
+    driver.choose("mode", "plan")
+    echoes = driver.frames(status("acceptEdits"), status("plan"))
+    assert not updates(echoes, "current_mode_update") and not updates(echoes, "config_option_update")
+    assert driver.settings_read(OPUS, "medium") == []
+    assert driver.settings_read(OPUS, "medium") == []
+    assert driver.core.modes.state()["currentModeId"] == "plan"
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_a_mode_claude_code_reports_during_a_switch_is_taken_once_it_is_confirmed(version: int) -> None:
+    driver = opened(version)
+    driver.choose("model", "sonnet")
+    assert driver.frame(status("plan")) == [], "it may predate the switch"
+    told = valid(driver, driver.settings_read(SONNET, "medium"), version)
+    [update] = updates(told, "config_option_update")
+    key = "id" if version == 1 else "configId"
+    assert {o[key]: o["currentValue"] for o in update["configOptions"]}["mode"] == "plan"
+    assert len(updates(told, "current_mode_update")) == (1 if version == 1 else 0)
