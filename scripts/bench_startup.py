@@ -102,6 +102,12 @@ class Sample:
     exit_ms: float
 
 
+def with_bytecode_cache(env: dict[str, str], cache: Path) -> dict[str, str]:
+    """``env`` for Python as after its first run: bytecode written to, and read from, ``cache``."""
+    cached = {name: value for name, value in env.items() if name != "PYTHONDONTWRITEBYTECODE"}
+    return {**cached, "PYTHONPYCACHEPREFIX": str(cache)}
+
+
 def first_chunk_run(
     command: AgentCommand, env: dict[str, str], cwd: Path, version: int = 1, warm_prompts: int = 5
 ) -> Sample:
@@ -235,8 +241,7 @@ def main(argv: list[str] | None = None) -> int:
         for mode in modes:
             env = offline_env(model.base_url, root / "offline")
             if mode == "pyc":
-                env.pop("PYTHONDONTWRITEBYTECODE", None)
-                env["PYTHONPYCACHEPREFIX"] = str(root / "pycache")
+                env = with_bytecode_cache(env, root / "pycache")
                 first_chunk_run(OURS, env, cwd, 2, warm_prompts=0)  # fills the cache; not measured
             else:
                 env["PYTHONDONTWRITEBYTECODE"] = "1"
