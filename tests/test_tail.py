@@ -7,6 +7,8 @@ the way an editor's terminal would, so each test states what the editor ends up 
 
 from __future__ import annotations
 
+import ctypes
+import errno
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -18,6 +20,7 @@ import anyio
 import pytest
 import watchfiles
 
+from claude_bg_acp import watch
 from claude_bg_acp.claude.conventions import KILLED_SIGNAL
 from claude_bg_acp.tail import (
     Chunk,
@@ -505,3 +508,77 @@ async def test_a_failing_watchfiles_watcher_is_retried(
         append(path, b" three")  # needs the watcher started on retry
         await show_until(tailer, screen, "t", b"one two three")
     assert failures
+
+
+# --- when the kernel's inotify resources are used up ------------------------------------------------
+# The user's inotify watches and instances are shared with every other program; using them up
+# here would starve the rest of the machine, so a stand-in libc refuses them (hand-written: the
+# real limits cannot be reached safely from a test).
+
+
+class RefusingLibc:
+    """The real libc's inotify calls, refusing ``inotify_add_watch`` ``refusals`` times."""
+
+    def __init__(self, real: Any, refusals: int) -> None:
+        self._real = real
+        self.refusals = refusals
+        self.inotify_init1 = real.inotify_init1
+        self.inotify_rm_watch = real.inotify_rm_watch
+        self.given_back = anyio.Event()  # the last refusal is over
+
+    def inotify_add_watch(self, fd: int, path: bytes, mask: int) -> int:
+        if self.refusals > 0:
+            self.refusals -= 1
+            if not self.refusals:
+                self.given_back.set()
+            ctypes.set_errno(errno.ENOSPC)
+            return -1
+        result: int = self._real.inotify_add_watch(fd, path, mask)
+        return result
+
+
+async def test_directories_the_kernel_will_not_watch_are_polled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = watch._libc()
+    libc = RefusingLibc(real, refusals=30)  # the first few looks find no watch left either
+    monkeypatch.setattr(watch, "_libc", lambda: libc)
+    path = tmp_path / "task" / "t.output"
+    path.parent.mkdir()
+    async with open_tailer(TailerOptions(watch=WatchOptions(backend="inotify", poll_ms=5))) as tailer:
+        tailer.follow("t", path)
+        screen = Screen()
+        append(path, b"one\n")
+        await show_until(tailer, screen, "t", b"one\n")
+        assert libc.refusals > 0  # seen by polling, with the directory still refused
+        with anyio.fail_after(TIMEOUT):  # the watches come back: the directory is watched again
+            await libc.given_back.wait()
+        append(path, b"two\n")
+        await show_until(tailer, screen, "t", b"one\ntwo\n")
+    assert screen.kinds("t") == [Chunk, Chunk]
+
+
+async def test_without_an_inotify_descriptor_output_files_are_polled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    class NoDescriptor:
+        def inotify_init1(self, flags: int) -> int:
+            ctypes.set_errno(errno.EMFILE)
+            return -1
+
+    monkeypatch.setattr(watch, "_libc", NoDescriptor)
+    polled: list[bool] = []
+
+    def recording_awatch(*args: Any, **kwargs: Any) -> Any:
+        polled.append(kwargs["force_polling"])
+        return original(*args, **kwargs)
+
+    original = watchfiles.awatch
+    monkeypatch.setattr("watchfiles.awatch", recording_awatch)
+    path = tmp_path / "t.output"
+    async with open_tailer(TailerOptions(watch=WatchOptions(poll_ms=5))) as tailer:
+        tailer.follow("t", path)
+        screen = Screen()
+        append(path, b"polled\n")
+        await show_until(tailer, screen, "t", b"polled\n")
+    assert polled and all(polled)

@@ -17,6 +17,10 @@ How it works:
   While the owner looks on a timer anyway, it holds the watcher: changes then wait in the
   kernel until the owner collects them, so a busy file costs one wake-up per timer tick rather
   than one per write.
+  The user's inotify watches are shared with every other program (an IDE can use most of
+  them): a directory the kernel refuses to watch (``ENOSPC``) is looked at every ``poll_ms``
+  instead (a rescan), and watching it is tried again each time. Without an inotify descriptor
+  at all (the user's instances used up), watchfiles polls.
 - Elsewhere, :class:`WatchfilesWatcher` runs watchfiles' ``awatch`` (a Rust thread that looks
   every ``step_ms``, slowing to ``idle_step_ms`` after ``idle_after`` seconds without a change).
   A new set of directories restarts it, the new watcher before the old one stops; a watcher that
@@ -41,7 +45,7 @@ import os
 import struct
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal, Protocol
 
 import anyio
@@ -63,6 +67,8 @@ class WatchOptions:
     - ``idle_after``: seconds without a change before the watcher slows to ``idle_step_ms``
       (``None``: never), so an idle watcher costs almost nothing.
     - ``retry_interval``: seconds before a watcher that failed to start is tried again.
+    - ``poll_ms``: how often what the kernel will not watch is looked at instead (both
+      backends); ``force_polling``: watchfiles polls rather than asking the kernel.
     """
 
     backend: Backend = "auto"
@@ -71,6 +77,8 @@ class WatchOptions:
     idle_after: float | None = 3.0
     idle_step_ms: int = 10
     retry_interval: float = 1.0
+    poll_ms: int = 20
+    force_polling: bool = False
 
     def __post_init__(self) -> None:
         if self.step_ms < 1 or self.idle_step_ms < 1 or self.debounce_ms < 1:
@@ -99,11 +107,18 @@ def make_watcher(on_change: OnChange, on_rescan: OnRescan, options: WatchOptions
     options = options or WatchOptions()
     if options.backend != "watchfiles" and sys.platform.startswith("linux"):
         try:
-            return InotifyWatcher(on_change, on_rescan)
-        except OSError:
+            return InotifyWatcher(on_change, on_rescan, options.poll_ms / 1000)
+        except OSError as exc:
             if options.backend == "inotify":
                 raise
-            log.warning("inotify is not available; watching with watchfiles", exc_info=True)
+            # watchfiles would ask the same kernel for the same thing: it has to poll.
+            log.warning(
+                "no inotify descriptor (%s; see /proc/sys/fs/inotify/max_user_instances): output "
+                "files are polled every %d ms",
+                exc.strerror,
+                options.poll_ms,
+            )
+            options = replace(options, force_polling=True)
     return WatchfilesWatcher(on_change, on_rescan, options)
 
 
@@ -145,7 +160,7 @@ def _check(result: int) -> int:
 class InotifyWatcher:
     """Directory watches on one inotify descriptor, read by the event loop; see the module doc."""
 
-    def __init__(self, on_change: OnChange, on_rescan: OnRescan) -> None:
+    def __init__(self, on_change: OnChange, on_rescan: OnRescan, poll_interval: float = 0.02) -> None:
         self._libc = _libc()
         self._fd = _check(self._libc.inotify_init1(IN_NONBLOCK | IN_CLOEXEC))
         self._on_change = on_change
@@ -159,11 +174,15 @@ class InotifyWatcher:
         self._held = False
         self._closed = False
         self._stop: anyio.Event | None = None
+        self._poll_interval = poll_interval
+        self._unwatchable: set[str] = set()  # refused by the kernel (no watches left): polled
+        self._polling: asyncio.TimerHandle | None = None
 
     def watch(self, dirs: frozenset[str]) -> None:
         if self._closed:
             return
         self._watched = dirs
+        self._unwatchable &= dirs | {os.path.dirname(d) for d in dirs}
         self._paths.clear()
         masks = {os.path.dirname(d): SUBDIRECTORY_EVENTS for d in dirs}
         masks.update(dict.fromkeys(dirs, DIRECTORY_EVENTS))
@@ -177,17 +196,38 @@ class InotifyWatcher:
             try:
                 wd = _check(self._libc.inotify_add_watch(self._fd, os.fsencode(directory), mask))
             except OSError as exc:
-                # Gone (or never a directory) since the owner looked: let it look again.
-                log.debug("cannot watch %s: %s", directory, exc)
-                if (
-                    self._loop is not None
-                    and directory in dirs
-                    and exc.errno in (errno.ENOENT, errno.ENOTDIR)
-                ):
-                    self._loop.call_soon(self._on_rescan)
+                self._refused(directory, directory in dirs, exc)
                 continue
+            self._unwatchable.discard(directory)
             self._wds[directory] = (wd, mask)
             self._dirs[wd] = directory
+        self._poll_if_needed()
+
+    def _refused(self, directory: str, asked: bool, exc: OSError) -> None:
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+            # Gone (or never a directory) since the owner looked: let it look again.
+            log.debug("cannot watch %s: %s", directory, exc)
+            if self._loop is not None and asked:
+                self._loop.call_soon(self._on_rescan)
+            return
+        if directory not in self._unwatchable:
+            log.warning(
+                "cannot watch %s (%s; see /proc/sys/fs/inotify/max_user_watches): polled every %d ms",
+                directory,
+                exc.strerror,
+                round(self._poll_interval * 1000),
+            )
+        self._unwatchable.add(directory)
+
+    def _poll_if_needed(self) -> None:
+        if self._unwatchable and self._polling is None and self._loop is not None and not self._closed:
+            self._polling = self._loop.call_later(self._poll_interval, self._poll)
+
+    def _poll(self) -> None:
+        """Look at everything again, and try again to watch what the kernel refused."""
+        self._polling = None
+        self.watch(self._watched)
+        self._on_rescan()
 
     def hold(self, held: bool) -> None:
         if held != self._held and self._loop is not None and not self._closed:
@@ -209,10 +249,13 @@ class InotifyWatcher:
         self._stop = anyio.Event()
         self._loop.add_reader(self._fd, self.collect)
         self._running = True
+        self._poll_if_needed()
         try:
             task_status.started()
             await self._stop.wait()
         finally:
+            if self._polling is not None:
+                self._polling.cancel()
             self._loop.remove_reader(self._fd)
             os.close(self._fd)
 
@@ -357,6 +400,8 @@ class WatchfilesWatcher:
             async for changes in awatch(
                 *sorted(dirs),
                 watch_filter=None,
+                force_polling=self._options.force_polling,
+                poll_delay_ms=self._options.poll_ms,
                 debounce=self._options.debounce_ms,
                 step=step,
                 stop_event=stop,
