@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from claude_bg_acp.scripted_model.scenarios import PLAN
 from tests.conftest import LiveModel
 from tests.support.acp_client import ClientRun, run_client
 
@@ -130,10 +131,10 @@ def test_the_mode_follows_every_switch_and_claude_code_leaving_plan_mode(
     run = run_client(script(live, client, workdir, steps))
     assert mode_of(run.response("plan")["result"]) == "plan"
     [approval] = run.permission_requests
-    assert (
-        approval["params"].get("toolCall", approval["params"].get("subject", {}).get("toolCall"))["kind"]
-        == "switch_mode"
-    )
+    call = approval["params"].get("toolCall", approval["params"].get("subject", {}).get("toolCall"))
+    assert call["kind"] == "switch_mode"
+    # Claude Code asks with an empty input; the person deciding sees the plan the model wrote.
+    assert call["content"] == [{"type": "content", "content": {"type": "text", "text": PLAN}}]
     told = [mode_of(u) for u in run.raw_updates() if u["sessionUpdate"] == "config_option_update"]
     modes = [u["currentModeId"] for u in run.raw_updates() if u["sessionUpdate"] == "current_mode_update"]
     # Claude Code goes back to the mode it had before plan mode.

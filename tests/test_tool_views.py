@@ -56,6 +56,13 @@ def test_an_mcp_tool_is_named_by_its_server_and_tool() -> None:
     assert describe("mcp__my_server__do__it", {}).title == "my_server: do__it"
 
 
+def test_leaving_plan_mode_shows_the_plan() -> None:
+    view = describe("ExitPlanMode", {"plan": "1. Parse\n2. Test"})
+    assert view.kind == "switch_mode"
+    assert view.content == [{"type": "content", "content": {"type": "text", "text": "1. Parse\n2. Test"}}]
+    assert describe("ExitPlanMode", {}).content is None
+
+
 def test_every_edit_of_a_multi_edit_is_a_diff() -> None:
     edits = [
         {"old_string": "a", "new_string": "b"},

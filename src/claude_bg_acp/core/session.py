@@ -670,9 +670,10 @@ class SessionCore:
         self.questions[asked.ticket] = Question(session_id, foreground)
         known = self.tool_uses.get(asked.tool_use_id)
         tool_call_id = known.call_id if known else asked.tool_use_id or f"permission-{asked.ticket}"
-        params = self.presenter.permission_request(
-            session_id, tool_call_id, asked.tool_name, asked.tool_input
-        )
+        # Claude Code asks about some tools with an empty input (ExitPlanMode: its plan), though
+        # the model's call had one: the person deciding should see what the model asked for.
+        tool_input = asked.tool_input or (known.tool_input if known else {})
+        params = self.presenter.permission_request(session_id, tool_call_id, asked.tool_name, tool_input)
         effects: list[Effect] = [AskPermission(asked.ticket, params)]
         if foreground:
             effects += self._foreground(self.foreground.set_blocked(True))

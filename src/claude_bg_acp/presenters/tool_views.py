@@ -91,6 +91,8 @@ def _title(name: str, tool_input: dict[str, Any], path: str | None) -> str:
         return f"Fetch {_text(tool_input, 'url') or ''}".strip()
     if name == "WebSearch":
         return f"Search the web: {_text(tool_input, 'query') or ''}"
+    if name == "ExitPlanMode":
+        return "Ready to code? Leave plan mode with this plan"
     return name
 
 
@@ -117,6 +119,9 @@ def _content(name: str, tool_input: dict[str, Any], path: str | None) -> list[di
     description = _text(tool_input, "description")
     if name == "Bash" and description:
         return [text_content(description)]
+    plan = _text(tool_input, "plan")
+    if name == "ExitPlanMode" and plan:
+        return [text_content(plan)]
     return None
 
 

@@ -642,7 +642,8 @@ def _look_around_calls(turn: Turn) -> list[Call]:
 look_around = _tool_then_text(_look_around_calls, "Looked around.")
 
 # In plan mode: the model presents its plan, and leaving plan mode is the user's to approve.
-exit_plan = _tool_then_text(_fixed(("ExitPlanMode", {"plan": "1. Write the parser\n2. Test it"})), "On it.")
+PLAN = "1. Write the parser\n2. Test it"
+exit_plan = _tool_then_text(_fixed(("ExitPlanMode", {"plan": PLAN})), "On it.")
 tasks = _steps(TASK_STEPS, "Two tasks, the first one started.")
 
 
