@@ -28,19 +28,14 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from claude_bg_acp.acp.updates import (
-    AsyncTaskProgress,
-    AsyncTaskSpawned,
-    AsyncTaskStateUpdate,
-    SessionUpdate,
-    TerminalOutputChunk,
-)
+from claude_bg_acp.acp.updates import AsyncTaskProgress, AsyncTaskSpawned, AsyncTaskStateUpdate, SessionUpdate
 from claude_bg_acp.core.background import TaskEnded, TaskOpened, TaskProgressed, TaskStateChanged, Visibility
 from claude_bg_acp.core.config import Options
 from claude_bg_acp.core.effects import ClientEffect, Notify
 from claude_bg_acp.core.presenting import Fact
 from claude_bg_acp.core.subagents import ChildAnnounced, ChildStateChanged
 from claude_bg_acp.core.tool_uses import ToolCallFinished, ToolCallHandedOff
+from claude_bg_acp.presenters.base import with_meta
 from claude_bg_acp.presenters.draft_subagents import DraftSubagents
 from claude_bg_acp.presenters.v1 import V1Presenter
 
@@ -147,8 +142,6 @@ def _present(**fields: Any) -> dict[str, Any]:
 
 def _backgrounded(effect: ClientEffect) -> ClientEffect:
     """Mark the tool call that launched an async task: its work goes on in the background."""
-    if not isinstance(effect, Notify) or isinstance(effect.update, TerminalOutputChunk):
-        return effect  # (a terminal's output is never the launching tool call)
-    meta = dict(effect.update.meta or {})
-    meta["jetbrains"] = {"air": {"version": AIR_VERSION, "asyncTasks": {"backgrounded": True}}}
-    return Notify(effect.session_id, effect.update.model_copy(update={"meta": meta}))
+    return with_meta(
+        effect, "jetbrains", {"air": {"version": AIR_VERSION, "asyncTasks": {"backgrounded": True}}}
+    )

@@ -20,6 +20,7 @@ from claude_bg_acp.acp.updates import (
     ContentChunk,
     SessionInfoUpdate,
     SessionUpdate,
+    TerminalOutputChunk,
     TextContent,
     ToolCall,
     UsageUpdate,
@@ -320,3 +321,13 @@ def exit_status(exit_info: ExitInfo | None) -> dict[str, Any]:
     if exit_info is None:
         return {}
     return {"exitCode": exit_info.exit_code, "signal": exit_info.signal}
+
+
+def with_meta(effect: ClientEffect, key: str, entries: dict[str, Any]) -> ClientEffect:
+    """``effect`` with ``entries`` added to its update's ``_meta[key]``; an effect that is no
+    update, or is terminal output (a v2 form without ``_meta``), as it is."""
+    if not isinstance(effect, Notify) or isinstance(effect.update, TerminalOutputChunk):
+        return effect
+    meta = dict(effect.update.meta or {})
+    meta[key] = {**meta.get(key, {}), **entries}
+    return Notify(effect.session_id, effect.update.model_copy(update={"meta": meta}))

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from claude_bg_acp.acp.updates import SubagentSpawned, SubagentStateUpdate, TerminalOutputChunk
+from claude_bg_acp.acp.updates import SubagentSpawned, SubagentStateUpdate
 from claude_bg_acp.core.effects import ClientEffect, Notify
 from claude_bg_acp.core.subagents import ChildAnnounced, ChildStateChanged, State
+from claude_bg_acp.presenters.base import with_meta
 
 DraftState = Literal["completed", "failed", "cancelled", "disconnected"]
 ENDS: dict[str | None, DraftState] = {
@@ -70,11 +71,4 @@ class DraftSubagents:
     def _stamped(self, effect: ClientEffect) -> ClientEffect:
         if not isinstance(effect, Notify) or effect.session_id not in self._launched_by:
             return effect
-        if isinstance(effect.update, TerminalOutputChunk):
-            return effect  # a v2 form, which carries no draft metadata
-        meta = dict(effect.update.meta or {})
-        meta["claudeCode"] = {
-            **meta.get("claudeCode", {}),
-            "parentToolUseId": self._launched_by[effect.session_id],
-        }
-        return Notify(effect.session_id, effect.update.model_copy(update={"meta": meta}))
+        return with_meta(effect, "claudeCode", {"parentToolUseId": self._launched_by[effect.session_id]})
