@@ -63,9 +63,6 @@ class _Batch:
     lines: list[bytes]
     written: anyio.Event = field(default_factory=anyio.Event)
 
-    def append(self, data: bytes) -> None:
-        self.lines.append(data)
-
 
 @dataclass
 class _Pending:
@@ -147,7 +144,7 @@ class Endpoint:
         """
         batch = self._batch
         if batch is not None:
-            batch.append(data)
+            batch.lines.append(data)
             await batch.written.wait()
             return
         batch = self._batch = _Batch([data])
