@@ -182,10 +182,10 @@ class InotifyWatcher:
         if self._closed:
             return
         self._watched = dirs
-        self._unwatchable &= dirs | {os.path.dirname(d) for d in dirs}
         self._paths.clear()
         masks = {os.path.dirname(d): SUBDIRECTORY_EVENTS for d in dirs}
         masks.update(dict.fromkeys(dirs, DIRECTORY_EVENTS))
+        self._unwatchable &= masks.keys()
         for gone in self._wds.keys() - masks.keys():
             wd, _mask = self._wds.pop(gone)
             self._dirs.pop(wd, None)
