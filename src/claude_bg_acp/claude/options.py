@@ -26,8 +26,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient
-from claude_agent_sdk.types import CanUseTool
+from claude_agent_sdk.client import ClaudeSDKClient
+from claude_agent_sdk.types import CanUseTool, ClaudeAgentOptions
 
 from claude_bg_acp.claude.transport import AffordanceTransport, FrameObserver
 

@@ -25,10 +25,10 @@ from dataclasses import replace
 from typing import Any
 
 import anyio
-from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient
 from claude_agent_sdk._errors import MessageParseError
 from claude_agent_sdk._internal.message_parser import parse_message
-from claude_agent_sdk.types import Message
+from claude_agent_sdk.client import ClaudeSDKClient
+from claude_agent_sdk.types import ClaudeAgentOptions, Message
 
 from claude_bg_acp.claude.options import build_transport
 from claude_bg_acp.claude.orphans import OWNER_ENV

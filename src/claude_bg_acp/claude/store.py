@@ -25,18 +25,17 @@ from datetime import UTC, datetime
 from typing import Any
 
 import anyio
-from claude_agent_sdk import (
-    SessionMessage,
-    delete_session,
-    fork_session,
+from claude_agent_sdk._errors import MessageParseError
+from claude_agent_sdk._internal.message_parser import parse_message
+from claude_agent_sdk._internal.session_mutations import delete_session, fork_session
+from claude_agent_sdk._internal.sessions import (
     get_session_info,
     get_session_messages,
     get_subagent_messages,
     list_sessions,
     list_subagents,
 )
-from claude_agent_sdk._errors import MessageParseError
-from claude_agent_sdk._internal.message_parser import parse_message
+from claude_agent_sdk.types import SessionMessage
 
 from claude_bg_acp.claude.conventions import hand_off, projects_dir
 from claude_bg_acp.closing_line import TrailerGate

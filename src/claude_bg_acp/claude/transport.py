@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any, Literal
 
 from anyio.abc import Process
-from claude_agent_sdk import Transport
+from claude_agent_sdk._internal.transport import Transport
 
 Direction = Literal["out", "in"]
 FrameObserver = Callable[[Direction, dict[str, Any]], None]

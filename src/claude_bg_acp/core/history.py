@@ -34,7 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from claude_agent_sdk import AssistantMessage, UserMessage
+from claude_agent_sdk.types import AssistantMessage, UserMessage
 
 from claude_bg_acp.claude import conventions
 from claude_bg_acp.core.background import (

@@ -39,8 +39,16 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, assert_never
 
-from claude_agent_sdk import AssistantMessage, ResultMessage, SystemMessage, ToolUseBlock, UserMessage
-from claude_agent_sdk.types import ConversationResetMessage, Message, StreamEvent
+from claude_agent_sdk.types import (
+    AssistantMessage,
+    ConversationResetMessage,
+    Message,
+    ResultMessage,
+    StreamEvent,
+    SystemMessage,
+    ToolUseBlock,
+    UserMessage,
+)
 
 from claude_bg_acp.acp.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, RpcError
 from claude_bg_acp.claude import conventions

@@ -34,8 +34,7 @@ import enum
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from claude_agent_sdk import TERMINAL_TASK_STATUSES
-from claude_agent_sdk.types import TaskNotificationStatus, TaskUpdatedStatus
+from claude_agent_sdk.types import TERMINAL_TASK_STATUSES, TaskNotificationStatus, TaskUpdatedStatus
 
 ORPHAN_GRACE = 0.5
 """Seconds a task may be missing from the level before its end event is given up on."""

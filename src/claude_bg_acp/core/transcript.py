@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from claude_agent_sdk import (
+from claude_agent_sdk.types import (
     AssistantMessage,
     TextBlock,
     ThinkingBlock,
