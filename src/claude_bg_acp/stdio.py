@@ -2,9 +2,10 @@
 
 It knows nothing of Claude or of ACP methods. Each incoming request runs in its own task, so a
 long ``session/prompt`` never blocks a ``session/cancel``; notifications are dispatched in
-arrival order. Writes go through one lock, so lines never interleave, and each ``send`` returns
-once its line is handed to the pipe. A handler may ask for something to run right after its
-result is written (``after_reply``): what must reach the client after the answer, not before.
+arrival order. Writes never wait (asyncio buffers what the pipe cannot take yet), so lines never
+interleave; each ``send`` returns once the pipe has room for more. A handler may ask for something
+to run right after its result is written (``after_reply``): what must reach the client after the
+answer, not before.
 Requests we send (``session/request_permission``) wait for the response with the same id. A
 line that is not JSON, not UTF-8, nested too deeply, or larger than ``max_line`` gets an error
 answer and is otherwise dropped; the endpoint keeps reading, and no exception raised by one
@@ -57,14 +58,6 @@ NotificationHandler = Callable[[str, Any], Awaitable[None]]
 
 
 @dataclass
-class _Batch:
-    """Messages that go out in one write."""
-
-    lines: list[bytes]
-    written: anyio.Event = field(default_factory=anyio.Event)
-
-
-@dataclass
 class _Pending:
     done: anyio.Event = field(default_factory=anyio.Event)
     response: jsonrpc.Response | None = None
@@ -77,13 +70,12 @@ class Endpoint:
         self._source = source
         self._sink = sink
         self._max_line = max_line
-        self._write_lock = anyio.Lock()
         self._ids = count(0)
         self._pending: dict[jsonrpc.RequestId, _Pending] = {}
         self._after_reply: dict[jsonrpc.RequestId, Callable[[], None]] = {}
         self._closed = False
         self._broken = False
-        self._batch: _Batch | None = None
+        self._batch: list[bytes] | None = None
         self._reading = anyio.CancelScope()
 
     async def serve(
@@ -140,33 +132,47 @@ class Endpoint:
 
         What is sent during one turn of the event loop goes out in one write (sessions relaying
         output at the same tick, say): a write per message would cost more than the rest of
-        relaying it. Returns once its data is handed to the pipe.
+        relaying it. The write itself never waits, so lines keep their order without a lock;
+        returns once the pipe has room for more (or the client is gone).
         """
         batch = self._batch
-        if batch is not None:
-            batch.lines.append(data)
-            await batch.written.wait()
-            return
-        batch = self._batch = _Batch([data])
-        await anyio.lowlevel.cancel_shielded_checkpoint()  # the others sending in this turn join
-        self._batch = None
+        owner = batch is None
+        if batch is None:
+            batch = self._batch = [data]
+        else:
+            batch.append(data)
         try:
-            await self._write(b"".join(batch.lines))
+            # Everyone yields once: the others sending in this turn join the batch, and a sender
+            # that always has more cannot keep the loop (and so the batch's owner) from running.
+            await asyncio.sleep(0)
         finally:
-            batch.written.set()
+            if owner:
+                self._batch = None
+                self._write(b"".join(batch))  # even if cancelled: joined lines are not lost
+        await self._drained()
 
-    async def _write(self, data: bytes) -> None:
-        async with self._write_lock:
-            if self._broken:
-                return
-            try:
-                self._sink.write(data)
-                await self._sink.drain()
-            except (ConnectionError, OSError) as exc:
-                # The client stopped reading; what it misses it can no longer use.
-                self._broken = True
-                log.warning("stdout is gone (%s); closing as if stdin had ended", exc)
-                self.hang_up()
+    def _write(self, data: bytes) -> None:
+        if self._broken:
+            return
+        try:
+            self._sink.write(data)
+        except (ConnectionError, OSError) as exc:
+            self._gone(exc)
+
+    async def _drained(self) -> None:
+        if self._broken:
+            return
+        try:
+            await self._sink.drain()
+        except (ConnectionError, OSError) as exc:
+            self._gone(exc)
+
+    def _gone(self, exc: Exception) -> None:
+        # The client stopped reading; what it misses it can no longer use.
+        if not self._broken:
+            self._broken = True
+            log.warning("stdout is gone (%s); closing as if stdin had ended", exc)
+            self.hang_up()
 
     async def _lines(self) -> Any:
         buffer = bytearray()

@@ -141,6 +141,9 @@ SUBDIRECTORY_EVENTS = IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_O
 DIRECTORY_EVENTS = SUBDIRECTORY_EVENTS | IN_MODIFY | IN_DELETE_SELF | IN_MOVE_SELF
 _EVENT = struct.Struct("iIII")  # wd, mask, cookie, len; then len bytes of NUL-padded name
 READ_SIZE = 16 * 1024  # some hundred events; more wait for the next read
+# The kernel hands out whole events: a read that left room for the largest one emptied the queue
+# (what comes after it wakes the loop again, or waits for the next collect while held).
+MAYBE_MORE = READ_SIZE - (_EVENT.size + 256)
 
 
 def _libc() -> ctypes.CDLL:
@@ -269,7 +272,7 @@ class InotifyWatcher:
             os.close(self._fd)
 
     def _read(self) -> bool:
-        """Report one read's worth of events; False when there were none."""
+        """Report one read's worth of events; True if more may be waiting."""
         try:
             data = os.read(self._fd, READ_SIZE)
         except BlockingIOError:
@@ -296,7 +299,7 @@ class InotifyWatcher:
                 )
             if path in self._watched or (directory in self._watched and name):
                 self._on_change(path)
-        return True
+        return len(data) > MAYBE_MORE
 
 
 # --- watchfiles ---------------------------------------------------------------------------------
