@@ -113,6 +113,35 @@ def test_a_waiting_prompt_can_be_withdrawn(live: LiveModel, workdir: Path) -> No
     assert len(inserted) == 1, "the withdrawn prompt was never inserted"
 
 
+def test_v2_a_prompt_sent_during_claude_codes_own_turn_waits_for_its_idle(
+    live: LiveModel, workdir: Path
+) -> None:
+    """A prompt sent while Claude Code's follow-up turn runs (its answer held for seconds) waits:
+    that turn ends with an idle (consecutive turns have an idle boundary), then the prompt is
+    inserted and runs; a client waiting for its prompt's idle gets the one after its answer."""
+    steps: list[dict[str, object]] = [
+        {"op": "prompt", "text": "[scenario:bg_slow_follow_up] Run a quick job."},
+        {"op": "waitFor", "id": "exit", "update": "terminal_update", "match": {"exitStatus": "$present"}},
+        {"op": "prompt", "id": "next", "text": "[scenario:text] Anything else?"},
+        {"op": "waitIdle", "id": "done", "match": {"stopReason": "end_turn"}},
+    ]
+    run = run_client(script(live, "v2", workdir, steps))
+    entries = run.update_entries()
+    message_id = run.response("next")["result"]["messageId"]
+    [inserted] = [
+        i
+        for i, e in enumerate(entries)
+        if e["update"].get("messageId") == message_id and e["update"]["sessionUpdate"] == "user_message"
+    ]
+    states = [
+        e["update"]["state"] for e in entries[:inserted] if e["update"]["sessionUpdate"] == "state_update"
+    ]
+    assert states[-2:] == ["idle", "running"], "the follow-up turn ends, then the prompt's turn begins"
+    answer = [e["t"] for e in entries[inserted:] if e["update"]["sessionUpdate"] == "agent_message_chunk"]
+    assert answer and max(answer) <= run.response("done")["matched"]["t"]
+    assert "Hello from the scripted model." in run.agent_text()
+
+
 @pytest.mark.parametrize(("mode", "asked", "created"), [("plan", 0, False), ("acceptEdits", 0, True)])
 def test_v1_session_modes_switch_claude_codes_permission_mode(
     live: LiveModel, workdir: Path, mode: str, asked: int, created: bool

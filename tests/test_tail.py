@@ -23,9 +23,12 @@ import watchfiles
 from claude_bg_acp import watch
 from claude_bg_acp.claude.conventions import KILLED_SIGNAL
 from claude_bg_acp.tail import (
+    BUSY_TICK,
+    TICK,
     Chunk,
     ExitInfo,
     Final,
+    Grid,
     OutputTailer,
     Reset,
     Snapshot,
@@ -582,3 +585,33 @@ async def test_without_an_inotify_descriptor_output_files_are_polled(
         append(path, b"polled\n")
         await show_until(tailer, screen, "t", b"polled\n")
     assert polled and all(polled)
+
+
+# --- the grid looks fall on -----------------------------------------------------------------------
+
+
+def looks_at_rate(grid: Grid, per_second: float, seconds: float, start: float = 0.0) -> float:
+    """One look every 1/per_second s from ``start``; returns when the last one was."""
+    now = start
+    for _ in range(int(per_second * seconds)):
+        grid.looked(now, 1)
+        now += 1 / per_second
+    return now
+
+
+def test_the_grid_is_fine_for_one_chatty_shell() -> None:
+    grid = Grid()
+    looks_at_rate(grid, per_second=100, seconds=2)  # a line every 10 ms (bench_output's latency run)
+    assert grid.step == TICK
+
+
+def test_the_grid_coarsens_while_hundreds_of_files_are_written_and_comes_back() -> None:
+    grid = Grid()
+    end = looks_at_rate(grid, per_second=2000, seconds=1)  # 200 shells, a line every 100 ms each
+    assert grid.step == BUSY_TICK
+    end = looks_at_rate(grid, per_second=100, seconds=0.3, start=end)  # most of them stopped
+    assert grid.step == TICK
+    end = looks_at_rate(grid, per_second=2000, seconds=0.3, start=end)
+    assert grid.step == BUSY_TICK
+    grid.looked(end + 5.0, 1)  # a line after seconds of silence: the busy past does not count
+    assert grid.step == TICK

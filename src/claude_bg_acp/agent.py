@@ -66,6 +66,7 @@ from claude_bg_acp.stdio import Endpoint
 if TYPE_CHECKING:
     from claude_bg_acp.claude.store import StoredSession
     from claude_bg_acp.session_host import SessionHost
+    from claude_bg_acp.tail import Grid
 
 log = logging.getLogger(__name__)
 
@@ -103,6 +104,8 @@ class Agent:
         self._sessions: dict[str, SessionHost] = {}
         self._started: dict[str, ev.ClaudeStarted] = {}
         """By directory: what the first Claude Code started there said."""
+        self._grid: Grid | None = None
+        """When every session's output files are looked at (made with the first session)."""
 
     async def on_request(self, method: str, params: Any, request_id: jsonrpc.RequestId) -> Any:
         if method == "initialize":
@@ -403,10 +406,11 @@ class Agent:
     def _start_session(self, session_id: str, params: NewSessionParams) -> SessionHost:
         from claude_bg_acp.presenters.choice import presenter_for
         from claude_bg_acp.session_host import SessionHost
-        from claude_bg_acp.tail import TailerOptions
+        from claude_bg_acp.tail import Grid, TailerOptions
 
         assert self._version is not None
         tailing = TailerOptions(chunk_size=CHUNK_SIZE, backlog_limit=self._output_backlog)
+        self._grid = self._grid or Grid()
         session = SessionHost(
             session_id,
             params.cwd,
@@ -414,6 +418,7 @@ class Agent:
             self._endpoint,
             self._cli_path,
             tailing,
+            self._grid,
             mcp_servers=params.mcp_servers,
             add_dirs=params.additional_directories,
             known=self._started.get(params.cwd),

@@ -86,7 +86,7 @@ from claude_bg_acp.core.effects import (
 from claude_bg_acp.core.presenting import Presenter
 from claude_bg_acp.core.session import SessionCore
 from claude_bg_acp.stdio import Endpoint
-from claude_bg_acp.tail import Chunk, Final, OutputTailer, Reset, Snapshot, TailerOptions, TailEvent
+from claude_bg_acp.tail import Chunk, Final, Grid, OutputTailer, Reset, Snapshot, TailerOptions, TailEvent
 
 log = logging.getLogger(__name__)
 
@@ -149,6 +149,7 @@ class SessionHost:
         endpoint: Endpoint,
         cli_path: str | None = None,
         tailer_options: TailerOptions | None = None,
+        grid: Grid | None = None,
         mcp_servers: list[dict[str, Any]] | None = None,
         add_dirs: list[str] | None = None,
         clock: Callable[[], float] = anyio.current_time,
@@ -186,7 +187,7 @@ class SessionHost:
         self._finished = anyio.Event()
         self._deadline_moved = anyio.Event()
         self._settled = anyio.Event()
-        self._tailer = OutputTailer(tailer_options, root=tasks_base())
+        self._tailer = OutputTailer(tailer_options, root=tasks_base(), grid=grid)
         self._runner: ClaudeRunner | None = None
         self._runner_ready = anyio.Event()
         self._start = Waiter()

@@ -20,10 +20,11 @@ How it works:
   existing ancestor until it appears. A change only marks its key ready.
 - Looks are timed. A key is looked at ``LINE_GRACE`` (a few ms) after its change was reported,
   so that a line and the newline ending it are read together; the changes reported meanwhile
-  are read by the same look. Looks fall on a grid of ``TICK`` seconds, so that the looks due
-  about the same time, in every session, go together in one wake-up; while a look is that
-  close, the watcher holds changes until the tick collects them (one wake-up per tick, however
-  many writes). Nothing runs while nothing changes.
+  are read by the same look. Looks fall on a grid of ``TICK`` seconds (``BUSY_TICK`` while
+  hundreds of files are being written, :class:`Grid`), so that the looks due about the same
+  time, in every session, go together in one wake-up; while a look is that close, the watcher
+  holds changes until the tick collects them (one wake-up per tick, however many writes).
+  Nothing runs while nothing changes.
 - A look reads at most ``chunk_size`` bytes and feeds them to the gate. A withheld tail that is
   not a whole closing line (the newline ending a shell's latest line, mostly) goes out once no
   change was reported for the gate's grace; the output before it waits with it, at most
@@ -101,10 +102,41 @@ TIMER_SLACK = 1e-6
 TICK = 0.001
 """Looks happen on a grid of this many seconds, so that the looks due about the same time (in
 every session) go together, in one wake-up of the event loop."""
+BUSY_TICK = 0.004
+"""The grid while the agent is busy (see :class:`Grid`)."""
+BUSY_LOOKS = 50
+"""Looks in one ``BUSY_WINDOW`` (in all sessions) above which the agent is busy."""
+BUSY_WINDOW = 0.1
 
 
 def _now() -> float:
     return asyncio.get_running_loop().time()
+
+
+class Grid:
+    """The times looks fall on, shared by the tailers of one agent.
+
+    A look costs about the same whatever it finds, and lines written 100 ms apart to each of
+    hundreds of files leave nothing to combine within a file. What can be combined is the
+    wake-ups: while more than ``BUSY_LOOKS`` looks were made in the last ``BUSY_WINDOW``, the
+    grid is ``BUSY_TICK`` rather than ``TICK``, so a line waits up to 3 ms more and each wake-up
+    serves four times as many files (a quarter less CPU at 2,000 lines a second). One shell,
+    even a chatty one, never makes the agent busy.
+    """
+
+    def __init__(self) -> None:
+        self._window_start = -math.inf
+        self._looks = 0
+        self.step = TICK
+
+    def looked(self, now: float, looks: int) -> None:
+        """``looks`` looks were made at ``now``."""
+        if now - self._window_start >= BUSY_WINDOW:
+            quiet_since = self._window_start + BUSY_WINDOW
+            busy = self._looks > BUSY_LOOKS and now - quiet_since < BUSY_WINDOW
+            self.step = BUSY_TICK if busy else TICK
+            self._window_start, self._looks = now, 0
+        self._looks += looks
 
 
 @dataclass(frozen=True, slots=True)
@@ -278,12 +310,16 @@ def plan_read(
 class OutputTailer:
     """Follows many output files and hands their bytes to one consumer; see the module doc.
 
-    ``root``: the directory every followed file must resolve inside (``None``: anywhere).
+    ``root``: the directory every followed file must resolve inside (``None``: anywhere);
+    ``grid``: the times looks fall on, shared with the agent's other tailers.
     """
 
-    def __init__(self, options: TailerOptions | None = None, *, root: str | None = None) -> None:
+    def __init__(
+        self, options: TailerOptions | None = None, *, root: str | None = None, grid: Grid | None = None
+    ) -> None:
         self._options = options or TailerOptions()
         self._root = root
+        self._grid = grid or Grid()
         self._follows: dict[str, _Followed] = {}
         self._by_path: dict[str, set[str]] = {}
         self._ready: deque[str] = deque()
@@ -406,7 +442,8 @@ class OutputTailer:
     def _collect(self, now: float) -> list[TailEvent]:
         """One look at each key that is ready."""
         batch: list[TailEvent] = []
-        for _ in range(len(self._ready)):  # keys marked again meanwhile wait for the next batch
+        looks = len(self._ready)
+        for _ in range(looks):  # keys marked again meanwhile wait for the next batch
             key = self._ready.popleft()
             self._ready_set.discard(key)
             followed = self._follows.get(key)
@@ -419,6 +456,7 @@ class OutputTailer:
                 continue
             if event is not None:
                 batch.append(event)
+        self._grid.looked(now, looks)
         return batch
 
     def _look(self, followed: _Followed, now: float) -> TailEvent | None:
@@ -493,7 +531,8 @@ class OutputTailer:
 
     def _look_at(self, followed: _Followed, when: float) -> None:
         """Have a look at ``followed`` at the first tick from ``when``, unless one is due before."""
-        when = math.ceil(when / TICK - TIMER_SLACK) * TICK
+        step = self._grid.step
+        when = math.ceil(when / step - TIMER_SLACK) * step
         if followed.due is not None and followed.due <= when:
             return
         followed.due = when
@@ -502,14 +541,14 @@ class OutputTailer:
 
     def _arm(self, when: float) -> None:
         """Tick at ``when`` unless a tick comes before. Changes wait for a tick that is at most one
-        ``TICK`` away; before a later one, they wake the loop as they come."""
+        step of the grid away; before a later one, they wake the loop as they come."""
         tick = self._tick
         if tick is not None:
             if tick.when() <= when:
                 return
             tick.cancel()
         self._tick = asyncio.get_running_loop().call_at(when, self._on_tick)
-        self._watcher.hold(when <= _now() + TICK + TIMER_SLACK)
+        self._watcher.hold(when <= _now() + self._grid.step + TIMER_SLACK)
 
     def _on_tick(self) -> None:
         """Collect the changes that came since the last tick, and mark the keys now due."""

@@ -71,8 +71,9 @@
 //        drops, such as JetBrains AIR's, are only there).
 //   {op: "waitIdle", match?: {...}}
 //        v2: wait for an idle state_update (matching `match`, e.g. {"stopReason": "end_turn",
-//        "background": []}) that arrived after the session's latest prompt was sent and after
-//        the idle a previous waitIdle consumed. v1: wait for the latest prompt's response
+//        "background": []}) that arrived after the session's latest prompt was inserted (its
+//        user_message, once answered; else after it was sent) and after the idle a previous
+//        waitIdle consumed. v1: wait for the latest prompt's response
 //        (`match` is applied to the PromptResponse).
 //   {op: "waitBackground", empty?: true, length?: N, contains?: {...}, absent?: {...},
 //        unreported?: true}                      v2: poll ActiveSession.background
@@ -867,6 +868,19 @@ async function main() {
     return result;
   }
 
+  // v2: where the latest prompt's turn begins. A prompt sent while other work runs waits until
+  // the agent inserts it (the user_message with the messageId of its answer); an idle before
+  // that ended the earlier work (consecutive turns have an idle boundary), not this prompt.
+  function insertedAt(state) {
+    const answer = out.promptResponses.find((r) => r.step === state.lastPromptKey);
+    const messageId = answer?.result?.messageId;
+    if (messageId === undefined) return state.promptStartIndex;
+    const index = out.updates.findIndex(
+      (u) => u.sessionId === state.id && u.update?.sessionUpdate === "user_message" && u.update.messageId === messageId,
+    );
+    return index < 0 ? state.promptStartIndex : index + 1;
+  }
+
   function stepFromIndex(step, state) {
     if (step.after !== undefined) {
       const marker = out.steps.find((s) => s.key === String(step.after));
@@ -1019,7 +1033,7 @@ async function main() {
         return;
       }
       const pattern = substitute(step.match ?? {}, state);
-      const from = step.after !== undefined || step.fresh ? stepFromIndex(step, state) : Math.max(state.promptStartIndex, state.idleConsumed + 1);
+      const from = step.after !== undefined || step.fresh ? stepFromIndex(step, state) : Math.max(insertedAt(state), state.idleConsumed + 1);
       let index = from; // scan each update once
       const found = await waitUntil(
         () => {
