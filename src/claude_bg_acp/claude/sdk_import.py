@@ -21,6 +21,7 @@ import importlib
 import importlib.util
 import sys
 import threading
+from collections.abc import Callable
 from importlib.machinery import ModuleSpec
 from types import ModuleType
 from typing import Any
@@ -46,7 +47,7 @@ def defer_mcp() -> None:
     package.__dict__["Transport"] = Transport
 
 
-def _completer(package: ModuleType, spec: ModuleSpec) -> Any:
+def _completer(package: ModuleType, spec: ModuleSpec) -> Callable[[str], Any]:
     lock = threading.Lock()
 
     def complete(name: str) -> Any:
