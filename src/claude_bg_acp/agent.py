@@ -64,6 +64,7 @@ from claude_bg_acp.core import events as ev
 from claude_bg_acp.stdio import Endpoint
 
 if TYPE_CHECKING:
+    from claude_bg_acp.claude.runner import ClaudeRunner
     from claude_bg_acp.claude.store import StoredSession
     from claude_bg_acp.session_host import SessionHost
     from claude_bg_acp.tail import Grid
@@ -109,7 +110,7 @@ class Agent:
 
     async def on_request(self, method: str, params: Any, request_id: jsonrpc.RequestId) -> Any:
         if method == "initialize":
-            return self._initialize(parse_params(InitializeParams, params))
+            return self._initialize(parse_params(InitializeParams, params), request_id)
         if self._version is None:
             raise RpcError(jsonrpc.INVALID_REQUEST, f"Invalid Request: call initialize before {method}")
         if method in ("authenticate", "auth/login"):
@@ -189,7 +190,7 @@ class Agent:
 
     # --- methods ----------------------------------------------------------------------------------
 
-    def _initialize(self, params: InitializeParams) -> dict[str, Any]:
+    def _initialize(self, params: InitializeParams, request_id: jsonrpc.RequestId) -> dict[str, Any]:
         version = min(params.protocol_version, LATEST_VERSION)
         if version < 1:
             raise RpcError(
@@ -203,7 +204,8 @@ class Agent:
         self._capabilities = (params.client_capabilities if version == 1 else params.capabilities) or {}
         air = air_capabilities(self._capabilities) if version == 1 else None
         self._air = air or frozenset()
-        _prewarm_claude_side()
+        # Once answered: importing in a thread would hold the interpreter lock meanwhile.
+        self._endpoint.after_reply(request_id, _prewarm_claude_side)
         logins = self._login_methods()
         if version == 1:
             return {
@@ -289,9 +291,17 @@ class Agent:
 
     async def _new_session(self, params: NewSessionParams, request_id: jsonrpc.RequestId) -> dict[str, Any]:
         _check_directories(params)
-        # The first session pays for importing the SDK; a worker thread keeps the loop serving.
-        await anyio.to_thread.run_sync(_import_claude_side)
-        session = self._start_session(str(uuid.uuid4()), params)
+        session_id = str(uuid.uuid4())
+        # The first session in a directory waits for its Claude Code's start: it starts before
+        # the rest of the session is loaded (worker threads keep the loop serving meanwhile).
+        starting = None if params.cwd in self._started else await self._start_claude(session_id, params)
+        try:
+            await anyio.to_thread.run_sync(_import_claude_side)
+            session = self._start_session(session_id, params, starting)
+        except BaseException:
+            if starting is not None:
+                self._tg.start_soon(starting.disconnect)
+            raise
         if params.cwd not in self._started:
             with anyio.move_on_after(READY_BOUND):
                 await session.ready()
@@ -403,7 +413,19 @@ class Agent:
         self._remember(session)
         return session
 
-    def _start_session(self, session_id: str, params: NewSessionParams) -> SessionHost:
+    async def _start_claude(self, session_id: str, params: NewSessionParams) -> ClaudeRunner:
+        await anyio.to_thread.run_sync(_import_claude_runner)
+        from claude_bg_acp.claude.runner import starting
+
+        runner = starting(
+            params.cwd, self._cli_path, session_id, params.mcp_servers, params.additional_directories
+        )
+        self._tg.start_soon(runner.start)
+        return runner
+
+    def _start_session(
+        self, session_id: str, params: NewSessionParams, starting: ClaudeRunner | None = None
+    ) -> SessionHost:
         from claude_bg_acp.presenters.choice import presenter_for
         from claude_bg_acp.session_host import SessionHost
         from claude_bg_acp.tail import Grid, TailerOptions
@@ -422,6 +444,7 @@ class Agent:
             mcp_servers=params.mcp_servers,
             add_dirs=params.additional_directories,
             known=self._started.get(params.cwd),
+            starting=starting,
         )
         self._sessions[session_id] = session
         self._tg.start_soon(session.run)
@@ -479,7 +502,12 @@ def _same_directory(session_id: str, cwd: str, requested: str) -> None:
         raise RpcError(jsonrpc.INVALID_PARAMS, message)
 
 
+def _import_claude_runner() -> None:
+    import claude_bg_acp.claude.runner  # noqa: F401
+
+
 def _import_claude_side() -> None:
+    _import_claude_runner()  # first: a new session starts Claude Code with it alone
     import claude_bg_acp.session_host  # noqa: F401
 
 

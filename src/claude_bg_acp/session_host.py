@@ -154,9 +154,11 @@ class SessionHost:
         add_dirs: list[str] | None = None,
         clock: Callable[[], float] = anyio.current_time,
         known: ev.ClaudeStarted | None = None,
+        starting: ClaudeRunner | None = None,
     ) -> None:
         """``known``: what another session's Claude Code said at its start, to go by until this
-        one's says otherwise."""
+        one's says otherwise; ``starting``: this new session's Claude Code, already starting
+        (``runner.starting``), which only a session without ``known`` can take."""
         self._mcp_servers = mcp_servers or []
         self._add_dirs = add_dirs or []
         self.session_id = session_id
@@ -189,6 +191,7 @@ class SessionHost:
         self._settled = anyio.Event()
         self._tailer = OutputTailer(tailer_options, root=tasks_base(), grid=grid)
         self._runner: ClaudeRunner | None = None
+        self._starting = starting
         self._runner_ready = anyio.Event()
         self._start = Waiter()
         self._command_scope = anyio.CancelScope()
@@ -240,21 +243,25 @@ class SessionHost:
         """
         failures = 0
         while not self._closing.is_set():
-            # Nothing is stored before the first prompt: until then the id names a new one.
-            stored = await store.exists(self.session_id, self.cwd)
-            options = session_options(
-                self.cwd,
-                self._can_use_tool,
-                self._cli_path,
-                resume=self.session_id if stored else None,
-                mcp_servers=self._mcp_servers,
-                add_dirs=self._add_dirs,
-                session_id=None if stored else self.session_id,
-            )
-            options.permission_mode = self.core.modes.current  # type: ignore[assignment]
-            options.model = self.core.config.chosen_model
-            options.effort = self.core.config.chosen_effort  # type: ignore[assignment]
-            runner = ClaudeRunner(options, lambda message: self.handle(ev.ClaudeMessage(message)))
+            runner, stored, self._starting = self._starting, False, None
+            if runner is None:
+                # Nothing is stored before the first prompt: until then the id names a new one.
+                stored = await store.exists(self.session_id, self.cwd)
+                options = session_options(
+                    self.cwd,
+                    self._can_use_tool,
+                    self._cli_path,
+                    resume=self.session_id if stored else None,
+                    mcp_servers=self._mcp_servers,
+                    add_dirs=self._add_dirs,
+                    session_id=None if stored else self.session_id,
+                )
+                options.permission_mode = self.core.modes.current  # type: ignore[assignment]
+                options.model = self.core.config.chosen_model
+                options.effort = self.core.config.chosen_effort  # type: ignore[assignment]
+                runner = ClaudeRunner(options)
+            runner.on_message = lambda message: self.handle(ev.ClaudeMessage(message))
+            runner.can_use_tool = self._can_use_tool
             reason = await self._serve_runner(tg, runner)
             self._ready.set()
             if reason is None:

@@ -9,6 +9,11 @@ ends the CLI in bounded time: its input closes (it exits by itself once nothing 
 SIGTERM, then SIGKILL. The CLI and everything it starts carry the runner's ``owner`` token in
 their environment, which tells its orphans apart (``orphans``).
 
+Claude Code may be started before the session that will own the runner exists (its start is
+most of a first session's wait): ``start`` begins ``connect`` in a task of its own, whoever calls
+``connect`` then waits for that same start, and ``on_message`` and the permission questions
+(``can_use_tool``) are the owner's to set before it reads.
+
 The reader parses frames itself instead of using ``ClaudeSDKClient.receive_messages``: the SDK's
 parser raises on a frame that lacks a key it indexes, and that would end the SDK's own loop and
 with it the session. Here such a frame is logged and skipped.
@@ -28,9 +33,15 @@ import anyio
 from claude_agent_sdk._errors import MessageParseError
 from claude_agent_sdk._internal.message_parser import parse_message
 from claude_agent_sdk.client import ClaudeSDKClient
-from claude_agent_sdk.types import ClaudeAgentOptions, Message
+from claude_agent_sdk.types import (
+    CanUseTool,
+    ClaudeAgentOptions,
+    Message,
+    PermissionResult,
+    ToolPermissionContext,
+)
 
-from claude_bg_acp.claude.options import build_transport
+from claude_bg_acp.claude.options import build_transport, session_options
 from claude_bg_acp.claude.orphans import OWNER_ENV
 
 log = logging.getLogger(__name__)
@@ -39,21 +50,46 @@ DISCONNECT_BOUND = 15.0
 
 
 class ClaudeRunner:
-    def __init__(
-        self,
-        options: ClaudeAgentOptions,
-        on_message: Callable[[Message], None],
-    ) -> None:
+    def __init__(self, options: ClaudeAgentOptions) -> None:
+        """Claude Code asks ``can_use_tool`` (as it is when asked) if ``options`` has one."""
         self.owner = uuid.uuid4().hex
-        options = replace(options, env={**options.env, OWNER_ENV: self.owner})
+        self.on_message: Callable[[Message], None] = _unread
+        self.can_use_tool: CanUseTool | None = options.can_use_tool
+        asks = self._can_use_tool if options.can_use_tool is not None else None
+        options = replace(options, env={**options.env, OWNER_ENV: self.owner}, can_use_tool=asks)
         self._transport = build_transport(options)
         self._client = ClaudeSDKClient(options=options, transport=self._transport)
-        self._on_message = on_message
+        self._started: anyio.Event | None = None
+        self._start_error: Exception | None = None
         self.cli_session_id: str | None = None
         self.delivered = False
 
     async def connect(self) -> None:
-        await self._client.connect()
+        """Start Claude Code, or wait for the start under way; raises what stopped it."""
+        if self._started is not None:
+            await self._started.wait()
+        else:
+            self._started = anyio.Event()
+            try:
+                await self._client.connect()
+            except BaseException as exc:
+                self._start_error = exc if isinstance(exc, Exception) else RuntimeError("start cancelled")
+                raise
+            finally:
+                self._started.set()
+        if self._start_error is not None:
+            raise self._start_error
+
+    async def start(self) -> None:
+        """``connect`` for a task of its own: what stops it is for the next ``connect`` to raise."""
+        with contextlib.suppress(Exception):
+            await self.connect()
+
+    async def _can_use_tool(
+        self, tool: str, tool_input: dict[str, Any], context: ToolPermissionContext
+    ) -> PermissionResult:
+        assert self.can_use_tool is not None
+        return await self.can_use_tool(tool, tool_input, context)
 
     async def read(self) -> str:
         """Deliver messages until the CLI's stream ends; return why it ended."""
@@ -84,7 +120,7 @@ class ClaudeRunner:
         if message is not None:
             self.delivered = True
             self.cli_session_id = self.cli_session_id or frame.get("session_id")
-            self._on_message(message)
+            self.on_message(message)
 
     async def query(self, content: list[dict[str, Any]], uuid: str | None = None) -> None:
         message: dict[str, Any] = {
@@ -157,3 +193,26 @@ class ClaudeRunner:
         """Stop the CLI and everything it runs; bounded, and safe to call more than once."""
         with anyio.move_on_after(DISCONNECT_BOUND, shield=True):
             await self._client.disconnect()
+
+
+def starting(
+    cwd: str,
+    cli_path: str | None,
+    session_id: str,
+    mcp_servers: list[dict[str, Any]] | None,
+    add_dirs: list[str] | None,
+) -> ClaudeRunner:
+    """A new session's runner, to start before the session that will own it exists: with the
+    options a new session starts with (mode ``default``, Claude Code's own model and effort)."""
+    options = session_options(
+        cwd, _unowned, cli_path, mcp_servers=mcp_servers, add_dirs=add_dirs, session_id=session_id
+    )
+    return ClaudeRunner(options)
+
+
+async def _unowned(tool: str, tool_input: dict[str, Any], context: ToolPermissionContext) -> PermissionResult:
+    raise RuntimeError("Claude Code asked a question before the runner had an owner")
+
+
+def _unread(message: Message) -> None:
+    raise RuntimeError("Claude Code's messages are read before the runner has an owner")
