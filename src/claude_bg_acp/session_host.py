@@ -249,7 +249,7 @@ class SessionHost:
                 stored = await store.exists(self.session_id, self.cwd)
                 options = session_options(
                     self.cwd,
-                    self._can_use_tool,
+                    None,  # the runner's own, bound below
                     self._cli_path,
                     resume=self.session_id if stored else None,
                     mcp_servers=self._mcp_servers,

@@ -11,8 +11,8 @@ their environment, which tells its orphans apart (``orphans``).
 
 Claude Code may be started before the session that will own the runner exists (its start is
 most of a first session's wait): ``start`` begins ``connect`` in a task of its own, whoever calls
-``connect`` then waits for that same start, and ``on_message`` and the permission questions
-(``can_use_tool``) are the owner's to set before it reads.
+``connect`` then waits for that same start. Where Claude Code's messages (``on_message``) and
+permission questions (``can_use_tool``) go is the owner's to set, before it reads.
 
 The reader parses frames itself instead of using ``ClaudeSDKClient.receive_messages``: the SDK's
 parser raises on a frame that lacks a key it indexes, and that would end the SDK's own loop and
@@ -51,12 +51,10 @@ DISCONNECT_BOUND = 15.0
 
 class ClaudeRunner:
     def __init__(self, options: ClaudeAgentOptions) -> None:
-        """Claude Code asks ``can_use_tool`` (as it is when asked) if ``options`` has one."""
         self.owner = uuid.uuid4().hex
         self.on_message: Callable[[Message], None] = _unread
-        self.can_use_tool: CanUseTool | None = options.can_use_tool
-        asks = self._can_use_tool if options.can_use_tool is not None else None
-        options = replace(options, env={**options.env, OWNER_ENV: self.owner}, can_use_tool=asks)
+        self.can_use_tool: CanUseTool = _unowned
+        options = replace(options, env={**options.env, OWNER_ENV: self.owner}, can_use_tool=self._asked)
         self._transport = build_transport(options)
         self._client = ClaudeSDKClient(options=options, transport=self._transport)
         self._started: anyio.Event | None = None
@@ -85,10 +83,9 @@ class ClaudeRunner:
         with contextlib.suppress(Exception):
             await self.connect()
 
-    async def _can_use_tool(
+    async def _asked(
         self, tool: str, tool_input: dict[str, Any], context: ToolPermissionContext
     ) -> PermissionResult:
-        assert self.can_use_tool is not None
         return await self.can_use_tool(tool, tool_input, context)
 
     async def read(self) -> str:
@@ -205,7 +202,7 @@ def starting(
     """A new session's runner, to start before the session that will own it exists: with the
     options a new session starts with (mode ``default``, Claude Code's own model and effort)."""
     options = session_options(
-        cwd, _unowned, cli_path, mcp_servers=mcp_servers, add_dirs=add_dirs, session_id=session_id
+        cwd, None, cli_path, mcp_servers=mcp_servers, add_dirs=add_dirs, session_id=session_id
     )
     return ClaudeRunner(options)
 
