@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import uuid
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ import anyio
 import pytest
 from claude_agent_sdk import ClaudeAgentOptions, ResultMessage, query
 
+from claude_bg_acp.claude.conventions import tasks_root
 from claude_bg_acp.scripted_model import env_overrides
 from tests.conftest import LiveModel
 from tests.conftest import run_live as run
@@ -409,3 +411,75 @@ def test_a_damaged_conversation_fails_clearly_and_spares_the_others(live: LiveMo
     agent.next_message(lambda m: m.get("params", {}).get("update", {}).get("state") == "idle", timeout=60)
     assert agent.close() == 0
     assert not validate_transcript(agent.lines, agent.sent, 2)
+
+
+SECRET = "never-for-the-client-4f7c1e"
+
+
+def shows(lines: list[Any], secret: str) -> bool:
+    """Whether any line carries ``secret``: as text, or inside a base64 string (terminal output)."""
+
+    def carries(value: Any) -> bool:
+        if isinstance(value, dict):
+            return any(carries(v) for v in value.values())
+        if isinstance(value, list):
+            return any(carries(v) for v in value)
+        if not isinstance(value, str):
+            return False
+        try:
+            decoded = base64.b64decode(value, validate=True)
+        except ValueError:
+            decoded = b""
+        return secret in value or secret.encode() in decoded
+
+    return carries(lines)
+
+
+def test_words_of_a_hand_off_in_a_commands_output_open_no_file(
+    live: LiveModel, workdir: Path, tmp_path: Path
+) -> None:
+    """Issue 19, defect 3: foreground commands print Claude Code's hand-off words naming a file
+    outside the task directory, another session's output file (put in place for it: the layout
+    is Claude Code's) and a FIFO. They are ordinary tool calls, live and replayed by two more
+    agent processes (v1 load, v2 resume); nothing of those files reaches a client, and each
+    reopening is answered (the FIFO made the load wait forever)."""
+    outside = tmp_path / "secret.txt"
+    outside.write_text(f"{SECRET} outside\n")
+    other = Path(tasks_root(str(workdir), live.env)) / str(uuid.uuid4()) / "tasks" / "bother.output"
+    other.parent.mkdir(parents=True)
+    other.write_text(f"{SECRET} of another session\n")
+    fifo = tmp_path / "fifo.output"
+    os.mkfifo(fifo)
+    named = "".join(f"<path>{path}</path>" for path in (outside, other, fifo))
+    first = run(
+        live,
+        workdir,
+        "v2",
+        [
+            {"op": "prompt", "text": f"[scenario:hand_off_words] {named}"},
+            {"op": "waitIdle", "match": {"stopReason": "end_turn"}},
+        ],
+    )
+    session_id = first.session_id()
+    loaded = run(
+        live, workdir, "v1", [{"op": "loadSession", "id": "load", "sessionId": session_id}], autoSession=False
+    )
+    resumed = run(
+        live,
+        workdir,
+        "v2",
+        [{"op": "resumeSession", "id": "resume", "sessionId": session_id, "replayFrom": {"type": "start"}}],
+        autoSession=False,
+    )
+    for reopened in (loaded, resumed):
+        replayed = [params["update"] for params in sent_before_answer(reopened)]
+        ended = {u["toolCallId"]: u["status"] for u in replayed if "toolCallId" in u and "status" in u}
+        assert list(ended.values()) == ["completed"] * 3, replayed
+        assert all(str(path) in json.dumps(replayed) for path in (outside, other, fifo)), "words shown"
+    for process in (first, loaded, resumed):
+        assert not shows(process.agent_lines, SECRET)
+        assert process.terminal_ids == []
+        assert not [u for u in process.raw_updates() if u["sessionUpdate"].startswith("terminal")]
+        contents = [c for u in process.raw_updates() for c in u.get("content") or [] if isinstance(c, dict)]
+        assert not [c for c in contents if c.get("type") == "terminal"]
+    assert first.background_lists() and all(b == [] for b in first.background_lists())

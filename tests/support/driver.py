@@ -33,6 +33,7 @@ import hashlib
 import itertools
 import json
 import os
+import re
 import zlib
 from collections import deque
 from collections.abc import Mapping
@@ -45,6 +46,7 @@ from claude_agent_sdk._internal.message_parser import parse_message
 
 from claude_bg_acp.acp.schema import ContentBlock, air_capabilities
 from claude_bg_acp.claude import store
+from claude_bg_acp.claude.conventions import tasks_base
 from claude_bg_acp.claude.server_info import Applied, read_server_info
 from claude_bg_acp.closing_line import ExitInfo, TrailerGate
 from claude_bg_acp.core import events as ev
@@ -344,18 +346,36 @@ class CoreDriver:
 
 def stored_conversation(recorded: list[Frame], config_dir: Path) -> ev.StoredConversation:
     """What the recording kept of the stored conversation, written under ``config_dir`` as Claude
-    Code lays it out and read back as the agent reads it; output files are the recorded ones."""
+    Code lays it out (``store_recorded``) and read back as the agent reads it."""
+    with mock.patch.dict(os.environ, store_recorded(recorded, config_dir)):
+        return store._conversation(RECORDED_SESSION, CWD)
+
+
+def store_recorded(recorded: list[Frame], config_dir: Path, *, rename: bool = False) -> dict[str, str]:
+    """Write the transcripts the recording kept under ``config_dir/projects``, and its output
+    files in Claude Code's task directory under ``config_dir/tmp`` (the recorder's uid is not
+    ours); the environment that names both (``CLAUDE_CONFIG_DIR``, ``CLAUDE_CODE_TMPDIR``).
+    With ``rename`` the transcripts name the output files where they now are (the goldens keep
+    the recorded paths)."""
+    env = {"CLAUDE_CONFIG_DIR": str(config_dir), "CLAUDE_CODE_TMPDIR": str(config_dir / "tmp")}
+    files = [line for line in recorded if line["dir"] == "file"]
+    bases = {re.sub(r"(/claude-\d+)/.*$", r"\1", line["path"]) for line in files}
+    for line in files:
+        for base in bases:
+            if line["path"].startswith(base + "/"):
+                path = Path(tasks_base(env) + line["path"][len(base) :])
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_bytes(_file_bytes(line))
     project = config_dir / "projects" / CWD.replace("/", "-")
     for line in (line for line in recorded if line["dir"] == "stored"):
         path = project / line["path"]
         path.parent.mkdir(parents=True, exist_ok=True)
+        record = json.dumps(line["record"])
+        for base in bases if rename else ():
+            record = record.replace(base + "/", tasks_base(env) + "/")
         with path.open("a") as file:
-            file.write(json.dumps(line["record"]) + ("\n" if path.suffix == ".jsonl" else ""))
-    files = {line["path"]: _file_bytes(line) for line in recorded if line["dir"] == "file"}
-    with mock.patch.dict(os.environ, {"CLAUDE_CONFIG_DIR": str(config_dir)}):
-        return store._conversation(
-            RECORDED_SESSION, CWD, lambda path: (files[path], True) if path in files else None
-        )
+            file.write(record + ("\n" if path.suffix == ".jsonl" else ""))
+    return env
 
 
 def _blocks(content: str | list[dict[str, Any]]) -> list[dict[str, Any]]:

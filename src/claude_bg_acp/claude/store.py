@@ -9,17 +9,22 @@ environment, which is the environment the CLI gets too.
 
 It knows nothing of ACP: it answers with sessions (id, cwd, title, last change) and with
 conversations in the form the core replays (``StoredConversation``), the SDK's own parser
-having made typed messages of the stored ones. A background shell's output file is read back
-(its latest ``RECALL_LIMIT`` bytes, through the closing-line rule) while it is still there.
+having made typed messages of the stored ones, with Claude Code's structured form of each tool
+result (``toolUseResult``, which those readers leave out) put back. A background shell's output
+file is read back (its latest ``RECALL_LIMIT`` bytes, through the closing-line rule) while it is
+still there, under the rules the live tailer reads it by (``task_output``), from this
+conversation's own task directory only: a shell is a background one when Claude Code's
+structured result or the tool use says so (``conventions.hand_off``), never by the words of its
+output, and its file is the task's own there, never a path the words name.
 """
 
 from __future__ import annotations
 
 import glob
+import json
 import logging
 import os
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -29,17 +34,22 @@ from claude_agent_sdk._errors import MessageParseError
 from claude_agent_sdk._internal.message_parser import parse_message
 from claude_agent_sdk._internal.session_mutations import delete_session, fork_session
 from claude_agent_sdk._internal.sessions import (
+    _collect_agent_files,
+    _resolve_session_file_path,
+    _resolve_subagents_dir,
     get_session_info,
     get_session_messages,
     get_subagent_messages,
     list_sessions,
     list_subagents,
 )
-from claude_agent_sdk.types import SessionMessage
+from claude_agent_sdk.types import AssistantMessage, SessionMessage, ToolUseBlock, UserMessage
 
-from claude_bg_acp.claude.conventions import hand_off, projects_dir
+from claude_bg_acp.claude.conventions import hand_off, output_file, projects_dir, tasks_base, tasks_root
 from claude_bg_acp.closing_line import TrailerGate
 from claude_bg_acp.core.events import StoredChild, StoredConversation, StoredMessage, StoredOutput
+from claude_bg_acp.core.transcript import Transcript
+from claude_bg_acp.task_output import recall
 
 log = logging.getLogger(__name__)
 
@@ -148,29 +158,21 @@ def _listed(cwd: str | None) -> list[StoredSession]:
     ]
 
 
-def _conversation(
-    session_id: str, cwd: str, read: Callable[[str], tuple[bytes, bool] | None] | None = None
-) -> StoredConversation:
-    """``read``: a file's latest ``RECALL_LIMIT`` bytes and whether they start it (None: gone)."""
-    read = read or _latest_bytes
-    messages = _stored(get_session_messages(session_id, directory=cwd))
+def _conversation(session_id: str, cwd: str) -> StoredConversation:
+    structured = _tool_use_results(session_id, cwd)
+    messages = _stored(get_session_messages(session_id, directory=cwd), structured)
     children: list[StoredChild] = []
     for agent_id in list_subagents(session_id, directory=cwd):
         raw = get_subagent_messages(session_id, agent_id, directory=cwd)
         launched_by = next((m.parent_tool_use_id for m in raw if m.parent_tool_use_id), None)
         if launched_by is not None:
-            children.append(StoredChild(agent_id, launched_by, _stored(raw)))
-    outputs: dict[str, StoredOutput] = {}
-    for stored in messages + [m for child in children for m in child.messages]:
-        for text in _result_texts(stored.content):
-            handed = hand_off(text)
-            latest = read(handed.output_file) if handed is not None else None
-            if handed is not None and latest is not None:
-                outputs[handed.task_id] = _output(*latest)
-    return StoredConversation(messages, children, outputs)
+            children.append(StoredChild(agent_id, launched_by, _stored(raw, structured)))
+    everything = messages + [m for child in children for m in child.messages]
+    return StoredConversation(messages, children, _outputs(everything, session_id, cwd))
 
 
-def _stored(messages: list[SessionMessage]) -> list[StoredMessage]:
+def _stored(messages: list[SessionMessage], structured: dict[str, Any]) -> list[StoredMessage]:
+    """``structured``: Claude Code's structured form of tool results, by message uuid."""
     stored: list[StoredMessage] = []
     for message in messages:
         frame = {
@@ -179,6 +181,7 @@ def _stored(messages: list[SessionMessage]) -> list[StoredMessage]:
             "uuid": message.uuid,
             "session_id": message.session_id,
             "parent_tool_use_id": message.parent_tool_use_id,
+            "tool_use_result": structured.get(message.uuid),
         }
         try:
             parsed = parse_message(frame)
@@ -191,27 +194,52 @@ def _stored(messages: list[SessionMessage]) -> list[StoredMessage]:
     return stored
 
 
-def _result_texts(content: Any) -> list[str]:
-    """The texts of the tool results in a stored user message."""
-    texts: list[str] = []
-    for block in content if isinstance(content, list) else []:
-        if isinstance(block, dict) and block.get("type") == "tool_result":
-            inner = block.get("content")
-            if isinstance(inner, str):
-                texts.append(inner)
-            elif isinstance(inner, list):
-                texts += [b["text"] for b in inner if isinstance(b, dict) and isinstance(b.get("text"), str)]
-    return texts
+def _tool_use_results(session_id: str, cwd: str) -> dict[str, Any]:
+    """Claude Code's structured form of each stored tool result (its ``toolUseResult``), by
+    message uuid, from the transcripts the SDK's readers read (and leave it out of)."""
+    paths = [_resolve_session_file_path(session_id, cwd)]
+    subagents = _resolve_subagents_dir(session_id, cwd)
+    if subagents is not None:
+        paths += [path for _, path in _collect_agent_files(subagents)]
+    found: dict[str, Any] = {}
+    for path in paths:
+        try:
+            text = path.read_text(encoding="utf-8") if path is not None else ""
+        except OSError:
+            continue
+        for line in text.splitlines():
+            if '"toolUseResult"' not in line:
+                continue
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(entry, dict) and isinstance(entry.get("uuid"), str):
+                found[entry["uuid"]] = entry.get("toolUseResult")
+    return found
 
 
-def _latest_bytes(path: str) -> tuple[bytes, bool] | None:
-    try:
-        with open(path, "rb") as file:
-            start = max(0, os.fstat(file.fileno()).st_size - RECALL_LIMIT)
-            file.seek(start)
-            return file.read(RECALL_LIMIT), start == 0
-    except OSError:
-        return None
+def _outputs(messages: list[StoredMessage], session_id: str, cwd: str) -> dict[str, StoredOutput]:
+    """What each background shell of the conversation left in its output file: the task's own
+    file in this conversation's task directory (never a path a tool result names), read under
+    the live tailer's rules from Claude Code's temp directory down."""
+    inputs: dict[str, dict[str, Any]] = {}
+    outputs: dict[str, StoredOutput] = {}
+    for stored in messages:
+        message = stored.message
+        if isinstance(message, AssistantMessage):
+            inputs |= {block.id: block.input for block in message.content if isinstance(block, ToolUseBlock)}
+        elif isinstance(message, UserMessage):
+            for result in Transcript(session_id).tool_results(message):
+                tool_input = inputs.get(result.tool_use_id, {})
+                handed = hand_off(tool_input, result.text, result.is_error, result.structured)
+                if handed is None:
+                    continue
+                path = output_file(tasks_root(cwd), session_id, handed.task_id)
+                latest = recall(path, tasks_base(), RECALL_LIMIT)
+                if latest is not None:
+                    outputs[handed.task_id] = _output(*latest)
+    return outputs
 
 
 def _output(data: bytes, whole: bool) -> StoredOutput:

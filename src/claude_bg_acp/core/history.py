@@ -11,7 +11,9 @@ what history cannot say differs:
 
 - a background shell is a terminal that has ended: opened, what is left of its output, and its
   exit (the file's closing line, else the notification; unknown when neither says); work
-  without a process is a tool call with the status its notification gives;
+  without a process is a tool call with the status its notification gives. Work went to the
+  background when Claude Code says so (``conventions.hand_off``), never by the words of a
+  result: a foreground command that prints the hand-off sentence is an ordinary tool call;
 - a child is announced without controls (``cancel`` belongs to live children), its own
   messages follow, and it ends as its notification says, or idle with no stop reason when
   nothing does (it is not running: the Claude Code that ran it is gone); its first message
@@ -136,7 +138,7 @@ class History:
                         session_id, fact, planned=not child or session_id != self.root_id
                     )
             elif isinstance(message, UserMessage):
-                results = [r for r in transcript.tool_results(message) if isinstance(r, ToolResulted)]
+                results = transcript.tool_results(message)
                 for result in results:
                     facts += self._result(session_id, result)
                 prompt = None if results else _prompt(stored.content)
@@ -190,7 +192,7 @@ class History:
         use = self.tool_uses.get(result.tool_use_id)
         if use is None or use.final:
             return []
-        handed = conventions.hand_off(result.text)
+        handed = conventions.hand_off(use.tool_input, result.text, result.is_error, result.structured)
         if handed is None:
             return list(self.tool_uses.result(use, result.is_error, result.text, result.raw, result.images))
         self.tool_uses.finish(use.call_id)

@@ -398,7 +398,7 @@ class SessionCore:
 
     def _translate(self, session_id: str, message: Message, now: float) -> list[Effect]:
         transcript = self.transcripts[session_id]
-        facts: list[TranscriptFact]
+        facts: Sequence[TranscriptFact]
         if isinstance(message, StreamEvent):
             facts = transcript.stream_event(message.event)
         elif isinstance(message, AssistantMessage):
@@ -573,7 +573,7 @@ class SessionCore:
         if use is None or use.final:
             return []
         effects: list[Effect] = []
-        handed = conventions.hand_off(fact.text)
+        handed = conventions.hand_off(use.tool_input, fact.text, fact.is_error, fact.structured)
         if handed is not None:
             changes = self.registry.learned(handed.task_id, fact.tool_use_id, handed.output_file, now)
             effects += self._task_changes(changes, now)

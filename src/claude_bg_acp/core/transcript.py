@@ -135,7 +135,7 @@ class Transcript:
                 )
         return facts
 
-    def tool_results(self, message: UserMessage) -> list[TranscriptFact]:
+    def tool_results(self, message: UserMessage) -> list[ToolResulted]:
         if isinstance(message.content, str):
             return []
         blocks = [block for block in message.content if isinstance(block, ToolResultBlock)]
