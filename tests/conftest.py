@@ -1,4 +1,5 @@
-"""Shared fixtures: an offline environment for the real CLI, and the scripted local model."""
+"""Shared fixtures: an offline environment for the real CLI, and the scripted local model; and
+before the first test, the pinned ACP client, so that ``uv run pytest`` is all a clone needs."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 import pytest
 
 from claude_bg_acp.scripted_model import ScriptedModel, offline_env, serve_in_thread
-from tests.support.acp_client import ClientRun, run_client
+from tests.support.acp_client import ClientRun, NodeClientUnavailableError, ensure_node_client, run_client
 from tests.support.processes import survivors
 from tests.support.stdio_agent import AGENT
 
@@ -64,3 +65,16 @@ def live(tmp_path: Path) -> Iterator[LiveModel]:
 def pytest_configure(config: pytest.Config) -> None:
     # Subprocesses started by tests must never inherit a real key by accident.
     os.environ.pop("ANTHROPIC_API_KEY", None)
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Installs the pinned ACP client (``npm ci`` in tests/client, when its node_modules is missing
+    or holds another version): the client tests run it, and every test validates messages
+    against the schema it carries. Without Node.js that cannot be done; the tests that need it
+    then fail with this reason, and the others run."""
+    try:
+        ensure_node_client()
+    except NodeClientUnavailableError as error:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line(f"the ACP client tests cannot run: {error}", yellow=True)

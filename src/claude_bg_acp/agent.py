@@ -19,7 +19,9 @@ Claude Code says otherwise); load, resume and fork wait for Claude Code anyway. 
 follow the answer.
 
 Claude Code logs itself in. A client that can run terminal auth methods is offered one: it
-runs this agent's command with ``login``, which runs Claude Code's own login.
+runs this agent's command with ``login``, which runs Claude Code's own login. A v1 client that
+declares only the earlier form of that capability (``_meta["terminal-auth"]``, as the ACP
+Registry's admission check does) is offered it too, with the command in that form.
 
 A later ``initialize`` negotiates again: the sessions created after it take the new version and
 capabilities, while those that exist keep the ones they were created with (their presenter is
@@ -245,10 +247,14 @@ class Agent:
         }
 
     def _login_methods(self) -> list[dict[str, Any]]:
-        """Claude Code's login, run in a terminal, for a client that can (ACP terminal auth)."""
+        """Claude Code's login, run in a terminal, for a client that can (ACP terminal auth, or
+        on v1 the earlier ``_meta["terminal-auth"]`` that Zed and the ACP Registry's check send)."""
         auth = self._capabilities.get("auth")
         terminal = auth.get("terminal") if isinstance(auth, dict) else None
-        if not (terminal is True if self._version == 1 else isinstance(terminal, dict)):
+        meta = self._capabilities.get("_meta")
+        earlier = isinstance(meta, dict) and meta.get("terminal-auth") is True
+        can = (terminal is True or earlier) if self._version == 1 else isinstance(terminal, dict)
+        if not can:
             return []
         method: dict[str, Any] = {
             "id" if self._version == 1 else "methodId": LOGIN_METHOD,
@@ -256,8 +262,7 @@ class Agent:
             "type": "terminal",
             "args": ["login"],
         }
-        meta = self._capabilities.get("_meta")
-        if isinstance(meta, dict) and meta.get("terminal-auth") is True:
+        if earlier:
             # The earlier form (still read by Zed): the command itself, with a label.
             command = [sys.executable, "-m", "claude_bg_acp"]
             command += ["--cli-path", self._cli_path] if self._cli_path else []

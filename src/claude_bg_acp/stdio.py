@@ -22,6 +22,7 @@ import contextlib
 import fcntl
 import logging
 import os
+import selectors
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -287,18 +288,19 @@ class _FdSource:
 
 
 async def stdio_streams(in_fd: int, out_fd: int) -> tuple[ByteSource, ByteSink]:
-    """Non-blocking streams over the given descriptors (pipes, sockets or ttys; files fall back)."""
+    """Non-blocking streams over the given descriptors (pipes, sockets or ttys; files, and an
+    input the event loop cannot wait on such as ``/dev/null``, fall back)."""
     loop = asyncio.get_running_loop()
-    source: ByteSource
+    source: ByteSource = _FdSource(in_fd)
     sink: ByteSink
-    try:
-        reader = asyncio.StreamReader(limit=READ_SIZE)
-        await loop.connect_read_pipe(
-            lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(in_fd, "rb", buffering=0, closefd=False)
-        )
-        source = reader
-    except ValueError:
-        source = _FdSource(in_fd)
+    if _pollable(in_fd):
+        with contextlib.suppress(ValueError):  # a file that kqueue watches but is no pipe
+            reader = asyncio.StreamReader(limit=READ_SIZE)
+            await loop.connect_read_pipe(
+                lambda: asyncio.StreamReaderProtocol(reader),
+                os.fdopen(in_fd, "rb", buffering=0, closefd=False),
+            )
+            source = reader
     _widen_pipe(out_fd)
     try:
         transport, protocol = await loop.connect_write_pipe(
@@ -308,6 +310,18 @@ async def stdio_streams(in_fd: int, out_fd: int) -> tuple[ByteSource, ByteSink]:
     except ValueError:
         sink = _FdSink(out_fd)
     return source, sink
+
+
+def _pollable(fd: int) -> bool:
+    """Whether the event loop can wait for ``fd`` to be readable. epoll refuses ``/dev/null``
+    (which asyncio's pipe transport takes, and then never reads: an editor or launcher that gives
+    the agent no input would have it wait for ever instead of seeing the end of its input)."""
+    with selectors.DefaultSelector() as probe:
+        try:
+            probe.register(fd, selectors.EVENT_READ)
+        except (OSError, ValueError):
+            return False
+    return True
 
 
 def _widen_pipe(fd: int) -> None:
