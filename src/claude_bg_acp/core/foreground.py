@@ -10,12 +10,19 @@ phase            what happens                                              next 
 ``IDLE``,        Claude Code says ``running``, or output of the main       ``CLAUDE_TURN``
 ``EXPECTING``    conversation arrives (a turn Claude Code started itself)
 ``CLAUDE_TURN``  a result, or Claude Code says ``idle``                    ``IDLE``
-``IDLE``         finished background work promises a follow-up turn       ``EXPECTING``
-``PROMPTED``,    its result, when background work finished during it       ``EXPECTING``
-``CLAUDE_TURN``  (Claude Code follows it up right away)
+``IDLE``         a task ended by itself: its follow-up turn is owed        ``EXPECTING``
+``PROMPTED``,    its result while a follow-up is owed (a task ended        ``IDLE``, then
+``CLAUDE_TURN``  during it, and Claude Code follows it up right away)      ``EXPECTING``
 ``EXPECTING``    ``FOLLOW_UP_WAIT`` passes without one                     ``IDLE``
 any              Claude Code died, or the session closes                   ``IDLE``
 ===============  ========================================================  ===============
+
+Follow-ups are owed per task run (``owed``), from the moment Claude Code reports the task's end
+(its own message, which comes before the turn it starts about it); the result of a follow-up
+turn names the run it follows up (``origin.runId``), which then is owed no more. What the agent
+learns later from its own pipes (a terminal's file read to its end, however far behind) moves
+nothing here. Consecutive turns have an idle boundary: the ``idle`` of the turn that ended (with
+its stop reason and usage), then ``running`` for the follow-up.
 
 After a crash, the Claude Code that takes over may start with an empty turn of its own (it
 replays the notification of a task the crash cut short): until it shows work, says ``idle`` or
@@ -178,9 +185,8 @@ class Foreground:
         """A foreground permission question is open."""
         self.cancelled = False
         """``session/cancel`` came for the work of the current phase (not ``IDLE``)."""
-        self.follow_up_owed = False
-        """A task ended by itself while the foreground was busy: Claude Code owes a follow-up
-        turn after the running one."""
+        self.owed: set[str] = set()
+        """The runs of tasks that ended by themselves whose follow-up turn has not ended yet."""
         self.waiting: deque[WaitingPrompt] = deque()
         self.reported: State = "idle"
         self.last_outcome: Outcome | None = None
@@ -287,7 +293,12 @@ class Foreground:
             return self.prompt.uuid in uuids
         return origin_kind == "human"
 
-    def result(self, outcome: Outcome, follow_up: bool, now: float) -> list[ForegroundOut]:
+    def result(
+        self, outcome: Outcome, follow_up: bool, now: float, run: str | None = None
+    ) -> list[ForegroundOut]:
+        """A result; ``run``: the task run a follow-up turn's result names (``origin.runId``)."""
+        if run is not None:
+            self.owed.discard(run)
         if follow_up and self.prompt is not None:
             if self.phase is not Phase.PROMPTED:
                 self.phase = Phase.IDLE
@@ -343,25 +354,24 @@ class Foreground:
         self.blocked = blocked
         return self._report()
 
-    def expect_follow_up(self, now: float) -> None:
-        """Finished background work will start a turn: report it ``running`` from now on.
+    def expect_follow_up(self, run: str, now: float) -> None:
+        """A task run ended by itself: Claude Code will start a turn about it; report it
+        ``running`` from now on (once the running turn is over, if one runs).
 
         Claude Code starts that turn by itself a few milliseconds later; if it does not within
         ``FOLLOW_UP_WAIT``, ``tick`` reports ``idle`` again, with no stop reason.
         """
         if self.gone is not None:
             return  # the session closed (or Claude Code is gone for good): nothing follows
-        if self.busy:
-            self.follow_up_owed = True  # Claude Code starts it right after the running turn
-        else:
-            self.phase = Phase.EXPECTING
-            self.follow_up_until = now + FOLLOW_UP_WAIT
-            self.last_outcome = None
+        self.owed.add(run)
+        if not self.busy:
+            self._expect(now)
 
     def tick(self, now: float) -> list[ForegroundOut]:
         out: list[ForegroundOut] = []
         if self.follow_up_until is not None and now >= self.follow_up_until:
             self.phase, self.follow_up_until = Phase.IDLE, None
+            self.owed.clear()  # none came: Claude Code owes nothing we still wait for
             if self.cancelled:
                 self.cancelled, self.last_outcome = False, Outcome("cancelled")
         if self.release_at is not None and now >= self.release_at:
@@ -424,7 +434,8 @@ class Foreground:
         if self.phase is not Phase.PROMPTED:
             self.phase = Phase.IDLE
             self.cancelled = False
-        self.follow_up_until, self.follow_up_owed = None, False
+        self.follow_up_until = None
+        self.owed.clear()
 
     def _insert_next(self) -> list[ForegroundOut]:
         # The next prompt hands a held turn off, also when it waited while that turn ran.
@@ -449,20 +460,23 @@ class Foreground:
         prompt, self.prompt = self.prompt, None
         self.phase, self.cancelled, self.follow_up_until = Phase.IDLE, False, None
         self.last_outcome = outcome
-        if self.follow_up_owed and now is not None and outcome.stop_reason != "cancelled":
-            # Work that ended during this turn is followed up at once: no idle in between.
-            self.phase, self.follow_up_until, self.follow_up_owed = (
-                Phase.EXPECTING,
-                now + FOLLOW_UP_WAIT,
-                False,
-            )
         if prompt is not None:
             spawned_live = prompt.spawned & self.live_subagents
             if self.holds_turns and spawned_live and outcome.stop_reason != "cancelled":
                 prompt.outcome, self.holding = outcome, prompt
             else:
                 out.append(PromptAnswered(prompt.ticket, outcome))
+        if self.owed and now is not None and outcome.stop_reason != "cancelled":
+            # Work that ended during this turn is followed up at once: this turn's idle, then
+            # running again, with no prompt inserted in between.
+            out += self._report(insert=False)
+            self._expect(now)
         return out + self._report()
+
+    def _expect(self, now: float) -> None:
+        self.phase = Phase.EXPECTING
+        self.follow_up_until = now + FOLLOW_UP_WAIT
+        self.last_outcome = None
 
     def _hold_needed(self) -> bool:
         return self.holding is not None and bool(self.holding.spawned & self.live_subagents)
@@ -482,7 +496,7 @@ class Foreground:
             out.append(PromptCancelled(self.waiting.popleft().ticket))
         return out
 
-    def _report(self) -> list[ForegroundOut]:
+    def _report(self, insert: bool = True) -> list[ForegroundOut]:
         """Report a changed state; once idle, insert the next waiting prompt (after the idle)."""
         out: list[ForegroundOut] = []
         state = self.state()
@@ -490,7 +504,7 @@ class Foreground:
             self.reported = state
             outcome = self.last_outcome if state == "idle" else None
             out.append(StateReported(self.session_id, state, self.background, outcome))
-        if not self.busy and self.waiting and self.gone is None:
+        if insert and not self.busy and self.waiting and self.gone is None:
             out += self._insert_next()
         return out
 
