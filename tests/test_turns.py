@@ -38,6 +38,7 @@ from tests.support.frames import (
     Frame,
     TaskSpec,
     assistant,
+    follow_up_origin,
     follow_up_result,
     interrupt_marker,
     interrupted_result,
@@ -605,6 +606,63 @@ def test_each_ended_task_owes_its_own_follow_up(new_driver: NewDriver) -> None:
     second = d.frames(*follow_up("run02"))
     assert states(second) == [("idle", "end_turn")]
     assert d.core.next_deadline() is None
+
+
+def test_what_claude_code_still_says_after_the_session_closed_is_not_shown(new_driver: NewDriver) -> None:
+    """The close ends the turn as ``cancelled``; Claude Code may still answer before it stops
+    (a follow-up turn it had begun): that answer would come after the idle, outside any turn."""
+    d = new_driver(2)
+    d.prompt("A question.")
+    d.frame(state_changed("running"))
+    assert states(d.handle(ev.Close(), 0.01)) == [("idle", "cancelled")]
+    late = d.frames(text("An answer nobody waits for."), result(), state_changed("idle"))
+    assert chunks(late) == [] and states(late) == []
+
+
+# --- a Claude Code that resumes the stored conversation ------------------------------------------------
+
+
+def empty_turn() -> list[Frame]:
+    """What the bundled CLI sends when it resumes a conversation whose shell the end of the
+    previous agent process cut short: that task's notification, and a turn without a model
+    request (``num_turns: 0``)."""
+    cut = TaskSpec("shell", "bash09")
+    ended = {**result(result_text="", origin={"kind": "task-notification"}), "num_turns": 0}
+    ended["usage"] = {key: 0 for key in ended["usage"]}
+    return [cut.notification("stopped"), state_changed("running"), ended, state_changed("idle")]
+
+
+def test_a_resumed_claude_codes_empty_turn_is_not_shown_and_a_prompt_waits_for_its_end(
+    new_driver: NewDriver,
+) -> None:
+    d = new_driver(2)
+    d.handle(ev.ClaudeResuming())
+    notified, running, ended, idle = empty_turn()
+    assert states(d.frames(notified, running)) == []
+    assert states(d.resync()) == [("idle", None)]  # what the client resuming the session is told
+    ticket, waiting = d.prompt("And now?")
+    assert states(waiting) == [] and queries(waiting) == [] and answers(waiting) == []
+    inserted = d.frame(ended)
+    assert states(inserted) == [("running", None)]
+    assert queries(inserted) == ["And now?"] and [a.ticket for a in answers(inserted)] == [ticket]
+    turn = d.frame(idle) + run_turn(d) + d.frame(state_changed("idle"))
+    assert states(turn) == [("idle", "end_turn")]
+    assert state_updates(turn)[0].usage == ACP_USAGE
+    check_transcript(d, d.effects, "v2")
+
+
+def test_a_resumed_claude_code_that_works_is_a_turn_the_prompt_waits_for(new_driver: NewDriver) -> None:
+    d = new_driver(2)
+    d.handle(ev.ClaudeResuming())
+    d.frame(state_changed("running"))
+    _, waiting = d.prompt("And now?")
+    assert queries(waiting) == []
+    working = d.frame(text("The job that was cut short printed half its lines."))
+    assert states(working) == [("running", None)]
+    ended = d.frames(result(origin=follow_up_origin()), state_changed("idle"))
+    assert states(ended) == [("idle", "end_turn"), ("running", None)]
+    assert queries(ended) == ["And now?"]
+    check_transcript(d, d.effects, "v2")
 
 
 # --- permission questions ----------------------------------------------------------------------------

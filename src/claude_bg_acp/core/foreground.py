@@ -24,20 +24,24 @@ learns later from its own pipes (a terminal's file read to its end, however far 
 nothing here. Consecutive turns have an idle boundary: the ``idle`` of the turn that ended (with
 its stop reason and usage), then ``running`` for the follow-up.
 
-After a crash, the Claude Code that takes over may start with an empty turn of its own (it
-replays the notification of a task the crash cut short): until it shows work, says ``idle`` or
-a prompt goes in (``restarted``), its ``running`` is not shown, so no empty ``running`` →
-``idle`` pair follows the error. Once the session closes, no turn runs any more: neither what
-Claude Code still does before it stops nor a follow-up turn is shown.
+A Claude Code that takes over the stored conversation (after a crash, or resuming it in a new
+agent process) may start with an empty turn of its own: it replays the notification of a task
+that the previous one's end cut short, without a model request. Until it shows work or says
+``idle`` (``restarted``), such a turn is ``hidden``: the client keeps seeing ``idle`` (so no
+empty ``running`` → ``idle`` pair reaches it, nor an ``idle`` between a prompt it sent and that
+prompt's insertion), and a prompt waits for the turn's end to be inserted. Once it shows work
+it is a turn like any other. Once the session closes, no turn runs any more: neither what Claude
+Code still does before it stops (its answer included) nor a follow-up turn is shown.
 
 A result whose ``origin`` names a task notification belongs to a follow-up turn, never to a
 prompt; Claude Code lists the prompts a result covers (``user_message_uuids``), so a prompt it
 took into a turn it started itself is settled by that turn's result.
 
-The state a client sees is ``running`` in every phase but ``IDLE`` (``requires_action`` while a
-foreground permission question is open), ``idle`` otherwise with the stop reason of the last
-result. A result ends the phase at once, so ``idle`` follows the result without waiting for
-Claude Code's own trailing ``idle``; a late trailing ``idle`` cannot end a newer prompt.
+The state a client sees is ``running`` in every phase but ``IDLE`` and a ``hidden`` turn
+(``requires_action`` while a foreground permission question is open), ``idle`` otherwise with
+the stop reason of the last result. A result ends the phase at once, so ``idle`` follows the
+result without waiting for Claude Code's own trailing ``idle``; a late trailing ``idle`` cannot
+end a newer prompt.
 
 Prompts that arrive while the foreground is busy wait and are inserted in order once it is
 idle. ``session/cancel`` cancels the waiting prompts and the foreground work, whichever phase
@@ -197,14 +201,19 @@ class Foreground:
         self.holding: PromptTurn | None = None
         self.release_at: float | None = None
         self.restarted = False
-        """A new Claude Code took over after a crash and has shown no work yet."""
+        """A new Claude Code took over the stored conversation and has shown no work yet."""
 
     @property
     def busy(self) -> bool:
         return self.phase is not Phase.IDLE
 
+    @property
+    def hidden(self) -> bool:
+        """The running turn is the empty one of a Claude Code that took over (see above)."""
+        return self.restarted and self.phase is Phase.CLAUDE_TURN
+
     def state(self) -> State:
-        if not self.busy:
+        if not self.busy or self.hidden:
             return "idle"
         return "requires_action" if self.blocked else "running"
 
@@ -220,14 +229,14 @@ class Foreground:
 
     @property
     def muted(self) -> bool:
-        """The running turn was cancelled: what it still says is not shown."""
-        return self.cancelled and self.phase in (Phase.PROMPTED, Phase.CLAUDE_TURN)
+        """The running turn was cancelled, or the session closed: what it still says is not shown."""
+        closed = self.gone is not None
+        return closed or (self.cancelled and self.phase in (Phase.PROMPTED, Phase.CLAUDE_TURN))
 
     def cli_state(self, state: str) -> list[ForegroundOut]:
         out: list[ForegroundOut] = []
         if state in ("running", "requires_action"):
-            if not self.restarted:
-                out += self._claude_turn()
+            out += self._claude_turn()
         elif state == "idle":
             self.restarted = False
             if self.cancelled and self.phase is not Phase.EXPECTING:
@@ -252,9 +261,9 @@ class Foreground:
         A follow-up turn may start with output and no ``running``; from here on it is the
         turn's own result, not a timer, that ends the wait for it.
         """
-        self.restarted = False
+        self.restarted = False  # a hidden turn shows itself now
         if self.phase in (Phase.PROMPTED, Phase.CLAUDE_TURN):
-            return []
+            return self._report()
         return self._claude_turn() + self._report()
 
     def outcome_of(
@@ -366,6 +375,11 @@ class Foreground:
         self.owed.add(run)
         if not self.busy:
             self._expect(now)
+
+    def resuming(self) -> None:
+        """Claude Code starts on the stored conversation: a turn it runs before it shows work is
+        its replay of what the previous one left (see the module docstring)."""
+        self.restarted = True
 
     def tick(self, now: float) -> list[ForegroundOut]:
         out: list[ForegroundOut] = []

@@ -210,6 +210,9 @@ class SessionCore:
             case ev.Opened():
                 opened = self.config.opened(self.options())
                 return self._present([*opened, *self.commands.tell(again=True)])
+            case ev.ClaudeResuming():
+                self.foreground.resuming()
+                return []
             case ev.ClaudeStarted(info, applied):
                 self.config.started(info.models, applied)
                 self.commands.listed(info.commands)
@@ -504,7 +507,8 @@ class SessionCore:
             # What the turn left unfinished ends with it: cancelled, or failed with the turn.
             failed = outcome.stop_reason != "cancelled"
             effects += self._present(self.tool_uses.cut(self.session_id, failed))
-        effects += self._present(self.usage.result(message.model_usage, message.total_cost_usd))
+        if not self.foreground.hidden:  # an empty turn the client does not see has no usage
+            effects += self._present(self.usage.result(message.model_usage, message.total_cost_usd))
         run = origin.get("runId")  # the task run a follow-up turn is about
         effects += self._foreground(
             self.foreground.result(outcome, follow_up, now, run if isinstance(run, str) else None)
