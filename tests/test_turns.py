@@ -615,8 +615,9 @@ def test_what_claude_code_still_says_after_the_session_closed_is_not_shown(new_d
     d.prompt("A question.")
     d.frame(state_changed("running"))
     assert states(d.handle(ev.Close(), 0.01)) == [("idle", "cancelled")]
-    late = d.frames(text("An answer nobody waits for."), result(), state_changed("idle"))
+    late = d.frames(text("An answer nobody waits for."), result(model_usage=WINDOWS), state_changed("idle"))
     assert chunks(late) == [] and states(late) == []
+    assert not [e for e in late if isinstance(e, Notify) and e.update.session_update == "usage_update"]
 
 
 # --- a Claude Code that resumes the stored conversation ------------------------------------------------

@@ -212,6 +212,12 @@ class Foreground:
         """The running turn is the empty one of a Claude Code that took over (see above)."""
         return self.restarted and self.phase is Phase.CLAUDE_TURN
 
+    @property
+    def unseen(self) -> bool:
+        """What Claude Code reports now is no turn of the client's: a hidden turn runs, or the
+        session is closed (or Claude Code gone for good)."""
+        return self.hidden or self.gone is not None
+
     def state(self) -> State:
         if not self.busy or self.hidden:
             return "idle"

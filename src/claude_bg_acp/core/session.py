@@ -507,7 +507,7 @@ class SessionCore:
             # What the turn left unfinished ends with it: cancelled, or failed with the turn.
             failed = outcome.stop_reason != "cancelled"
             effects += self._present(self.tool_uses.cut(self.session_id, failed))
-        if not self.foreground.hidden:  # an empty turn the client does not see has no usage
+        if not self.foreground.unseen:  # a turn the client does not see has no usage to show
             effects += self._present(self.usage.result(message.model_usage, message.total_cost_usd))
         run = origin.get("runId")  # the task run a follow-up turn is about
         effects += self._foreground(
