@@ -180,23 +180,59 @@ def test_v2_resume_with_replay_from_the_start_continues_the_session(live: LiveMo
     carries_first_conversation(live)
 
 
+def resumed_from_start(live: LiveModel, workdir: Path, session_id: str, *steps: dict[str, Any]) -> ClientRun:
+    """A second agent process: a v2 client resumes the session with a replay, then ``steps``."""
+    resume = {"op": "resumeSession", "sessionId": session_id, "replayFrom": {"type": "start"}}
+    return run(live, workdir, "v2", [resume, *steps], autoSession=False)
+
+
+def test_a_prompt_after_resuming_a_session_whose_shell_was_cut_short_runs_its_own_turn(
+    live: LiveModel, workdir: Path
+) -> None:
+    """The first agent process ends while its shell still runs. Resumed in a second one, Claude
+    Code starts with a turn of its own about that shell (its notification, no model request):
+    not shown, so the client is told ``idle``, and the prompt it sends goes in once that turn is
+    over, with no ``idle`` before it that a client could take for its end. The prompt reaches the
+    model with the earlier conversation and ends ``end_turn`` with its own usage."""
+    first = run(live, workdir, "v2", [*LONG_SHELL, {"op": "waitForTerminalBytes", "contains": "line-3"}])
+    second = resumed_from_start(
+        live,
+        workdir,
+        first.session_id(),
+        {"op": "prompt", "id": "p", "text": "[scenario:text] And now?"},
+        {"op": "waitIdle", "match": {"stopReason": "end_turn"}},
+    )
+    assert sent_before_answer(second)[-1]["update"] == {
+        "sessionUpdate": "state_update",
+        "state": "idle",
+        "background": [],
+    }
+    message_id = second.response("p")["result"]["messageId"]
+    (resume,) = [line for line in second.client_lines if line.get("method") == "session/resume"]
+    answered = next(i for i, line in enumerate(second.agent_lines) if line.get("id") == resume["id"])
+    after = [
+        line["params"]["update"]
+        for line in second.agent_lines[answered:]
+        if line.get("method") == "session/update"
+        and line["params"]["update"]["sessionUpdate"] in ("state_update", "user_message")
+    ]
+    assert [(u["sessionUpdate"], u.get("state"), u.get("stopReason")) for u in after] == [
+        ("state_update", "running", None),
+        ("user_message", None, None),
+        ("state_update", "idle", "end_turn"),
+    ]
+    assert after[1]["messageId"] == message_id
+    assert after[2]["usage"]["outputTokens"] > 0, "the idle is the prompt's, with its usage"
+    messages = json.dumps(live.model.messages_requests()[-1].body["messages"])
+    assert (
+        "And now?" in messages and "Run a long job." in messages and "Started the background work" in messages
+    )
+
+
 def test_a_replayed_prompt_has_the_message_id_it_had_live(live: LiveModel, workdir: Path) -> None:
     first = run(live, workdir, "v2", [{"op": "prompt", "id": "p", "text": FIRST_PROMPT}, {"op": "waitIdle"}])
     live_id = first.response("p")["result"]["messageId"]
-    second = run(
-        live,
-        workdir,
-        "v2",
-        [
-            {
-                "op": "resumeSession",
-                "id": "r",
-                "sessionId": first.session_id(),
-                "replayFrom": {"type": "start"},
-            }
-        ],
-        autoSession=False,
-    )
+    second = resumed_from_start(live, workdir, first.session_id())
     replayed = [params["update"] for params in sent_before_answer(second)]
     (message,) = [u for u in replayed if u["sessionUpdate"] == "user_message"]
     assert message["messageId"] == live_id

@@ -260,6 +260,8 @@ class SessionHost:
                 options.model = self.core.config.chosen_model
                 options.effort = self.core.config.chosen_effort  # type: ignore[assignment]
                 runner = ClaudeRunner(options)
+            if stored:
+                self.handle(ev.ClaudeResuming())
             runner.on_message = lambda message: self.handle(ev.ClaudeMessage(message))
             runner.can_use_tool = self._can_use_tool
             reason = await self._serve_runner(tg, runner)
@@ -616,10 +618,11 @@ class SessionHost:
                 await runner.set_effort(level)
             case ReadSettings():
                 # Answered whatever happens, a Claude Code gone meanwhile included: the core
-                # holds Claude Code's reports until then.
+                # holds Claude Code's reports until then. A closing one's input is closed.
                 applied = None
                 try:
-                    applied = await _applied(runner)
+                    if not self._closing.is_set():
+                        applied = await _applied(runner)
                 finally:
                     self.handle(ev.SettingsRead(applied))
             case _:

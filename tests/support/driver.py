@@ -260,8 +260,8 @@ class CoreDriver:
     # --- replaying a recording -------------------------------------------------------------------
 
     def replay(self, recorded: list[Frame]) -> list[Effect]:
-        """Play a recording; the effects come back with each drain's right after its
-        ``FinishTail``, as a tailer that reads at once would answer."""
+        """Play a recording; the effects come back with each drain's right after the effects of
+        the frame that asked for it, as a tailer that reads at once would answer."""
         files = {frame["path"]: _file_bytes(frame) for frame in recorded if frame["dir"] == "file"}
         replayed: list[Effect] = []
         for frame in recorded:
@@ -276,12 +276,14 @@ class CoreDriver:
         return replayed
 
     def _with_drains(self, effects: list[Effect], files: dict[str, bytes]) -> list[Effect]:
-        answered: list[Effect] = []
+        """The effects, then what the drains they ask for answer: as the host performs a
+        ``FinishTail`` (its drain starts once the effects of the event are out)."""
+        answered = list(effects)
         for effect in effects:
-            answered.append(effect)
             if isinstance(effect, Tail):
                 self._paths[effect.task_id] = effect.path
-            elif isinstance(effect, FinishTail):
+        for effect in effects:
+            if isinstance(effect, FinishTail):
                 data = files.get(self._paths.get(effect.task_id, ""), b"")
                 answered += self._with_drains(self._drain(effect.task_id, data), files)
         return answered

@@ -9,10 +9,10 @@ perform. They are small immutable values, grouped by where they come from:
   itself ended), a client (re)attaching to the session (``session/load``,
   ``session/resume``): the stored conversation to replay, and the request for the current
   state, and having the answer that tells it of the session;
-- Claude Code: its start (what it offers), what it has in effect, a message, a permission
-  question, a question it stopped waiting for, its death (with how the processes it left
-  running ended, once the agent stopped them), and the conversation's title as its stored
-  session names it;
+- Claude Code: that it starts on the stored conversation, its start (what it offers), what it
+  has in effect, a message, a permission question, a question it stopped waiting for, its death
+  (with how the processes it left running ended, once the agent stopped them), and the
+  conversation's title as its stored session names it;
 - the output tailer: bytes of a task's output file, a snapshot of it, and its end;
 - the clock: a tick at the core's next deadline.
 
@@ -185,6 +185,12 @@ class Resync:
 
 
 @dataclass(frozen=True)
+class ClaudeResuming:
+    """Claude Code is starting on the stored conversation, which another Claude Code left (an
+    earlier agent process, or one that crashed): it may first replay what that one left."""
+
+
+@dataclass(frozen=True)
 class ClaudeStarted:
     """Claude Code runs: what it offers, and what it has in effect (None if it could not say)."""
 
@@ -293,6 +299,7 @@ Event = (
     | CloseTimedOut
     | Recall
     | Resync
+    | ClaudeResuming
     | ClaudeStarted
     | SettingsRead
     | ClaudeMessage

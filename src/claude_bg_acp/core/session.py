@@ -12,8 +12,10 @@ this module routes them and never lets the parts call each other:
 - Task events go to the ``TaskRegistry``; each change it reports goes to ``Subagents`` (a
   subagent the client sees as a child), to ``Background`` (everything else) and, for
   subagents, to the ``Foreground`` (held turns).
-- Results and ``session_state_changed`` drive the ``Foreground``; ``can_use_tool`` becomes a
-  permission question, asked under the session the tool use belongs to.
+- Results and ``session_state_changed`` drive the ``Foreground``; a task that ended by itself
+  owes it a follow-up turn, which that turn's result (naming the task's run) pays;
+  ``can_use_tool`` becomes a permission question, asked under the session the tool use
+  belongs to.
 - After task changes, the ``background`` list goes to the foreground, which sends it with the
   state when the client keeps one.
 - A client attaching to a stored or live session gets the stored conversation replayed by
@@ -208,6 +210,9 @@ class SessionCore:
             case ev.Opened():
                 opened = self.config.opened(self.options())
                 return self._present([*opened, *self.commands.tell(again=True)])
+            case ev.ClaudeResuming():
+                self.foreground.resuming()
+                return []
             case ev.ClaudeStarted(info, applied):
                 self.config.started(info.models, applied)
                 self.commands.listed(info.commands)
@@ -502,8 +507,12 @@ class SessionCore:
             # What the turn left unfinished ends with it: cancelled, or failed with the turn.
             failed = outcome.stop_reason != "cancelled"
             effects += self._present(self.tool_uses.cut(self.session_id, failed))
-        effects += self._present(self.usage.result(message.model_usage, message.total_cost_usd))
-        effects += self._foreground(self.foreground.result(outcome, follow_up, now))
+        if not self.foreground.unseen:  # a turn the client does not see has no usage to show
+            effects += self._present(self.usage.result(message.model_usage, message.total_cost_usd))
+        run = origin.get("runId")  # the task run a follow-up turn is about
+        effects += self._foreground(
+            self.foreground.result(outcome, follow_up, now, run if isinstance(run, str) else None)
+        )
         # A turn may have switched the model or the effort (``/model``, ``/effort``, a fallback).
         effects += self.config.confirm()
         return effects + ([ReadTitle()] if self.title.wanted else [])
@@ -742,8 +751,8 @@ class SessionCore:
                     effects.append(out)
                 case ToolCallDetached(call_id):
                     self.tool_uses.detach(call_id)
-                case FollowUpExpected():
-                    self.foreground.expect_follow_up(now)
+                case FollowUpExpected(run):
+                    self.foreground.expect_follow_up(run, now)
                 case ChildEnded(task):
                     effects += self._children(self.subagents.ended(task))
                 case WorkEnded():
