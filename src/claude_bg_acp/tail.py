@@ -15,9 +15,11 @@ How it works:
   task's own event). A path that is a symbolic link (Claude Code links a subagent's transcript
   there), or anything else that is not the task's output, is refused once, logged, and never
   read. A file that shrank was truncated: :class:`Reset`, and reading starts again at 0.
-- A :class:`~claude_bg_acp.watch.Watcher` (inotify on Linux) watches the parent directories of
-  all followed files; a directory that does not exist yet is stood in for by its nearest
-  existing ancestor until it appears. A change only marks its key ready.
+  (Windows has neither ``O_NOFOLLOW`` nor directory descriptors: there the path is looked at
+  without following a link, opened, and the file opened must be the one looked at.)
+- A :class:`~claude_bg_acp.watch.Watcher` (inotify on Linux, else watchfiles) watches the
+  parent directories of all followed files; a directory that does not exist yet is stood in for
+  by its nearest existing ancestor until it appears. A change only marks its key ready.
 - Looks are timed. A key is looked at ``LINE_GRACE`` (a few ms) after its change was reported,
   so that a line and the newline ending it are read together; the changes reported meanwhile
   are read by the same look. Looks fall on a grid of ``TICK`` seconds (``BUSY_TICK`` while
@@ -71,7 +73,6 @@ import logging
 import math
 import os
 import stat
-import sys
 from collections import deque
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -82,6 +83,7 @@ import anyio.abc
 import anyio.lowlevel
 
 from claude_bg_acp.closing_line import LINE_GRACE, MAX_TRAILER, ExitInfo, TrailerGate
+from claude_bg_acp.platform import host
 from claude_bg_acp.watch import WatchOptions, make_watcher
 
 __all__ = [
@@ -202,6 +204,9 @@ class NotOutput(OSError):
     """The path does not hold the task's own output; it is not read."""
 
 
+LINK = "a symbolic link (a subagent's transcript, say)"
+
+
 @dataclass(eq=False)
 class _Followed:
     key: str
@@ -242,10 +247,16 @@ def _inside(path: str, root: str) -> bool:
 
 
 def _resolved_dir(dir_fd: int, directory: str) -> str:
-    """Where the open directory really is (no race on Linux: the kernel names the descriptor)."""
-    if sys.platform.startswith("linux"):
-        return os.readlink(f"/proc/self/fd/{dir_fd}")
-    return os.path.realpath(directory)
+    """Where the open directory really is: its resolved path, provided that is the directory
+    that was opened (one moved or replaced meanwhile resolves elsewhere, and is refused)."""
+    real = os.path.realpath(directory)
+    if not _same_file(os.fstat(dir_fd), os.stat(real)):
+        raise NotOutput(errno.EACCES, "moved while it was opened", directory)
+    return real
+
+
+def _same_file(a: os.stat_result, b: os.stat_result) -> bool:
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
 
 
 def open_output(path: str, root: str | None) -> int:
@@ -254,30 +265,60 @@ def open_output(path: str, root: str | None) -> int:
     Raises ``FileNotFoundError`` while it does not exist, :class:`NotOutput` for anything that
     is not a regular file (a symbolic link, a FIFO) in a directory inside ``root``.
     """
-    directory, name = os.path.split(path)
-    dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        if root is not None and not _inside(_resolved_dir(dir_fd, directory), os.path.realpath(root)):
-            raise NotOutput(errno.EACCES, f"outside Claude Code's task directory {root}", path)
-        try:
-            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
-        except OSError as exc:
-            if exc.errno == errno.ELOOP:
-                raise NotOutput(exc.errno, "a symbolic link (a subagent's transcript, say)", path) from None
-            raise
-    finally:
-        os.close(dir_fd)
+    fd = _open_in_root(path, root) if host().posix else _open_checked(path, root)
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
         raise NotOutput(errno.EINVAL, "not a regular file", path)
     return fd
 
 
+def _open_in_root(path: str, root: str | None) -> int:
+    """POSIX: opened relative to its directory's descriptor, never through a symbolic link."""
+    directory, name = os.path.split(path)
+    dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        if root is not None and not _inside(_resolved_dir(dir_fd, directory), os.path.realpath(root)):
+            raise NotOutput(errno.EACCES, f"outside Claude Code's task directory {root}", path)
+        try:
+            return os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise NotOutput(exc.errno, LINK, path) from None
+            raise
+    finally:
+        os.close(dir_fd)
+
+
+def _open_checked(path: str, root: str | None) -> int:
+    """Windows (no ``O_NOFOLLOW``, no directory descriptors): the path is looked at, opened, and
+    the file opened must be the one looked at."""
+    if root is not None and not _inside(os.path.realpath(os.path.dirname(path)), os.path.realpath(root)):
+        raise NotOutput(errno.EACCES, f"outside Claude Code's task directory {root}", path)
+    seen = os.lstat(path)
+    reparse_tag: int = getattr(seen, "st_reparse_tag", 0)  # a junction, say
+    if stat.S_ISLNK(seen.st_mode) or reparse_tag:
+        raise NotOutput(errno.ELOOP, LINK, path)
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_NOINHERIT", 0))
+    if not _same_file(os.fstat(fd), seen):
+        os.close(fd)
+        raise NotOutput(errno.EACCES, "replaced while it was opened", path)
+    return fd
+
+
+def read_at(fd: int, length: int, offset: int) -> bytes:
+    """Up to ``length`` bytes at ``offset`` (Windows has no ``pread``: a seek, then a read, which
+    is the same as long as one task reads the descriptor, as here)."""
+    if host().posix:
+        return os.pread(fd, length, offset)
+    os.lseek(fd, offset, os.SEEK_SET)
+    return os.read(fd, length)
+
+
 def _file_tail(fd: int) -> tuple[bytes, bool]:
     """The last ``MAX_TRAILER`` bytes of the file and whether they start it."""
     size = os.fstat(fd).st_size
     start = max(0, size - MAX_TRAILER)
-    return os.pread(fd, size - start, start), start == 0
+    return read_at(fd, size - start, start), start == 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -520,7 +561,7 @@ class OutputTailer:
         )
         if plan is None or followed.fd is None:
             return None
-        data = os.pread(followed.fd, plan.length, plan.start)
+        data = read_at(followed.fd, plan.length, plan.start)
         if plan.snapshot:
             followed.gate = TrailerGate(at_start=plan.start == 0)
             followed.offset = plan.start + len(data)
