@@ -19,7 +19,7 @@ it has in effect (``ready`` and ``started`` wait for that, so that an answer can
 options); the settings are read again whenever the core asks.
 
 When Claude Code dies, or the session closes and it is stopped, what it left running (a
-background shell lives in a process group of its own) is stopped too (``orphans``), and the
+background shell lives in a process group of its own) is stopped too (``leftovers``), and the
 core learns how each terminal's process ended. A close takes well under a second: the tasks get
 ``STOP_WAIT`` to confirm their stop through Claude Code, Claude Code ``EXIT_GRACE`` per step to
 exit, and whatever stayed silent is finalized from what the agent knows.
@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -55,11 +54,12 @@ from claude_agent_sdk.types import (
 from claude_bg_acp.acp.jsonrpc import INTERNAL_ERROR, RequestId, RpcError
 from claude_bg_acp.acp.schema import PermissionResponse, PromptParams
 from claude_bg_acp.acp.updates import session_update_line
-from claude_bg_acp.claude import orphans, store
+from claude_bg_acp.claude import leftovers, store
 from claude_bg_acp.claude.conventions import tasks_base, tasks_root
 from claude_bg_acp.claude.options import session_options
 from claude_bg_acp.claude.runner import ClaudeRunner
 from claude_bg_acp.claude.server_info import Applied, read_applied, read_server_info
+from claude_bg_acp.closing_line import ExitInfo
 from claude_bg_acp.core import events as ev
 from claude_bg_acp.core.effects import (
     AskPermission,
@@ -85,6 +85,7 @@ from claude_bg_acp.core.effects import (
 )
 from claude_bg_acp.core.presenting import Presenter
 from claude_bg_acp.core.session import SessionCore
+from claude_bg_acp.platform import is_root
 from claude_bg_acp.stdio import Endpoint
 from claude_bg_acp.tail import Chunk, Final, Grid, OutputTailer, Reset, Snapshot, TailerOptions, TailEvent
 
@@ -169,7 +170,7 @@ class SessionHost:
             presenter,
             cwd,
             self._tasks_root,
-            allow_bypass=os.geteuid() != 0,
+            allow_bypass=not is_root(),
             instance=uuid.uuid4().hex,
         )
         self._endpoint = endpoint
@@ -274,7 +275,7 @@ class SessionHost:
             failures = 0 if runner.delivered else failures + 1
             fatal = failures >= MAX_RESTARTS
             log.warning("session %s: %s%s", self.session_id, reason, "" if fatal else "; restarting")
-            stopped = await orphans.stop_left_by(runner.owner, self._tasks_root)
+            stopped = await self._stop_left_by(runner)
             self.handle(ev.ClaudeDied(reason, fatal, stopped))
             if fatal:
                 self._failed_start(reason)
@@ -334,11 +335,16 @@ class SessionHost:
         await runner.stop(EXIT_GRACE, idle=self.core.settled)
         self._command_scope.cancel()
         self._claude_running = False
-        stopped = await orphans.stop_left_by(runner.owner, self._tasks_root)
+        stopped = await self._stop_left_by(runner)
         self._settled = anyio.Event()
         self.handle(ev.CloseTimedOut(stopped))
         with anyio.move_on_after(DRAIN_BOUND):
             await self._settled.wait()
+
+    async def _stop_left_by(self, runner: ClaudeRunner) -> dict[str, ExitInfo]:
+        """Stop what ``runner``'s Claude Code left running; how each task's process ended."""
+        session_id = runner.cli_session_id or self.session_id
+        return await leftovers.stop_left_by(runner.owner, self._tasks_root, session_id)
 
     def _failed_start(self, reason: str) -> None:
         if not self._start.done.is_set():

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
 import logging
 import os
 import selectors
@@ -35,6 +34,7 @@ from anyio.abc import TaskGroup
 
 from claude_bg_acp.acp import jsonrpc
 from claude_bg_acp.acp.jsonrpc import MalformedMessage, RpcError
+from claude_bg_acp.platform import host
 
 log = logging.getLogger(__name__)
 
@@ -287,9 +287,33 @@ class _FdSource:
         return await anyio.to_thread.run_sync(os.read, self._fd, n)
 
 
+class _ThreadSink:
+    """Writes in a worker thread, in order; ``write`` only queues (Windows: see ``stdio_streams``)."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._queued = bytearray()
+        self._writing = anyio.Lock()
+
+    def write(self, data: bytes) -> None:
+        self._queued += data
+
+    async def drain(self) -> None:
+        async with self._writing:
+            while self._queued:
+                data = bytes(self._queued)
+                self._queued.clear()
+                await anyio.to_thread.run_sync(_FdSink(self._fd).write, data)
+
+
 async def stdio_streams(in_fd: int, out_fd: int) -> tuple[ByteSource, ByteSink]:
     """Non-blocking streams over the given descriptors (pipes, sockets or ttys; files, and an
-    input the event loop cannot wait on such as ``/dev/null``, fall back)."""
+    input the event loop cannot wait on such as ``/dev/null``, fall back).
+
+    On Windows the event loop cannot wait on the anonymous pipes an editor gives (the proactor
+    loop takes no stdin or stdout, bpo-26832): a worker thread reads, and another writes."""
+    if not host().posix:
+        return _FdSource(in_fd), _ThreadSink(out_fd)
     loop = asyncio.get_running_loop()
     source: ByteSource = _FdSource(in_fd)
     sink: ByteSink
@@ -327,11 +351,12 @@ def _pollable(fd: int) -> bool:
 def _widen_pipe(fd: int) -> None:
     """Ask Linux for a 1 MiB pipe buffer: a message of terminal output then goes out in one
     write instead of many partial ones (each of which moves the rest of asyncio's buffer)."""
-    set_pipe_size = getattr(fcntl, "F_SETPIPE_SZ", None)
-    if set_pipe_size is None:
+    if not host().linux:
         return
+    import fcntl  # POSIX only
+
     with contextlib.suppress(OSError):
-        fcntl.fcntl(fd, set_pipe_size, PIPE_SIZE)
+        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_SIZE)
 
 
 def protect_stdout() -> int:

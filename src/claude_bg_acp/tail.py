@@ -15,9 +15,9 @@ How it works:
   is a symbolic link (Claude Code links a subagent's transcript there), or anything else that
   is not the task's output, is refused once, logged, and never read. A file that shrank was
   truncated: :class:`Reset`, and reading starts again at 0.
-- A :class:`~claude_bg_acp.watch.Watcher` (inotify on Linux) watches the parent directories of
-  all followed files; a directory that does not exist yet is stood in for by its nearest
-  existing ancestor until it appears. A change only marks its key ready.
+- A :class:`~claude_bg_acp.watch.Watcher` (inotify on Linux, else watchfiles) watches the
+  parent directories of all followed files; a directory that does not exist yet is stood in for
+  by its nearest existing ancestor until it appears. A change only marks its key ready.
 - Looks are timed. A key is looked at ``LINE_GRACE`` (a few ms) after its change was reported,
   so that a line and the newline ending it are read together; the changes reported meanwhile
   are read by the same look. Looks fall on a grid of ``TICK`` seconds (``BUSY_TICK`` while
@@ -79,7 +79,7 @@ import anyio.abc
 import anyio.lowlevel
 
 from claude_bg_acp.closing_line import LINE_GRACE, MAX_TRAILER, ExitInfo, TrailerGate
-from claude_bg_acp.task_output import NotOutput, latest, open_output
+from claude_bg_acp.task_output import NotOutput, latest, open_output, read_at
 from claude_bg_acp.watch import WatchOptions, make_watcher
 
 __all__ = [
@@ -472,7 +472,7 @@ class OutputTailer:
         )
         if plan is None or followed.fd is None:
             return None
-        data = os.pread(followed.fd, plan.length, plan.start)
+        data = read_at(followed.fd, plan.length, plan.start)
         if plan.snapshot:
             followed.gate = TrailerGate(at_start=plan.start == 0)
             followed.offset = plan.start + len(data)

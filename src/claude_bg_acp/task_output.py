@@ -9,7 +9,9 @@ where it stands in the path, so it never leads above ``root``. The file itself i
 if it is a regular file: its type is looked at before it is opened (a FIFO, a device, a socket
 or a directory is refused without being opened, so nothing blocks and nothing happens on open)
 and checked again on the descriptor (the path may have changed in between); it is opened
-non-blocking all the same. Which path is the task's is the caller's to say: the tailer follows
+non-blocking all the same. (Windows has neither ``O_NOFOLLOW`` nor directory descriptors:
+there the path is looked at without following a link, opened, and the file opened must be the
+one looked at.) Which path is the task's is the caller's to say: the tailer follows
 the one Claude Code names in a hand-off or derives from its task, a replay only the task's own
 file in its session's task directory.
 
@@ -24,10 +26,18 @@ import logging
 import os
 import stat
 
+from claude_bg_acp.platform import host
+
 log = logging.getLogger(__name__)
 
-_DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+
+# Looked up when used: Windows has none of these flags.
+def _directory_flags() -> int:
+    return os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
+def _file_flags() -> int:
+    return os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 
 
 class NotOutput(OSError):
@@ -41,11 +51,13 @@ def open_output(path: str, root: str | None) -> int:
     :class:`NotOutput` for what is not a regular file below ``root``. ``root`` None: anywhere
     (the directories on the way are then followed, the file itself is not).
     """
+    if not host().posix:
+        return _open_checked(path, root)
     dir_fd, name = _parent(path, root)
     try:
         _check(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode, path)
         try:
-            fd = os.open(name, _FILE, dir_fd=dir_fd)
+            fd = os.open(name, _file_flags(), dir_fd=dir_fd)
         except OSError as exc:
             if exc.errno == errno.ELOOP:  # it became a link since the look
                 raise NotOutput(exc.errno, _LINK, path) from None
@@ -64,7 +76,16 @@ def latest(fd: int, limit: int) -> tuple[bytes, bool]:
     """The last ``limit`` bytes of the open file, and whether they start it."""
     size = os.fstat(fd).st_size
     start = max(0, size - limit)
-    return os.pread(fd, size - start, start), start == 0
+    return read_at(fd, size - start, start), start == 0
+
+
+def read_at(fd: int, length: int, offset: int) -> bytes:
+    """Up to ``length`` bytes at ``offset`` (Windows has no ``pread``: a seek, then a read, which
+    is the same as long as one task reads the descriptor, as here)."""
+    if host().posix:
+        return os.pread(fd, length, offset)
+    os.lseek(fd, offset, os.SEEK_SET)
+    return os.read(fd, length)
 
 
 def recall(path: str, root: str, limit: int) -> tuple[bytes, bool] | None:
@@ -86,6 +107,23 @@ def recall(path: str, root: str, limit: int) -> tuple[bytes, bool] | None:
 
 
 _LINK = "a symbolic link (a subagent's transcript, say)"
+
+
+def _open_checked(path: str, root: str | None) -> int:
+    """Windows: the path is looked at, opened, and the file opened must be the one looked at."""
+    if root is not None and _below(os.path.realpath(path), root) is None:
+        raise NotOutput(errno.EACCES, f"outside Claude Code's task directory {root}", path)
+    seen = os.lstat(path)
+    reparse_tag: int = getattr(seen, "st_reparse_tag", 0)  # a junction, say
+    if stat.S_ISLNK(seen.st_mode) or reparse_tag:
+        raise NotOutput(errno.ELOOP, _LINK, path)
+    _check(seen.st_mode, path)
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_NOINHERIT", 0))
+    opened = os.fstat(fd)
+    if (opened.st_dev, opened.st_ino) != (seen.st_dev, seen.st_ino):
+        os.close(fd)
+        raise NotOutput(errno.EACCES, "replaced while it was opened", path)
+    return fd
 
 
 def _check(mode: int, path: str) -> None:
@@ -129,7 +167,7 @@ def _below(full: str, root: str) -> tuple[str, list[str]] | None:
 
 def _subdirectory(dir_fd: int, name: str, path: str) -> int:
     try:
-        return os.open(name, _DIRECTORY, dir_fd=dir_fd)
+        return os.open(name, _directory_flags(), dir_fd=dir_fd)
     except OSError as exc:
         # Linux says ENOTDIR for a link opened as a directory without following it; others ELOOP.
         if exc.errno in (errno.ENOTDIR, errno.ELOOP) and stat.S_ISLNK(

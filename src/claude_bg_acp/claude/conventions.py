@@ -20,8 +20,11 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from claude_bg_acp.platform import host
 
 OBSERVED_ON = "2.1.332"
 """The Claude Code CLI version every convention below was observed on."""
@@ -127,13 +130,28 @@ symbolic link put in its place gets none either."""
 OUTPUT_SUFFIX = ".output"
 
 
-def tasks_base(environ: dict[str, str] | None = None) -> str:
-    """``$CLAUDE_CODE_TMPDIR/claude-<uid>``: every task output file of this user is below it."""
+def tasks_base(environ: Mapping[str, str] | None = None) -> str:
+    """``<Claude Code's temp directory>/claude-<uid>``: every task output file of this user is
+    below it.
+
+    The temp directory is ``$CLAUDE_CODE_TMPDIR``, else the runtime's ``os.tmpdir()``: on POSIX
+    ``$TMPDIR``, ``$TMP``, ``$TEMP``, else ``/tmp`` (macOS sets ``TMPDIR`` for every user, to a
+    folder of its own); on Windows ``%TEMP%``, ``%TMP%``, else ``%SystemRoot%\\temp``. The uid
+    is 0 where there is none (Windows).
+    """
     env = os.environ if environ is None else environ
-    return os.path.join(env.get("CLAUDE_CODE_TMPDIR") or "/tmp", f"claude-{os.getuid()}")
+    getuid = getattr(os, "getuid", None)
+    return os.path.join(env.get("CLAUDE_CODE_TMPDIR") or _tmpdir(env), f"claude-{getuid() if getuid else 0}")
 
 
-def tasks_root(cwd: str, environ: dict[str, str] | None = None) -> str:
+def _tmpdir(env: Mapping[str, str]) -> str:
+    if host().posix:
+        return env.get("TMPDIR") or env.get("TMP") or env.get("TEMP") or "/tmp"
+    system_root = env.get("SystemRoot") or env.get("windir") or ""
+    return env.get("TEMP") or env.get("TMP") or f"{system_root}\\temp"
+
+
+def tasks_root(cwd: str, environ: Mapping[str, str] | None = None) -> str:
     """``tasks_base()/<cwd, each non-alphanumeric character as ->``.
 
     Below it: ``<CLI session id>/tasks/<task id>.output`` (see :func:`output_file`), a regular

@@ -19,7 +19,6 @@ import os
 import re
 import shlex
 import shutil
-import sys
 import tempfile
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import replace
@@ -30,6 +29,7 @@ from claude_agent_sdk.client import ClaudeSDKClient
 from claude_agent_sdk.types import CanUseTool, ClaudeAgentOptions
 
 from claude_bg_acp.claude.transport import AffordanceTransport, FrameObserver
+from claude_bg_acp.platform import host
 
 log = logging.getLogger("claude_bg_acp.cli")
 
@@ -148,10 +148,10 @@ def tied_to_us(cli: str) -> str:
     Closing sessions stops Claude Code, but a SIGKILL of the agent runs no cleanup, and Claude
     Code outlives a closed stdin while a background task runs. On Linux ``setpriv`` sets the
     parent-death signal before it execs the CLI; on SIGTERM Claude Code stops its own tasks.
-    Elsewhere the CLI runs as it is.
+    Elsewhere (``platform``) the CLI runs as it is.
     """
-    setpriv = shutil.which("setpriv")
-    if setpriv is None or sys.platform != "linux":
+    setpriv = shutil.which("setpriv") if host().linux else None
+    if setpriv is None:
         return cli
     return _wrapper(setpriv, cli)
 

@@ -25,7 +25,6 @@ import ctypes
 import logging
 import os
 import signal
-import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
@@ -33,6 +32,7 @@ import anyio
 
 from claude_bg_acp.claude.conventions import task_of_output_file
 from claude_bg_acp.closing_line import ExitInfo
+from claude_bg_acp.platform import host
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +51,7 @@ _claimed: set[int] = set()
 
 def become_subreaper() -> bool:
     """Make orphaned descendants our children (Linux); whether that worked."""
-    if sys.platform != "linux":
+    if not host().linux:
         return False
     try:
         libc = ctypes.CDLL(None, use_errno=True)

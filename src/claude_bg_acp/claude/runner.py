@@ -7,7 +7,8 @@ in the order they are given. A frame Claude Code marks as a replay (``isReplay``
 model switch, a compaction's) repeats what the conversation has, and is not delivered. ``stop``
 ends the CLI in bounded time: its input closes (it exits by itself once nothing runs), then
 SIGTERM, then SIGKILL. The CLI and everything it starts carry the runner's ``owner`` token in
-their environment, which tells its orphans apart (``orphans``).
+their environment, which tells its orphans apart (``orphans``, on Linux); elsewhere its process
+is handed to the ``lifeline`` while it runs, which stops it should the agent die.
 
 Claude Code may be started before the session that will own the runner exists (its start is
 most of a first session's wait): ``start`` begins ``connect`` in a task of its own, whoever calls
@@ -23,13 +24,13 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import signal
 import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
 from typing import Any
 
 import anyio
+from anyio.abc import Process
 from claude_agent_sdk._errors import MessageParseError
 from claude_agent_sdk._internal.message_parser import parse_message
 from claude_agent_sdk.client import ClaudeSDKClient
@@ -41,6 +42,7 @@ from claude_agent_sdk.types import (
     ToolPermissionContext,
 )
 
+from claude_bg_acp.claude import lifeline
 from claude_bg_acp.claude.options import build_transport, session_options
 from claude_bg_acp.claude.orphans import OWNER_ENV
 
@@ -59,6 +61,7 @@ class ClaudeRunner:
         self._client = ClaudeSDKClient(options=options, transport=self._transport)
         self._started: anyio.Event | None = None
         self._start_error: Exception | None = None
+        self._tied: Process | None = None
         self.cli_session_id: str | None = None
         self.delivered = False
 
@@ -70,6 +73,7 @@ class ClaudeRunner:
             self._started = anyio.Event()
             try:
                 await self._client.connect()
+                self._tie()
             except BaseException as exc:
                 self._start_error = exc if isinstance(exc, Exception) else RuntimeError("start cancelled")
                 raise
@@ -169,17 +173,18 @@ class ClaudeRunner:
 
         Its input closes first; when it is ``idle`` (nothing of it runs any more) it exits by
         itself, else it would wait for its tasks, and SIGTERM follows at once. SIGKILL comes
-        last. What it leaves running is the business of ``orphans``.
+        last (``terminate`` and ``kill``: TerminateProcess, on Windows). What it leaves running is
+        the business of ``leftovers``.
         """
         process = self._transport.process
         if process is not None and process.returncode is None:
             with anyio.move_on_after(grace):
                 await self._transport.end_input()
-            signals = [None, signal.SIGTERM, signal.SIGKILL] if idle else [signal.SIGTERM, signal.SIGKILL]
-            for signum in signals:
-                if signum is not None:
+            steps = [None, process.terminate, process.kill] if idle else [process.terminate, process.kill]
+            for step in steps:
+                if step is not None:
                     with contextlib.suppress(ProcessLookupError):
-                        process.send_signal(signum)
+                        step()
                 with anyio.move_on_after(grace):
                     await process.wait()
                 if process.returncode is not None:
@@ -190,6 +195,15 @@ class ClaudeRunner:
         """Stop the CLI and everything it runs; bounded, and safe to call more than once."""
         with anyio.move_on_after(DISCONNECT_BOUND, shield=True):
             await self._client.disconnect()
+        if self._tied is not None and self._tied.returncode is not None:
+            lifeline.untie(self._tied.pid)
+            self._tied = None
+
+    def _tie(self) -> None:
+        """Claude Code is to stop if the agent dies (``lifeline``: where no parent-death signal is)."""
+        self._tied = self._transport.process
+        if self._tied is not None:
+            lifeline.tie(self._tied.pid)
 
 
 def starting(
