@@ -21,8 +21,11 @@ as a v1 client:
   (this agent keeps what it read of each transcript next to Claude Code's store, see
   ``claude.summaries``), then in another process with what that one kept, where the same
   request is then sent again;
-- ``session/load`` of the long conversation: request -> answer, the updates sent before the
-  answer (the replay) and the agent's peak RSS meanwhile; every prompt must be replayed (a
+- ``session/load`` of the long conversation: request -> answer, and -> the first and the
+  last update before it (this agent answers once its Claude Code has resumed the
+  conversation, which it reads and replays meanwhile: from its last update to its answer is
+  the rest of that wait), the updates sent before the answer (the replay) and the agent's
+  peak RSS meanwhile; every prompt must be replayed (a
   ``user_message_chunk`` with the recorded prompt, once per exchange), and a prompt sent in
   the loaded conversation must end ``end_turn``.
 
@@ -47,6 +50,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 import uuid
 from dataclasses import dataclass
@@ -74,6 +78,13 @@ IDS = re.compile(
 PREVIOUS = "<the previous exchange's last message>"
 YEAR = 365 * 24 * 3600
 SECTION = "## bench_history.py: a year of threads, listed and reopened"
+WIDTH = 100
+"""The width BENCHMARKS.md's prose is wrapped at."""
+BUSY = (
+    "The machine was busy (more runnable processes than CPUs): every figure is slower than on a quiet "
+    "machine, the more so the more it waits on CPU; compare the columns, which shared the load, rather "
+    "than a figure with its target."
+)
 TARGETS = {
     "first page, nothing kept (ms)": 300.0,
     "first page, summaries kept (ms)": 300.0,
@@ -230,11 +241,13 @@ def measure_load(command: AgentCommand, env: dict[str, str], cwd: Path, store: S
 def _load(command: AgentCommand, env: dict[str, str], cwd: Path, store: Store) -> Figures:
     agent = AgentProcess(env, cwd, command=command)
     replayed: list[dict[str, Any]] = []
+    received: list[int] = []
     window = {"open": False}
 
-    def on_line(_received: int, message: dict[str, Any]) -> None:
+    def on_line(at: int, message: dict[str, Any]) -> None:
         if window["open"] and message.get("method") == "session/update":
             replayed.append(message["params"]["update"])
+            received.append(at)
         elif "method" not in message:
             window["open"] = False  # the answer: the only request in flight meanwhile is the load
 
@@ -262,6 +275,8 @@ def _load(command: AgentCommand, env: dict[str, str], cwd: Path, store: Store) -
         raise AgentError(f"{command.name}: the prompt after the load ended {later}")
     return {
         "load -> answer (ms)": (answered - asked) / 1e6,
+        "load -> first update (ms)": (received[0] - asked) / 1e6,
+        "load -> last update before the answer (ms)": (received[-1] - asked) / 1e6,
         "updates replayed": len(replayed),
         "agent RSS growth during the load (MiB)": peak,
     }
@@ -297,7 +312,13 @@ def run(agents: list[AgentCommand], rounds: int, conversations: int, repeats: in
                 figures |= measure_load(agent, env, cwd, store)
                 for figure, value in figures.items():
                     found[agent.name].setdefault(figure, []).append(value)
-    return {"store": store.__dict__ | {"project": str(store.project)}, "figures": found}
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=REPO)
+    return {
+        "measured": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "commit": commit.stdout.strip(),
+        "store": store.__dict__ | {"project": str(store.project)},
+        "figures": found,
+    }
 
 
 def table(found: dict[str, dict[str, list[float]]]) -> list[str]:
@@ -318,31 +339,29 @@ def table(found: dict[str, dict[str, list[float]]]) -> list[str]:
 
 def section(result: dict[str, Any], rounds: int, load: tuple[float, float]) -> str:
     store = result["store"]
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=REPO)
-    when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     ours = result["figures"][OURS.name]
     met = [
         f"{figure} {statistics.median(ours[figure]):,.0f} (target {target:,.0f}: "
         f"{'met' if statistics.median(ours[figure]) <= target else 'missed'})"
         for figure, target in TARGETS.items()
     ]
-    return "\n".join(
-        [
-            SECTION,
-            "",
-            f"Measured {when} at commit {commit.stdout.strip()}, {rounds} round(s), the agents "
-            f"alternating; 1-minute load average {load[0]:.1f} before, {load[1]:.1f} after. The store: "
-            f"{store['conversations']:,} conversations ({store['megabytes']:.0f} MB, copies of one "
-            f"recorded through this agent with the real CLI) and a long one ({store['long_lines']:,} "
-            f"transcript lines, {store['long_prompts']} prompts), in one directory. Each figure is "
-            "the median of the rounds (the spread in brackets); each measure a fresh agent process "
-            "(bytecode cached), a v1 client.",
-            "",
-            *table(result["figures"]),
-            "",
-            "claude-bg-acp: " + "; ".join(met) + ".",
-            "",
-        ]
+    prose = (
+        f"Measured {result['measured']} at commit {result['commit']}, {rounds} round(s), the agents "
+        f"alternating; 1-minute load average {load[0]:.1f} before, {load[1]:.1f} after. The store: "
+        f"{store['conversations']:,} conversations ({store['megabytes']:.0f} MB, copies of one "
+        f"recorded through this agent with the real CLI) and a long one ({store['long_lines']:,} "
+        f"transcript lines, {store['long_prompts']} prompts), in one directory. Each figure is "
+        "the median of the rounds (the spread in brackets); each measure a fresh agent process "
+        "(bytecode cached), a v1 client. What is kept between processes is this agent's (the "
+        "summaries of the transcripts it read, next to Claude Code's store): for another agent "
+        "both first pages are alike."
+    )
+    verdict = "claude-bg-acp: " + "; ".join(met) + "."
+    busy = [BUSY] if max(load) > (os.cpu_count() or 1) else []
+    paragraphs = [textwrap.fill(text, WIDTH) for text in (verdict, *busy)]
+    return (
+        "\n\n".join([SECTION, textwrap.fill(prose, WIDTH), "\n".join(table(result["figures"])), *paragraphs])
+        + "\n"
     )
 
 
