@@ -275,6 +275,10 @@ class _Outputs:
                     if handed is None:
                         continue
                     path = output_file(tasks_root(self._cwd), self._session_id, handed.task_id)
+                    # Claude Code removes a conversation's task directory when it ends: one look
+                    # spares the walk down to a file that is not there (nothing is read on it).
+                    if not os.path.isdir(os.path.dirname(path)):
+                        continue
                     latest = recall(path, tasks_base(), RECALL_LIMIT)
                     if latest is not None:
                         outputs[handed.task_id] = _output(*latest)
