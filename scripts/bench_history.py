@@ -303,8 +303,9 @@ def run(agents: list[AgentCommand], rounds: int, conversations: int, repeats: in
         )
         cwd = root / "work"
         env = with_bytecode_cache(offline_env(model.base_url, root / "offline"), root / "pycache")
-        for agent in agents:  # unmeasured: bytecode written, files in the page cache
+        for agent in agents:  # unmeasured: all of its bytecode written, its files in the page cache
             measure_list(agent, env, cwd, kept=False)
+            measure_load(agent, env, cwd, store)
         for round_no in range(rounds):
             for agent in agents if round_no % 2 == 0 else agents[::-1]:
                 print(f"... round {round_no + 1}: {agent.name}", file=sys.stderr, flush=True)
