@@ -148,6 +148,26 @@ def test_one_id_for_the_editor_and_the_terminal(live: LiveModel, workdir: Path) 
     assert FIRST_ANSWER in both and "Back in the terminal." in both
 
 
+def test_a_conversation_changed_in_a_terminal_meanwhile_is_listed_anew(
+    live: LiveModel, workdir: Path
+) -> None:
+    """The agent listed the sessions; Claude Code in a terminal goes on with one and renames it:
+    the same agent's next listing shows it with its new title and time, first."""
+    older = first_conversation(live, workdir, "v1")
+    session_id = first_conversation(live, workdir, "v1")
+    agent = StdioAgent(env=live.env)
+    agent.call(0, "initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+    before = agent.call(1, "session/list", {"cwd": str(workdir)})["result"]["sessions"]
+    assert [s["sessionId"] for s in before] == [session_id, older]
+    claude_in_a_terminal(live, workdir, "[scenario:text] Back in the terminal.", older)
+    claude_in_a_terminal(live, workdir, "/rename Renamed in the terminal", older)
+    after = agent.call(2, "session/list", {"cwd": str(workdir)})["result"]["sessions"]
+    assert [s["sessionId"] for s in after] == [older, session_id]
+    assert after[0]["title"] == "Renamed in the terminal" and after[1] == before[0]
+    assert after[0]["updatedAt"] > before[0]["updatedAt"]
+    assert agent.close() == 0
+
+
 def test_v2_resume_with_replay_from_the_start_continues_the_session(live: LiveModel, workdir: Path) -> None:
     session_id = first_conversation(live, workdir, "v2")
     second = run(

@@ -5,7 +5,7 @@ The conversation is the real recorded one (``conversation``: a background shell 
 a thought, a background subagent), written where Claude Code keeps it, with the shell's output
 file in this session's task directory where its hand-off says (``store_recorded``). Each test
 then puts something else where a path leads, as a foreground command or another process could,
-and reads the conversation back as the agent does (``store._conversation``, real files and
+and reads the conversation back as the agent does (``store``, real files and
 directories). The stored records are edited only where the recording cannot show the case: a
 foreground command whose output names a path of its choosing.
 """
@@ -25,7 +25,7 @@ from unittest import mock
 
 import pytest
 
-from claude_bg_acp.claude import conventions, store
+from claude_bg_acp.claude import conventions
 from claude_bg_acp.closing_line import ExitInfo
 from claude_bg_acp.core import events as ev
 from claude_bg_acp.core.effects import Notify
@@ -37,6 +37,7 @@ from tests.support.driver import (
     Frame,
     check_transcript,
     load_frames,
+    read_whole,
     store_recorded,
 )
 
@@ -66,7 +67,7 @@ def read_back(env: dict[str, str]) -> ev.StoredConversation:
     result: list[ev.StoredConversation] = []
     with mock.patch.dict(os.environ, env):
         reader = threading.Thread(
-            target=lambda: result.append(store._conversation(RECORDED_SESSION, CWD)), daemon=True
+            target=lambda: result.append(read_whole(RECORDED_SESSION, CWD)), daemon=True
         )
         reader.start()
         reader.join(READ_TIMEOUT)

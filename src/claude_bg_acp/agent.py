@@ -15,8 +15,8 @@ A session's answer carries its config options, which only Claude Code can tell (
 their effort levels): ``session/new`` waits for its Claude Code to start (at most
 ``READY_BOUND``), unless a session of this process in the same directory already started one,
 whose answer it goes by (the session corrects it with ``config_option_update`` if its own
-Claude Code says otherwise); load, resume and fork wait for Claude Code anyway. Its commands
-follow the answer.
+Claude Code says otherwise); load, resume and fork wait for Claude Code anyway (a replay is
+read and sent meanwhile). Its commands follow the answer.
 
 Claude Code logs itself in. A client that can run terminal auth methods is offered one: it
 runs this agent's command with ``login``, which runs Claude Code's own login. A v1 client that
@@ -36,6 +36,7 @@ import sys
 import threading
 import uuid
 from collections import deque
+from collections.abc import AsyncGenerator
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -66,8 +67,8 @@ from claude_bg_acp.core import events as ev
 from claude_bg_acp.stdio import Endpoint
 
 if TYPE_CHECKING:
+    from claude_bg_acp.claude.listing import StoredSession
     from claude_bg_acp.claude.runner import ClaudeRunner
-    from claude_bg_acp.claude.store import StoredSession
     from claude_bg_acp.session_host import SessionHost
     from claude_bg_acp.tail import Grid
 
@@ -330,13 +331,14 @@ class Agent:
             _same_directory(session_id, stored.cwd, params.cwd)
         # Checked again: another request may have opened it meanwhile.
         session = self._sessions.get(session_id)
-        if session is None:
-            session = await self._resumed(session_id, params)
-        else:
+        if session is not None:
             _same_directory(session_id, session.cwd, params.cwd)
-            await session.started()
-        conversation = await store.conversation(session_id, session.cwd) if replay else None
-        await session.attach(conversation)
+        cwd = session.cwd if session is not None else params.cwd
+        history = store.conversation(session_id, cwd) if replay else None
+        if session is None:
+            session = await self._resumed(session_id, params, history)
+        else:
+            await session.attach(history)
         return self._opened(session, request_id)
 
     async def _fork(self, params: LoadSessionParams, request_id: jsonrpc.RequestId) -> dict[str, Any]:
@@ -354,7 +356,6 @@ class Agent:
             message = f"Session {params.session_id} has no stored conversation to fork yet"
             raise RpcError(RESOURCE_NOT_FOUND, message, {"sessionId": params.session_id}) from None
         session = await self._resumed(fork_id, params)
-        await session.attach(None)
         return {"sessionId": fork_id, **self._opened(session, request_id)}
 
     async def _delete(self, session_id: str) -> dict[str, Any]:
@@ -371,17 +372,19 @@ class Agent:
         return {}
 
     async def _list_sessions(self, params: ListSessionsParams) -> dict[str, Any]:
+        """Only the page's transcripts are read, and the listing alone is imported for it."""
         if params.cwd is not None and not os.path.isabs(params.cwd):
             raise RpcError(jsonrpc.INVALID_PARAMS, "Invalid params: cwd: must be an absolute path")
-        await anyio.to_thread.run_sync(_import_claude_side)
-        from claude_bg_acp.claude import store
+        after = session_list.start(params.cursor)
+        await anyio.to_thread.run_sync(_import_listing)
+        from claude_bg_acp.claude import listing
 
         infos = [
             {"sessionId": s.session_id, "cwd": s.cwd, "updatedAt": s.updated_at}
             | ({"title": s.title} if s.title else {})
-            for s in await store.listed(params.cwd)
+            for s in await listing.listed(params.cwd, after, session_list.PAGE_SIZE + 1)
         ]
-        return session_list.page(infos, params.cursor)
+        return session_list.page(infos)
 
     def _replays(self, params: ResumeSessionParams) -> bool:
         """v2 ``replayFrom``: only ``{"type": "start"}`` is a cursor this agent can replay from."""
@@ -407,11 +410,17 @@ class Agent:
             message = f"Session {session_id} cannot be read: {unreadable.args[0]} holds no conversation"
             raise RpcError(jsonrpc.INTERNAL_ERROR, message, {"sessionId": session_id}) from None
 
-    async def _resumed(self, session_id: str, params: NewSessionParams) -> SessionHost:
-        """A session for a stored conversation, once Claude Code has resumed it."""
+    async def _resumed(
+        self,
+        session_id: str,
+        params: NewSessionParams,
+        history: AsyncGenerator[ev.StoredConversation, None] | None = None,
+    ) -> SessionHost:
+        """A session for a stored conversation, attached once Claude Code has resumed it, and
+        ``history`` replayed meanwhile."""
         session = self._start_session(session_id, params)
         try:
-            await session.started()
+            await session.attach(history)
         except RpcError:
             self._sessions.pop(session_id, None)
             raise
@@ -505,6 +514,10 @@ def _same_directory(session_id: str, cwd: str, requested: str) -> None:
     if os.path.realpath(cwd) != os.path.realpath(requested):
         message = f"Invalid params: cwd: session {session_id} belongs to {cwd}, not {requested}"
         raise RpcError(jsonrpc.INVALID_PARAMS, message)
+
+
+def _import_listing() -> None:
+    import claude_bg_acp.claude.listing  # noqa: F401
 
 
 def _import_claude_runner() -> None:

@@ -36,7 +36,8 @@ from __future__ import annotations
 import logging
 import math
 import uuid
-from collections.abc import Callable
+from collections.abc import AsyncGenerator, Callable
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from itertools import count
 from typing import Any, assert_never
@@ -355,11 +356,22 @@ class SessionHost:
         resume the stored one (the session is over then)."""
         await self._start.wait()
 
-    async def attach(self, conversation: ev.StoredConversation | None) -> None:
-        """A client (re)attaches: replay ``conversation`` if given, then the current state; return
-        once all of it is written (before the client's request is answered)."""
-        if conversation is not None:
-            self.handle(ev.Recall(conversation))
+    async def attach(self, history: AsyncGenerator[ev.StoredConversation, None] | None) -> None:
+        """A client (re)attaches: replay ``history`` if given, each part written as soon as it
+        is read (while Claude Code starts), then, once Claude Code has the conversation, the
+        current state; return once all of it is written (before the client's request is
+        answered). Raises ``RpcError`` like ``started`` (the replay stops there)."""
+        if history is not None:
+            async with aclosing(history):
+                try:
+                    async for part in history:
+                        if self._start.error is not None:
+                            break
+                        self.handle(ev.Recall(part))
+                        await self.written()  # no more of it in memory than a part
+                finally:
+                    self.handle(ev.Recalled())
+        await self.started()
         self.handle(ev.Resync())
         await self.written()
 

@@ -18,7 +18,8 @@ bytes go through the closing-line rule the tailer applies, then back to the core
 
 ``stored_conversation`` reads what a recording kept of Claude Code's stored conversation the
 way the agent does (the SDK's readers through ``claude.store``), for ``recall``: a client
-loading the session; ``resync`` is a client (re)attaching.
+loading the session (the parts of a conversation, or all of it as one); ``resync`` is a client
+(re)attaching.
 
 ``effect_json`` and ``as_jsonrpc`` show the effects as golden lines and as the JSON-RPC
 messages they become on the wire; ``check_transcript`` validates those against the schema and
@@ -235,8 +236,12 @@ class CoreDriver:
     def drained(self, task_id: str, rest: bytes = b"", exit_info: ExitInfo | None = None) -> list[Effect]:
         return self.handle(ev.OutputEnded(task_id, rest, exit_info))
 
-    def recall(self, conversation: ev.StoredConversation) -> list[Effect]:
-        return self.handle(ev.Recall(conversation))
+    def recall(self, *parts: ev.StoredConversation) -> list[Effect]:
+        """A stored conversation replayed: its parts in order, then its end."""
+        effects: list[Effect] = []
+        for part in parts:
+            effects += self.handle(ev.Recall(part))
+        return effects + self.handle(ev.Recalled())
 
     def resync(self) -> list[Effect]:
         return self.handle(ev.Resync())
@@ -348,9 +353,24 @@ class CoreDriver:
 
 def stored_conversation(recorded: list[Frame], config_dir: Path) -> ev.StoredConversation:
     """What the recording kept of the stored conversation, written under ``config_dir`` as Claude
-    Code lays it out (``store_recorded``) and read back as the agent reads it."""
+    Code lays it out (``store_recorded``) and read back as the agent reads it, as one part."""
     with mock.patch.dict(os.environ, store_recorded(recorded, config_dir)):
-        return store._conversation(RECORDED_SESSION, CWD)
+        return read_whole()
+
+
+def read_whole(session_id: str = RECORDED_SESSION, cwd: str = CWD) -> ev.StoredConversation:
+    """A stored conversation as the agent reads it (``store``), its parts joined into one."""
+    return joined(list(store._parts(session_id, cwd)))
+
+
+def joined(parts: list[ev.StoredConversation]) -> ev.StoredConversation:
+    """The parts of a conversation as one, as a replay of it in one go takes it."""
+    return ev.StoredConversation(
+        [message for part in parts for message in part.messages],
+        [child for part in parts for child in part.children],
+        {task_id: output for part in parts for task_id, output in part.outputs.items()},
+        [note for part in parts for note in part.notes],
+    )
 
 
 def store_recorded(recorded: list[Frame], config_dir: Path, *, rename: bool = False) -> dict[str, str]:

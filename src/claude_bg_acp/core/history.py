@@ -25,6 +25,11 @@ what history cannot say differs:
   terminals are not opened, its tool calls and children not ended; the session core restates
   them after the replay.
 
+A long conversation comes in parts, as it is read (``replay`` each in order, then ``cut``):
+what the whole replay needs from the start comes with the first part (every task
+notification, every subagent's conversation), a shell's output with the part that hands it
+off; what a part leaves open (a tool call whose result comes later) is carried to the next.
+
 Claude Code's own messages (task notifications, local command output, interruption markers,
 compaction summaries) are not shown as the user's; a prompt keeps the id it is stored under,
 which is the ``messageId`` it had live. With children hidden from the client, a subagent's
@@ -45,7 +50,7 @@ from claude_bg_acp.core.background import (
     TerminalOutput,
     exit_of,
 )
-from claude_bg_acp.core.events import StoredChild, StoredConversation, StoredMessage
+from claude_bg_acp.core.events import StoredChild, StoredConversation, StoredMessage, StoredOutput
 from claude_bg_acp.core.plan import PLAN_TOOLS, Plan, PlanChanged
 from claude_bg_acp.core.prompts import from_claude_content
 from claude_bg_acp.core.subagents import ChildAnnounced, ChildFact, Subagents
@@ -103,6 +108,9 @@ HistoryFact = (
 
 
 class History:
+    """One replay: the parts of a stored conversation, in order (``replay``), then its end
+    (``cut``)."""
+
     def __init__(self, root_id: str, cwd: str, children_shown: bool, live: Live) -> None:
         self.root_id = root_id
         self.cwd = cwd
@@ -112,22 +120,28 @@ class History:
         self.subagents = Subagents(root_id)
         self.ended: dict[str, Task] = {}
         self.plans: dict[str, Plan] = {}
-        self.conversation = StoredConversation([], [], {})
+        self._outputs: dict[str, StoredOutput] = {}
+        """Those not yet shown (a child's are shown when its Agent tool use comes)."""
         self._children: dict[str, StoredChild] = {}
+        self._root = Transcript(root_id)
 
     def replay(self, conversation: StoredConversation) -> list[HistoryFact]:
-        self.conversation = conversation
-        self._children = {child.tool_use_id: child for child in conversation.children}
-        stored = conversation.messages + [m for child in conversation.children for m in child.messages]
-        for message in stored:
-            if isinstance(message.message, UserMessage) and isinstance(message.content, str):
-                for note in conventions.task_notes(message.content):
-                    self.ended[note.task_id] = _ended_task(note)
-        return self._messages(self.root_id, conversation.messages, child=False) + self._cut()
+        """The facts of a part of the conversation (the first has the notes and the children)."""
+        self._outputs |= conversation.outputs
+        self._children |= {child.tool_use_id: child for child in conversation.children}
+        for note in conversation.notes:
+            self.ended[note.task_id] = _ended_task(note)
+        return self._messages(self._root, conversation.messages, child=False)
 
-    def _messages(self, session_id: str, messages: list[StoredMessage], child: bool) -> list[HistoryFact]:
+    def cut(self) -> list[HistoryFact]:
+        """Tool calls that never got a result ended with their turn, unless they still run."""
+        return list(self.tool_uses.cut_all(failed=False, keep=self.live.tool_uses))
+
+    def _messages(
+        self, transcript: Transcript, messages: list[StoredMessage], child: bool
+    ) -> list[HistoryFact]:
         """One session's messages; a child's first prompt came with its announcement."""
-        transcript = Transcript(session_id)
+        session_id = transcript.session_id
         prompted = not child
         facts: list[HistoryFact] = []
         for stored in messages:
@@ -170,7 +184,7 @@ class History:
 
     def _child(self, child: StoredChild, tool: ToolUse) -> list[HistoryFact]:
         if not self.children_shown:
-            return self._messages(self.root_id, child.messages, child=True)
+            return self._messages(Transcript(self.root_id), child.messages, child=True)
         task = self.ended.get(child.agent_id) or Task(child.agent_id, "local_agent")
         task.tool_use_id = child.tool_use_id
         announced = self.subagents.announce(task, tool)
@@ -180,7 +194,7 @@ class History:
             replace(fact, cancellable=False) if isinstance(fact, ChildAnnounced) else fact
             for fact in announced
         ]
-        facts += self._messages(child.agent_id, child.messages, child=True)
+        facts += self._messages(Transcript(child.agent_id), child.messages, child=True)
         if child.agent_id not in self.live.children:
             facts += self.subagents.ended(task)
         return facts
@@ -214,16 +228,12 @@ class History:
     ) -> list[HistoryFact]:
         command = use.tool_input.get("command")
         opened = TerminalOpened(session_id, task_id, use.call_id, str(command or ""), self.cwd, False)
-        output = self.conversation.outputs.get(task_id)
+        output = self._outputs.pop(task_id, None)
         facts: list[HistoryFact] = [opened]
         if output is not None and output.data:
             facts.append(TerminalOutput(session_id, task_id, use.call_id, output.data))
         exit = exit_of(task, output.exit if output is not None else None)
         return [*facts, handoff, TerminalExited(session_id, task_id, use.call_id, exit)]
-
-    def _cut(self) -> list[HistoryFact]:
-        """Tool calls that never got a result ended with their turn, unless they still run."""
-        return list(self.tool_uses.cut_all(failed=False, keep=self.live.tool_uses))
 
 
 def _ended_task(note: conventions.TaskNote) -> Task:

@@ -19,8 +19,9 @@ this module routes them and never lets the parts call each other:
 - After task changes, the ``background`` list goes to the foreground, which sends it with the
   state when the client keeps one.
 - A client attaching to a stored or live session gets the stored conversation replayed by
-  ``History`` (apart from everything live) and then the current state: each listed item
-  restated by its owner, and the state snapshot.
+  ``History`` (apart from everything live; part by part as it is read, other events may come
+  in between) and then the current state: each listed item restated by its owner, and the
+  state snapshot.
 - The title comes from the stored session (``Title``): read when Claude Code announces a
   rename, after turns while none is known, and when a client attaches.
 - A prompt that would make Claude Code start a new conversation under another id (``/clear``)
@@ -162,6 +163,8 @@ class SessionCore:
         self.commands = Commands(session_id)
         self.usage = Usage(session_id)
         self.plans: dict[str, Plan] = {}
+        self.history: History | None = None
+        """The replay under way, between its first part and its end."""
         self.transcripts = {session_id: Transcript(session_id)}
         self.questions: dict[Ticket, Question] = {}
         self._buffered: defaultdict[str, list[Message]] = defaultdict(list)
@@ -229,6 +232,8 @@ class SessionCore:
                 return self._abandon(now, stopped)
             case ev.Recall(conversation):
                 return self._recall(conversation)
+            case ev.Recalled():
+                return self._recalled()
             case ev.Resync():
                 return self._resync()
             case ev.TitleRead(title, updated_at):
@@ -541,16 +546,24 @@ class SessionCore:
     # --- a client attaching ----------------------------------------------------------------------
 
     def _recall(self, conversation: ev.StoredConversation) -> list[Effect]:
-        live = Live(
-            tasks=self.background.unfinished() | {task.task_id for task in self.registry.live()},
-            tool_uses=frozenset(use.tool_use_id for use in self.tool_uses.unfinished()),
-            children=self.subagents.working(),
-        )
-        history = History(self.session_id, self.background.cwd, self._visibility.children, live)
-        replayed = self._present(history.replay(conversation))
+        """A part of the stored conversation; the first says what runs here now (left to the
+        live session), as of the replay's start."""
+        if self.history is None:
+            live = Live(
+                tasks=self.background.unfinished() | {task.task_id for task in self.registry.live()},
+                tool_uses=frozenset(use.tool_use_id for use in self.tool_uses.unfinished()),
+                children=self.subagents.working(),
+            )
+            self.history = History(self.session_id, self.background.cwd, self._visibility.children, live)
+        return self._present(self.history.replay(conversation))
+
+    def _recalled(self) -> list[Effect]:
+        history, self.history = self.history, None
+        if history is None:
+            return []
         for session_id, plan in history.plans.items():
             self.plans.setdefault(session_id, plan)  # the task tools fold into what is known
-        return replayed
+        return self._present(history.cut())
 
     def _resync(self) -> list[Effect]:
         """Each listed item as it is now, then the state with the list (RFD: resume restores it)."""
