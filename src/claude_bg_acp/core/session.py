@@ -614,9 +614,8 @@ class SessionCore:
                 self.tool_uses.detach(use.call_id)
                 handoff = ToolCallHandedOff(session_id, use.call_id, fact.text, None, "pending")
                 return effects + self._present([handoff]) + self._publish()
-        return effects + self._present(
-            self.tool_uses.result(use, fact.is_error, fact.text, fact.raw, fact.images)
-        )
+        finished = self.tool_uses.result(use, fact.is_error, fact.text, fact.images, handed is not None)
+        return effects + self._present(finished)
 
     def _schedules_ended(self, ended: list[ScheduleEnded], publish: bool = True) -> list[Effect]:
         for end in ended:
