@@ -57,7 +57,7 @@ from claude_bg_acp.acp.schema import PermissionResponse, PromptParams
 from claude_bg_acp.acp.updates import session_update_line
 from claude_bg_acp.claude import leftovers, store
 from claude_bg_acp.claude.conventions import tasks_base, tasks_root
-from claude_bg_acp.claude.options import session_options
+from claude_bg_acp.claude.options import may_bypass_permissions, session_options
 from claude_bg_acp.claude.runner import ClaudeRunner
 from claude_bg_acp.claude.server_info import Applied, read_applied, read_server_info
 from claude_bg_acp.closing_line import ExitInfo
@@ -86,7 +86,6 @@ from claude_bg_acp.core.effects import (
 )
 from claude_bg_acp.core.presenting import Presenter
 from claude_bg_acp.core.session import SessionCore
-from claude_bg_acp.platform import is_root
 from claude_bg_acp.stdio import Endpoint
 from claude_bg_acp.tail import Chunk, Final, Grid, OutputTailer, Reset, Snapshot, TailerOptions, TailEvent
 
@@ -171,7 +170,7 @@ class SessionHost:
             presenter,
             cwd,
             self._tasks_root,
-            allow_bypass=not is_root(),
+            allow_bypass=may_bypass_permissions(),
             instance=uuid.uuid4().hex,
         )
         self._endpoint = endpoint
@@ -627,7 +626,11 @@ class SessionHost:
             case Interrupt():
                 await runner.interrupt()
             case SetPermissionMode(mode):
-                await runner.set_mode(mode)
+                try:
+                    await runner.set_mode(mode)
+                except Exception as exc:
+                    log.warning("session %s: Claude Code refused mode %s: %s", self.session_id, mode, exc)
+                    self.handle(ev.ModeRefused(mode))
             case StopTask(task_id):
                 await runner.stop_task(task_id)
             case SetModel(model):

@@ -117,9 +117,11 @@ class CoreDriver:
         session_id: str = SESSION_ID,
         tasks_root: str | None = None,
         echo_uuids: bool = False,
+        allow_bypass: bool = True,
     ) -> None:
         self.session_id = session_id
-        self.core = SessionCore(session_id, presenter_for(version, capabilities or {}), CWD, tasks_root)
+        presenter = presenter_for(version, capabilities or {})
+        self.core = SessionCore(session_id, presenter, CWD, tasks_root, allow_bypass)
         self.now = 0.0
         self.echo_uuids = echo_uuids
         self.stops_tasks = "asyncTasks" in (air_capabilities(capabilities or {}) or ())
@@ -190,10 +192,16 @@ class CoreDriver:
         return self.handle(ev.CancelTurn(), 0.01)
 
     def start(
-        self, server_info: dict[str, Any], model: str | None = None, effort: str | None = None
+        self,
+        server_info: dict[str, Any],
+        model: str | None = None,
+        effort: str | None = None,
+        disabled: frozenset[str] = frozenset(),
     ) -> list[Effect]:
-        """Claude Code started: its initialize answer, and what it has in effect."""
-        return self.handle(ev.ClaudeStarted(read_server_info(server_info), Applied(model, effort)))
+        """Claude Code started: its initialize answer, and what it has in effect (``disabled``:
+        the permission modes its settings disable)."""
+        applied = Applied(model, effort, disabled)
+        return self.handle(ev.ClaudeStarted(read_server_info(server_info), applied))
 
     def open(self) -> tuple[dict[str, Any], list[Effect]]:
         """``session/new``'s answer fields, then what follows once the client has it."""
@@ -206,9 +214,11 @@ class CoreDriver:
         self.requests[ticket] = "session/set_config_option"
         return ticket, self.handle(ev.ChooseOption(ticket, config_id, value), 0.01)
 
-    def settings_read(self, model: str | None, effort: str | None) -> list[Effect]:
+    def settings_read(
+        self, model: str | None, effort: str | None, disabled: frozenset[str] = frozenset()
+    ) -> list[Effect]:
         """Claude Code's answer to a ``ReadSettings``."""
-        return self.handle(ev.SettingsRead(Applied(model, effort)))
+        return self.handle(ev.SettingsRead(Applied(model, effort, disabled)))
 
     def stop_task(self, task_id: str) -> tuple[int, list[Effect]]:
         """AIR's ``_session/async_task/stop``; its ticket names the answer."""

@@ -23,9 +23,11 @@ replay golden, every live transcript and the property tests go through it. Per s
 8. (a session that reports its state) between two completed turns there is an ``idle``
    (RFD v2 prompt lifecycle: consecutive completed turns have an idle boundary). A turn's end
    is its ``usage_update``: the agent sends one at the end of each turn of the main conversation
-   (``core/usage.py``), so two of them with no ``idle`` between are two turns without one.
+   (``core/usage.py``), so two of them with no ``idle`` between are two turns without one;
+9. a tool call's ``rawInput`` and ``rawOutput`` are JSON objects when they are there, and no
+   update carries ``_meta: null`` (strictly typed clients such as Toad reject anything else).
 
-v1 transcripts have no snapshots: rules 3 (final statuses, exits, cancel), 5, 6 and 7 still
+v1 transcripts have no snapshots: rules 3 (final statuses, exits, cancel), 5, 6, 7 and 9 still
 apply, also to the terminals of the ``_meta`` extension (Zed's): announced by
 ``terminal_info`` on a ``tool_call``, fed by ``terminal_output`` / ``terminal_output_delta``,
 ended by ``terminal_exit``.
@@ -107,6 +109,7 @@ class BackgroundRules:
     def see(self, session_id: str, update: dict[str, Any]) -> None:
         view = self.view(session_id)
         kind = update.get("sessionUpdate")
+        typed(update)
         if kind == "terminal_update":
             self._terminal(view, update)
         elif kind == "terminal_output_chunk":
@@ -276,6 +279,17 @@ class BackgroundRules:
 
     def listing(self, view: SessionView, item: dict[str, Any], background: list[dict[str, Any]]) -> None:
         """A hook for checks of one listed item that need more than the transcript."""
+
+
+def typed(update: dict[str, Any]) -> None:
+    """Rule 9."""
+    if "_meta" in update and not isinstance(update["_meta"], dict):
+        raise Violation(f"rule 9: _meta that is not an object: {update}")
+    if update.get("sessionUpdate") not in ("tool_call", "tool_call_update"):
+        return
+    for key in ("rawInput", "rawOutput"):
+        if key in update and not isinstance(update[key], dict):
+            raise Violation(f"rule 9: {key} that is not an object: {update}")
 
 
 def check_updates(updates: Iterable[tuple[str, dict[str, Any]]], version: int) -> BackgroundRules:

@@ -219,6 +219,13 @@ class SettingsRead:
 
 
 @dataclass(frozen=True)
+class ModeRefused:
+    """Claude Code refused to switch to the permission mode ``mode_id``."""
+
+    mode_id: str
+
+
+@dataclass(frozen=True)
 class ClaudeMessage:
     message: Message
 
@@ -316,6 +323,7 @@ Event = (
     | ClaudeResuming
     | ClaudeStarted
     | SettingsRead
+    | ModeRefused
     | ClaudeMessage
     | PermissionAsked
     | PermissionAbandoned

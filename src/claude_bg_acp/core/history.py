@@ -208,7 +208,7 @@ class History:
             return []
         handed = conventions.hand_off(use.tool_input, result.text, result.is_error, result.structured)
         if handed is None:
-            return list(self.tool_uses.result(use, result.is_error, result.text, result.raw, result.images))
+            return list(self.tool_uses.result(use, result.is_error, result.text, result.images))
         self.tool_uses.finish(use.call_id)
         task = self.ended.get(handed.task_id)
         live = handed.task_id in self.live.tasks
@@ -217,7 +217,7 @@ class History:
                 return [ToolCallHandedOff(session_id, use.call_id, result.text, None, "in_progress")]
             summary = f"\n\n{task.summary}" if task is not None and task.summary else ""
             failed = task is not None and task.end_status == "failed"
-            return [ToolCallFinished(session_id, use.call_id, failed, result.text + summary, result.raw)]
+            return [ToolCallFinished(session_id, use.call_id, failed, result.text + summary)]
         handoff = ToolCallHandedOff(session_id, use.call_id, result.text, handed.task_id, "in_progress")
         if live:
             return [handoff]

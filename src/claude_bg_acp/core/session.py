@@ -27,8 +27,9 @@ this module routes them and never lets the parts call each other:
 - A prompt that would make Claude Code start a new conversation under another id (``/clear``)
   is refused: the session id is Claude Code's, and must stay so.
 - What Claude Code offers and has in effect (its start, ``system/init`` and ``status``, the
-  settings read after switches and turns) goes to ``Config`` and ``PermissionModes`` (the
-  config options) and to ``Commands``; streamed usage and results go to ``Usage``; the todo and
+  settings read after switches and turns, a mode switch it refused) goes to ``Config`` and
+  ``PermissionModes`` (the config options; the modes offered follow what ``Config`` read of the
+  settings and the model) and to ``Commands``; streamed usage and results go to ``Usage``; the todo and
   task tools go to the session's ``Plan`` instead of becoming tool calls.
 
 Every fact meant for the client goes through the ``Presenter`` chosen for the client kind at
@@ -99,7 +100,7 @@ from claude_bg_acp.core.effects import (
 )
 from claude_bg_acp.core.foreground import Foreground, ForegroundOut, Phase, WaitingPrompt
 from claude_bg_acp.core.history import History, Live
-from claude_bg_acp.core.permission_modes import ModeChanged, PermissionModes
+from claude_bg_acp.core.permission_modes import ModeChanged, PermissionModes, closed_modes
 from claude_bg_acp.core.plan import PLAN_TOOLS, Plan
 from claude_bg_acp.core.presenting import Fact, Presenter
 from claude_bg_acp.core.prompts import to_claude_content
@@ -206,8 +207,10 @@ class SessionCore:
                 outs, stopped = self.background.stop(task_id, now)
                 return self._background(outs, now) + self._present([TaskStopAnswered(ticket, stopped)])
             case ev.ChooseMode(mode_id):
-                commands, changed = self.modes.choose(mode_id)
+                commands, changed = self.modes.choose(mode_id, self._closed_modes)
                 return self._switched(commands, changed)
+            case ev.ModeRefused(mode_id):
+                return self._present(self.modes.refused(mode_id)) + self._settings_changed()
             case ev.ChooseOption(ticket, config_id, value):
                 return self._choose(ticket, config_id, value)
             case ev.Opened():
@@ -218,6 +221,7 @@ class SessionCore:
                 return []
             case ev.ClaudeStarted(info, applied):
                 self.config.started(info.models, applied)
+                self.modes.started(info.permission_mode)
                 self.commands.listed(info.commands)
                 return self._settings_changed()
             case ev.SettingsRead(applied):
@@ -286,7 +290,11 @@ class SessionCore:
 
     def options(self) -> Options:
         """The session's config options as they are now."""
-        return self.config.options(self.modes.available, self.modes.current)
+        return self.config.options(self.modes.available(self._closed_modes), self.modes.current)
+
+    @property
+    def _closed_modes(self) -> frozenset[str]:
+        return closed_modes(self.config.disabled_modes, self.config.runs_auto)
 
     def answer(self) -> Options:
         """The options for an answer that tells the client of the session (``session/new``,
@@ -305,8 +313,9 @@ class SessionCore:
         """``session/set_config_option``: the switch goes to Claude Code, the answer carries the
         options (a mode switch also shows in the v1 modes)."""
         if config_id == MODE:
-            offered(MODE, value, [mode["id"] for mode in self.modes.available])
-            commands, changed = self.modes.choose(str(value))
+            shut = self._closed_modes
+            offered(MODE, value, [mode["id"] for mode in self.modes.available(shut)])
+            commands, changed = self.modes.choose(str(value), shut)
             effects: list[Effect] = [*commands, *(self.config.confirm() if commands else [])]
             effects += self._present(changed)
         else:
@@ -614,9 +623,8 @@ class SessionCore:
                 self.tool_uses.detach(use.call_id)
                 handoff = ToolCallHandedOff(session_id, use.call_id, fact.text, None, "pending")
                 return effects + self._present([handoff]) + self._publish()
-        return effects + self._present(
-            self.tool_uses.result(use, fact.is_error, fact.text, fact.raw, fact.images)
-        )
+        finished = self.tool_uses.result(use, fact.is_error, fact.text, fact.images, handed is not None)
+        return effects + self._present(finished)
 
     def _schedules_ended(self, ended: list[ScheduleEnded], publish: bool = True) -> list[Effect]:
         for end in ended:

@@ -69,7 +69,6 @@ class ToolResulted:
     tool_use_id: str
     text: str
     is_error: bool
-    raw: Any
     images: tuple[Image, ...] = ()
     structured: dict[str, Any] | None = None
     """Claude Code's ``tool_use_result`` (e.g. the id of a created task)."""
@@ -146,7 +145,6 @@ class Transcript:
                 block.tool_use_id,
                 result_text(block.content),
                 bool(block.is_error),
-                block.content,
                 result_images(block.content),
                 structured,
             )
