@@ -52,6 +52,7 @@ from claude_agent_sdk.types import (
     ToolPermissionContext,
 )
 
+from claude_bg_acp.acp import errors
 from claude_bg_acp.acp.jsonrpc import INTERNAL_ERROR, RequestId, RpcError
 from claude_bg_acp.acp.schema import PermissionResponse, PromptParams
 from claude_bg_acp.acp.updates import session_update_line
@@ -84,6 +85,7 @@ from claude_bg_acp.core.effects import (
     Ticket,
     WithdrawPermission,
 )
+from claude_bg_acp.core.errors import Refused
 from claude_bg_acp.core.presenting import Presenter
 from claude_bg_acp.core.session import SessionCore
 from claude_bg_acp.stdio import Endpoint
@@ -385,7 +387,11 @@ class SessionHost:
 
     def handle(self, event: ev.Event) -> None:
         """Feed one event to the core; raises ``RpcError`` for a client request it refuses."""
-        self._feed(self.core.handle(event, self._clock()))
+        try:
+            effects = self.core.handle(event, self._clock())
+        except Refused as refusal:
+            raise errors.refused(refusal) from None
+        self._feed(effects)
 
     def _feed(self, effects: list[Effect]) -> None:
         self._send(effects)
@@ -512,8 +518,8 @@ class SessionHost:
                 effect.set()
             case Reply(ticket, result):
                 self._settle_prompt(ticket, value=result)
-            case Fail(ticket, error):
-                self._settle_prompt(ticket, error=error)
+            case Fail(ticket, failure):
+                self._settle_prompt(ticket, error=errors.failed(failure))
             case AskPermission():
                 assert self._tg is not None
                 self._tg.start_soon(self._ask, effect)

@@ -45,6 +45,7 @@ from unittest import mock
 
 from claude_agent_sdk._internal.message_parser import parse_message
 
+from claude_bg_acp.acp.errors import failed
 from claude_bg_acp.acp.schema import ContentBlock, air_capabilities
 from claude_bg_acp.claude import store
 from claude_bg_acp.claude.conventions import tasks_base
@@ -419,7 +420,7 @@ def effect_json(effect: Effect, root: str = SESSION_ID) -> dict[str, Any]:
         session = "root" if effect.session_id == root else effect.session_id
         return {"notify": _digested(effect.update.wire()), "session": session}
     if isinstance(effect, Fail):
-        return {"fail": {"ticket": effect.ticket, "error": effect.error.to_wire()}}
+        return {"fail": {"ticket": effect.ticket, "error": failed(effect.failure).to_wire()}}
     return {type(effect).__name__: asdict(effect)}
 
 
@@ -440,7 +441,7 @@ def as_jsonrpc(
             agent.append({"jsonrpc": "2.0", "id": effect.ticket, "result": effect.result})
         elif isinstance(effect, Fail):
             client.append({"jsonrpc": "2.0", "id": effect.ticket, "method": "session/prompt"})
-            agent.append({"jsonrpc": "2.0", "id": effect.ticket, "error": effect.error.to_wire()})
+            agent.append({"jsonrpc": "2.0", "id": effect.ticket, "error": failed(effect.failure).to_wire()})
         elif isinstance(effect, AskPermission):
             request = {"jsonrpc": "2.0", "id": f"ask-{effect.ticket}", "method": "session/request_permission"}
             agent.append({**request, "params": effect.params})

@@ -66,10 +66,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from claude_bg_acp.acp.jsonrpc import INVALID_PARAMS, RpcError
 from claude_bg_acp.claude.conventions import KILLED_SIGNAL, SHELL_TOOLS, summary_exit_code
 from claude_bg_acp.closing_line import ExitInfo
 from claude_bg_acp.core.effects import FinishTail, Log, StopTask, Tail, Ticket
+from claude_bg_acp.core.errors import Refusal, Refused
 from claude_bg_acp.core.tasks import Task
 from claude_bg_acp.core.tool_uses import ToolUse
 
@@ -674,8 +674,8 @@ class Background:
     def cancel(
         self, kind: Literal["terminal", "tool_call"], ref: str, session_id: str, now: float
     ) -> list[BackgroundOut]:
-        """``terminal/cancel`` or ``tool_call/cancel`` in ``session_id``: raises -32602 for what
-        cannot be cancelled there."""
+        """``terminal/cancel`` or ``tool_call/cancel`` in ``session_id``: refuses what cannot
+        be cancelled there."""
         item = next(
             (
                 i
@@ -686,9 +686,9 @@ class Background:
         )
         noun = "terminal" if kind == "terminal" else "tool call"
         if item is None:
-            raise RpcError(INVALID_PARAMS, f"Invalid params: unknown {noun} {ref}")
+            raise Refused(Refusal.UNKNOWN, f"unknown {noun} {ref}")
         if item.final:
-            raise RpcError(INVALID_PARAMS, f"Invalid params: {noun} {ref} has already finished")
+            raise Refused(Refusal.FINISHED, f"{noun} {ref} has already finished")
         return self._stop(item, now)
 
     def stop(self, task_id: str, now: float) -> tuple[list[BackgroundOut], bool]:

@@ -37,9 +37,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from claude_bg_acp.acp.jsonrpc import INVALID_PARAMS, RpcError
 from claude_bg_acp.claude.server_info import Applied, Model
 from claude_bg_acp.core.effects import ReadSettings, SetEffort, SetModel, Ticket
+from claude_bg_acp.core.errors import Refusal, Refused
 
 MODE, MODEL, EFFORT = "mode", "model", "effort"
 
@@ -152,8 +152,8 @@ class Config:
     def choose(
         self, config_id: str, value: Any, options: Options
     ) -> list[SetModel | SetEffort | ReadSettings]:
-        """A choice for the model or the effort (the mode is ``permission_modes``'); raises
-        -32602 naming an option or value the client was not offered."""
+        """A choice for the model or the effort (the mode is ``permission_modes``'); refuses
+        an option or value the client was not offered."""
         command: SetModel | SetEffort
         if config_id == MODEL:
             offered(config_id, value, [m.value for m in options.models])
@@ -164,7 +164,7 @@ class Config:
             self.effort = self.chosen_effort = value
             command = SetEffort(value)
         else:
-            raise RpcError(INVALID_PARAMS, f"Invalid params: configId: unknown config option {config_id!r}")
+            raise Refused(Refusal.UNKNOWN, f"unknown config option {config_id!r}", "configId")
         return [command, *self.confirm()]
 
     def confirm(self) -> list[ReadSettings]:
@@ -212,4 +212,4 @@ class Config:
 
 def offered(config_id: str, value: Any, choices: Sequence[str]) -> None:
     if value not in choices:
-        raise RpcError(INVALID_PARAMS, f"Invalid params: value: {value!r} is not a choice of {config_id!r}")
+        raise Refused(Refusal.INVALID, f"{value!r} is not a choice of {config_id!r}", "value")

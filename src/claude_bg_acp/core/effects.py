@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from claude_bg_acp.acp.jsonrpc import RpcError
+from claude_bg_acp.core.errors import Failure
 
 if TYPE_CHECKING:
     from claude_bg_acp.acp.updates import SessionUpdate
@@ -41,7 +41,7 @@ class Fail:
     """Answer the client request behind ``ticket`` with an error."""
 
     ticket: Ticket
-    error: RpcError
+    failure: Failure
 
 
 @dataclass(frozen=True)

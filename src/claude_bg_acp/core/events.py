@@ -16,7 +16,7 @@ perform. They are small immutable values, grouped by where they come from:
 - the output tailer: bytes of a task's output file, a snapshot of it, and its end;
 - the clock: a tick at the core's next deadline.
 
-A client request the core refuses (unknown terminal, unknown mode ...) raises ``RpcError``
+A client request the core refuses (unknown terminal, unknown mode ...) raises ``Refused``
 from ``handle`` before anything changes; otherwise the request is accepted.
 """
 

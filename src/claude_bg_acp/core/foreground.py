@@ -70,13 +70,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from claude_bg_acp.acp.jsonrpc import INTERNAL_ERROR, REQUEST_CANCELLED, RpcError
 from claude_bg_acp.claude.conventions import NOT_LOGGED_IN
 from claude_bg_acp.core.effects import Fail, Interrupt, Query, Ticket
+from claude_bg_acp.core.errors import Failing, Failure
 
 State = Literal["running", "idle", "requires_action"]
 
-AUTH_REQUIRED = -32000
 LOGIN_HINT = (
     "Claude Code is not logged in: run `claude /login` (or `claude-bg-acp login`) in a terminal, "
     "or give the agent an ANTHROPIC_API_KEY"
@@ -127,7 +126,7 @@ class Outcome:
 
     stop_reason: str
     usage: dict[str, Any] | None = None
-    error: RpcError | None = None
+    error: Failure | None = None
 
 
 # --- what happened in the foreground, for the presenter ---------------------------------------
@@ -196,7 +195,7 @@ class Foreground:
         self.last_outcome: Outcome | None = None
         self.background: Sequence[Any] | None = [] if lists_background else None
         self._next_message = 0
-        self.gone: RpcError | None = None
+        self.gone: Failure | None = None
         self.live_subagents: set[str] = set()
         self.holding: PromptTurn | None = None
         self.release_at: float | None = None
@@ -259,7 +258,7 @@ class Foreground:
         if waiting is None:
             return []  # inserted already: its answer stands
         self.waiting.remove(waiting)
-        return [Fail(ticket, RpcError(REQUEST_CANCELLED, "Prompt withdrawn before insertion"))]
+        return [Fail(ticket, Failure(Failing.WITHDRAWN, "Prompt withdrawn before insertion"))]
 
     def work_seen(self) -> list[ForegroundOut]:
         """Output of the main conversation arrived: Claude Code is working, whatever it said.
@@ -293,8 +292,8 @@ class Foreground:
             return Outcome(RESULT_STOP_REASONS.get(stop_reason or "end_turn", "end_turn"), acp_usage)
         message = "; ".join(errors) or f"Claude Code ended the turn: {subtype}"
         if api_error == NOT_LOGGED_IN:
-            return Outcome("error", acp_usage, RpcError(AUTH_REQUIRED, f"{LOGIN_HINT} ({message})"))
-        return Outcome("error", acp_usage, RpcError(INTERNAL_ERROR, message))
+            return Outcome("error", acp_usage, Failure(Failing.LOGIN_REQUIRED, f"{LOGIN_HINT} ({message})"))
+        return Outcome("error", acp_usage, Failure(Failing.ERROR, message))
 
     def answers_prompt(self, uuids: set[str], origin_kind: str) -> bool:
         """Whether a result is the end of the inserted prompt's turn (else Claude Code's own).
@@ -359,7 +358,7 @@ class Foreground:
         """The session closes: nothing more is inserted or expected, the turn ends as cancelled."""
         out = self._release() + self._refuse_waiting()
         was_busy = self.prompt is not None or self.reported != "idle"
-        self.gone = RpcError(INTERNAL_ERROR, "The session is closed")
+        self.gone = Failure(Failing.ERROR, "The session is closed")
         self._stop()
         if was_busy:
             out += self._settle(Outcome("cancelled"))
@@ -414,7 +413,7 @@ class Foreground:
             return self._report()
         return [StateReported(self.session_id, self.reported, self.background)] if changed else []
 
-    def fail(self, error: RpcError) -> list[ForegroundOut]:
+    def fail(self, error: Failure) -> list[ForegroundOut]:
         """Claude Code is gone: end the turn with an error and refuse what was held and what comes."""
         self.gone = error
         out = self._release()
@@ -424,7 +423,7 @@ class Foreground:
             out.append(Fail(waiting.ticket, error))
         return out + self._settle(Outcome("error", error=error))
 
-    def crashed(self, error: RpcError) -> list[ForegroundOut]:
+    def crashed(self, error: Failure) -> list[ForegroundOut]:
         """Claude Code died and another one takes over: the running turn ends with ``error``."""
         self.live_subagents.clear()
         out = self._release()

@@ -54,7 +54,6 @@ from claude_agent_sdk.types import (
     UserMessage,
 )
 
-from claude_bg_acp.acp.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, RpcError
 from claude_bg_acp.claude import conventions
 from claude_bg_acp.claude.server_info import read_commands
 from claude_bg_acp.closing_line import ExitInfo
@@ -98,6 +97,7 @@ from claude_bg_acp.core.effects import (
     Ticket,
     WithdrawPermission,
 )
+from claude_bg_acp.core.errors import Failing, Failure, Refusal, Refused
 from claude_bg_acp.core.foreground import Foreground, ForegroundOut, Phase, WaitingPrompt
 from claude_bg_acp.core.history import History, Live
 from claude_bg_acp.core.permission_modes import ModeChanged, PermissionModes, closed_modes
@@ -183,10 +183,11 @@ class SessionCore:
                 if conventions.starts_new_conversation(
                     next((b["text"] for b in wire if b["type"] == "text"), "")
                 ):
-                    raise RpcError(
-                        INVALID_PARAMS,
-                        "Invalid params: prompt: /clear would go on under another Claude Code session "
-                        "id; start a new session instead",
+                    raise Refused(
+                        Refusal.INVALID,
+                        "/clear would go on under another Claude Code session id; start a new session "
+                        "instead",
+                        "prompt",
                     )
                 return self._foreground(
                     self.foreground.submit(WaitingPrompt(ticket, wire, to_claude_content(wire)))
@@ -547,7 +548,7 @@ class SessionCore:
         effects += self._present(self.tool_uses.cut_all())
         self.background.forget()
         self.registry = TaskRegistry()
-        error = RpcError(INTERNAL_ERROR, reason)
+        error = Failure(Failing.ERROR, reason)
         return effects + self._foreground(
             self.foreground.fail(error) if fatal else self.foreground.crashed(error)
         )

@@ -20,7 +20,8 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from claude_bg_acp.acp.jsonrpc import INTERNAL_ERROR, REQUEST_CANCELLED, RpcError
+from claude_bg_acp.acp.errors import failed
+from claude_bg_acp.acp.jsonrpc import INTERNAL_ERROR
 from claude_bg_acp.acp.updates import (
     ErrorObject,
     PlanUpdate,
@@ -46,6 +47,7 @@ from claude_bg_acp.core.background import (
     WorkStatus,
 )
 from claude_bg_acp.core.effects import ClientEffect, Fail, Notify, Reply
+from claude_bg_acp.core.errors import Failing, Failure
 from claude_bg_acp.core.foreground import PromptAnswered, PromptCancelled, PromptInserted, StateReported
 from claude_bg_acp.core.history import PromptRecalled
 from claude_bg_acp.core.plan import PlanChanged
@@ -91,7 +93,8 @@ class V2Presenter(BasePresenter):
             if outcome.usage is not None:
                 update.usage = outcome.usage
             if outcome.error is not None:
-                update.error = ErrorObject(code=outcome.error.code, message=outcome.error.message)
+                error = failed(outcome.error)
+                update.error = ErrorObject(code=error.code, message=error.message)
         return [Notify(fact.session_id, update)]
 
     def prompt(self, fact: PromptInserted | PromptAnswered | PromptCancelled) -> list[ClientEffect]:
@@ -99,7 +102,7 @@ class V2Presenter(BasePresenter):
             message = UserMessage.model_validate({"messageId": fact.message_id, "content": fact.content})
             return [Notify(fact.session_id, message), Reply(fact.ticket, {"messageId": fact.message_id})]
         if isinstance(fact, PromptCancelled):
-            return [Fail(fact.ticket, RpcError(REQUEST_CANCELLED, "Prompt cancelled before insertion"))]
+            return [Fail(fact.ticket, Failure(Failing.WITHDRAWN, "Prompt cancelled before insertion"))]
         return []  # answered at insertion
 
     def recalled(self, fact: PromptRecalled) -> list[ClientEffect]:
