@@ -170,6 +170,7 @@ class SessionHost:
         self.core = SessionCore(
             session_id,
             presenter,
+            presenter.policy,
             cwd,
             self._tasks_root,
             allow_bypass=may_bypass_permissions(),

@@ -121,12 +121,20 @@ class CoreDriver:
         allow_bypass: bool = True,
     ) -> None:
         self.session_id = session_id
+        self.version = version
         presenter = presenter_for(version, capabilities or {})
-        self.core = SessionCore(session_id, presenter, CWD, tasks_root, allow_bypass)
+        self.core = SessionCore(session_id, presenter, presenter.policy, CWD, tasks_root, allow_bypass)
         self.now = 0.0
         self.echo_uuids = echo_uuids
         self.stops_tasks = "asyncTasks" in (air_capabilities(capabilities or {}) or ())
         """The client stops a task by its id (JetBrains AIR's async tasks)."""
+        meta = (capabilities or {}).get("_meta")
+        draws_terminals = isinstance(meta, dict) and meta.get("terminal_output") is True
+        self.cancels = (
+            {Kind.TERMINAL, Kind.TOOL_CALL} if version >= 2 else {Kind.TERMINAL} if draws_terminals else set()
+        )
+        """The items the client is shown and can stop: a v2 client's terminals and tool calls, the
+        terminals a client with Zed's extension draws in the tool calls that launched them."""
         self.requests: dict[int, str] = {}
         """The client requests other than prompts the core answers, by ticket."""
         self.effects: list[Effect] = []
@@ -342,7 +350,7 @@ class CoreDriver:
         if self.stops_tasks:
             return self.stop_task(task_id)[1]
         item = self.core.background.items.get(task_id)
-        if item is None or item.kind not in (Kind.TERMINAL, Kind.TOOL_CALL):
+        if item is None or item.kind not in self.cancels or not (item.task.tool_use_id or self.version >= 2):
             return []  # nothing the client could cancel
         if item.kind is Kind.TERMINAL:
             return self.handle(ev.CancelTerminal(item.session_id, item.ref))

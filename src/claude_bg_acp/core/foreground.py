@@ -50,7 +50,8 @@ then reports ``cancelled`` whatever Claude Code's result says; a follow-up turn 
 expected is interrupted as soon as it starts (or, if it never does, the wait ends as
 ``cancelled``). The answer of a cancelled turn that still arrives is not shown (``muted``).
 
-Held turns (for clients that stop listening at a prompt's answer, v1). A turn whose result
+Held turns (the policy ``answers_wait_for_subagents``: for clients that stop listening at a
+prompt's answer, v1). A turn whose result
 arrives while subagents it spawned (during the turn or while held) are still live keeps its
 answer back, with the outcome stored: the subagents' output and permission requests then
 arrive inside the turn. It is released with the stored outcome at the result of a follow-up
@@ -134,12 +135,12 @@ class Outcome:
 
 @dataclass(frozen=True)
 class StateReported:
-    """The session's state, with the background list when one is kept. ``outcome`` is set when
-    the state is a new ``idle`` (not a repeated snapshot)."""
+    """The session's state, with its background list. ``outcome`` is set when the state is a new
+    ``idle`` (not a repeated snapshot)."""
 
     session_id: str
     state: State
-    background: Sequence[Any] | None
+    background: Sequence[Any]
     outcome: Outcome | None = None
 
 
@@ -171,14 +172,13 @@ ForegroundOut = ForegroundFact | Fail | Interrupt | Query
 
 
 class Foreground:
-    def __init__(
-        self, session_id: str, holds_turns: bool, lists_background: bool, instance: str = ""
-    ) -> None:
-        """``instance`` tells apart the prompt ids of each process that hosts the session (a
-        resumed one counts its prompts from one again)."""
+    def __init__(self, session_id: str, answers_wait_for_subagents: bool, instance: str = "") -> None:
+        """``answers_wait_for_subagents``: the session's policy of held turns (``core.policy``).
+        ``instance`` tells apart the prompt ids of each process that hosts the session (a resumed
+        one counts its prompts from one again)."""
         self.session_id = session_id
         self.instance = instance
-        self.holds_turns = holds_turns
+        self.answers_wait_for_subagents = answers_wait_for_subagents
         self.phase = Phase.IDLE
         self.prompt: PromptTurn | None = None
         """The inserted prompt, while ``PROMPTED``."""
@@ -193,7 +193,7 @@ class Foreground:
         self.waiting: deque[WaitingPrompt] = deque()
         self.reported: State = "idle"
         self.last_outcome: Outcome | None = None
-        self.background: Sequence[Any] | None = [] if lists_background else None
+        self.background: Sequence[Any] = []
         self._next_message = 0
         self.gone: Failure | None = None
         self.live_subagents: set[str] = set()
@@ -481,7 +481,7 @@ class Foreground:
         self.last_outcome = outcome
         if prompt is not None:
             spawned_live = prompt.spawned & self.live_subagents
-            if self.holds_turns and spawned_live and outcome.stop_reason != "cancelled":
+            if self.answers_wait_for_subagents and spawned_live and outcome.stop_reason != "cancelled":
                 prompt.outcome, self.holding = outcome, prompt
             else:
                 out.append(PromptAnswered(prompt.ticket, outcome))

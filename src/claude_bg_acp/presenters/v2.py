@@ -40,7 +40,6 @@ from claude_bg_acp.core.background import (
     TerminalOutput,
     TerminalReplaced,
     TerminalRestated,
-    Visibility,
     WorkEnded,
     WorkOpened,
     WorkRestated,
@@ -51,6 +50,7 @@ from claude_bg_acp.core.errors import Failing, Failure
 from claude_bg_acp.core.foreground import PromptAnswered, PromptCancelled, PromptInserted, StateReported
 from claude_bg_acp.core.history import PromptRecalled
 from claude_bg_acp.core.plan import PlanChanged
+from claude_bg_acp.core.policy import Policy
 from claude_bg_acp.core.schedules import ScheduleEnded
 from claude_bg_acp.core.subagents import WORKING, ChildAnnounced, ChildRestated, ChildStateChanged
 from claude_bg_acp.core.tool_uses import ToolCallHandedOff
@@ -63,13 +63,13 @@ PLAN_ID = "plan"
 
 
 class V2Presenter(BasePresenter):
-    holds_turns = False
     creating = "tool_call_update"
     cut_status = "cancelled"
     option_key = "configId"
+    shows_scheduled = True
 
     def __init__(self) -> None:
-        self.visibility = Visibility(terminals="all", detached_work=True, children=True)
+        self.policy = Policy(answers_wait_for_subagents=False, subagents_are_sessions=True)
 
     def permission_subject(self, call: dict[str, Any], title: str) -> dict[str, Any]:
         return {"title": f"Allow {title}?", "subject": {"type": "tool_call", "toolCall": call}}
@@ -84,9 +84,7 @@ class V2Presenter(BasePresenter):
         return PlanUpdate(plan={"type": "items", "planId": PLAN_ID, "entries": plan_entries(fact)})
 
     def state(self, fact: StateReported) -> list[ClientEffect]:
-        update = StateUpdate(state=fact.state)
-        if fact.background is not None:
-            update.background = [listed(entry) for entry in fact.background]
+        update = StateUpdate(state=fact.state, background=[listed(entry) for entry in fact.background])
         outcome = fact.outcome
         if outcome is not None:
             update.stop_reason = outcome.stop_reason
