@@ -104,7 +104,7 @@ def test_nothing_is_told_before_the_client_has_the_answer() -> None:
     assert [option["configId"] for option in fields["configOptions"]] == ["mode"]
     assert driver.start(INFO, OPUS, "medium") == []
     assert driver.frame(init(SONNET)) == []
-    opened_now = valid(driver, driver.handle(ev.Opened()), 2)
+    opened_now = valid(driver, driver.handle(ev.AnswerWritten()), 2)
     [update] = updates(opened_now, "config_option_update")
     assert {o["configId"]: o["currentValue"] for o in update["configOptions"]}["model"] == "sonnet"
     assert len(updates(opened_now, "available_commands_update")) == 1

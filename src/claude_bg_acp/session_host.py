@@ -65,7 +65,7 @@ from claude_bg_acp.closing_line import ExitInfo
 from claude_bg_acp.core import events as ev
 from claude_bg_acp.core.effects import (
     AskPermission,
-    Command,
+    ClaudeCommand,
     Decide,
     Effect,
     Fail,
@@ -128,7 +128,7 @@ class Waiter:
 
 
 @dataclass
-class Question:
+class ClaudeQuestion:
     """A permission question of Claude Code's, waiting for the core's decision."""
 
     waiter: Waiter
@@ -180,15 +180,16 @@ class SessionHost:
         self._cli_path = cli_path
         self._clock = clock
         self._tickets = count(1)
-        self._prompts: dict[Ticket, Waiter] = {}
-        """The prompts (and other requests) waiting for the core's answer."""
+        self._waiters: dict[Ticket, Waiter] = {}
+        """Every client request the core answers through a ticket (prompts, config choices, stops
+        by task id), waiting for its answer."""
         self._prompt_requests: dict[RequestId, Ticket] = {}
-        self._questions: dict[Ticket, Question] = {}
+        self._questions: dict[Ticket, ClaudeQuestion] = {}
         self._asks: dict[Ticket, Ask] = {}
         self._outbox_in, self._outbox = anyio.create_memory_object_stream[Effect | anyio.Event](math.inf)
         self._lines: list[bytes] = []
         self._unperformed = 0  # effects (and barriers) sent to the outbox, not yet performed
-        self._commands_in, self._commands = anyio.create_memory_object_stream[Command](math.inf)
+        self._commands_in, self._commands = anyio.create_memory_object_stream[ClaudeCommand](math.inf)
         self._closing = anyio.Event()
         self._finished = anyio.Event()
         self._deadline_moved = anyio.Event()
@@ -422,13 +423,13 @@ class SessionHost:
         if self._closing.is_set():
             raise RpcError(INTERNAL_ERROR, "The session is closed")
         ticket = next(self._tickets)
-        waiter = self._prompts[ticket] = Waiter()
+        waiter = self._waiters[ticket] = Waiter()
         self._prompt_requests[request_id] = ticket
         self.handle(ev.Prompt(ticket, params.prompt))
         try:
             return await waiter.wait()
         finally:
-            self._prompts.pop(ticket, None)
+            self._waiters.pop(ticket, None)
             self._prompt_requests.pop(request_id, None)
 
     async def answer(self, request: Callable[[Ticket], ev.Event]) -> Any:
@@ -436,12 +437,12 @@ class SessionHost:
         if self._closing.is_set():
             raise RpcError(INTERNAL_ERROR, "The session is closed")
         ticket = next(self._tickets)
-        waiter = self._prompts[ticket] = Waiter()
+        waiter = self._waiters[ticket] = Waiter()
         try:
             self.handle(request(ticket))
             return await waiter.wait()
         finally:
-            self._prompts.pop(ticket, None)
+            self._waiters.pop(ticket, None)
 
     def withdraw(self, request_id: RequestId) -> bool:
         """The client withdrew a prompt request (``$/cancel_request``); False if not ours."""
@@ -456,14 +457,14 @@ class SessionHost:
 
     def answer_fields(self) -> dict[str, Any]:
         """The config options (and v1's modes) for an answer that tells the client of the
-        session; ``Opened`` must follow once that answer is written."""
+        session; ``AnswerWritten`` must follow once that answer is written."""
         return self.core.presenter.answer_fields(self.core.answer())
 
     async def _can_use_tool(
         self, tool_name: str, tool_input: dict[str, Any], context: ToolPermissionContext
     ) -> PermissionResult:
         ticket = next(self._tickets)
-        question = self._questions[ticket] = Question(Waiter(), list(context.suggestions))
+        question = self._questions[ticket] = ClaudeQuestion(Waiter(), list(context.suggestions))
         self.handle(ev.PermissionAsked(ticket, tool_name, tool_input, context.tool_use_id, context.agent_id))
         try:
             result: PermissionResult = await question.waiter.wait()
@@ -610,7 +611,7 @@ class SessionHost:
                 self.handle(ev.Tick())
 
     def _settle_prompt(self, ticket: Ticket, value: Any = None, error: RpcError | None = None) -> None:
-        waiter = self._prompts.get(ticket)
+        waiter = self._waiters.get(ticket)
         if waiter is not None:
             waiter.settle(value, error)
 
@@ -626,7 +627,7 @@ class SessionHost:
                     # The stream's end reports a dead CLI; one failed command must not stop the rest.
                     log.exception("session %s: %s failed", self.session_id, type(command).__name__)
 
-    async def _command(self, runner: ClaudeRunner, command: Command) -> None:
+    async def _command(self, runner: ClaudeRunner, command: ClaudeCommand) -> None:
         match command:
             case Query(content, uuid):
                 await runner.query(content, uuid)

@@ -215,7 +215,7 @@ class CoreDriver:
     def open(self) -> tuple[dict[str, Any], list[Effect]]:
         """``session/new``'s answer fields, then what follows once the client has it."""
         fields = self.core.presenter.answer_fields(self.core.answer())
-        return fields, self.handle(ev.Opened())
+        return fields, self.handle(ev.AnswerWritten())
 
     def choose(self, config_id: str, value: Any) -> tuple[int, list[Effect]]:
         """``session/set_config_option``; its ticket names the answer."""

@@ -108,7 +108,7 @@ class ChooseOption:
 
 
 @dataclass(frozen=True)
-class Opened:
+class AnswerWritten:
     """The client has the answer that told it of the session (``session/new``, load, resume):
     from now on it is told what changes."""
 
@@ -313,7 +313,7 @@ Event = (
     | CancelTask
     | ChooseMode
     | ChooseOption
-    | Opened
+    | AnswerWritten
     | PermissionAnswered
     | Close
     | CloseTimedOut

@@ -82,7 +82,7 @@ from claude_bg_acp.core.background import (
     WorkStatus,
 )
 from claude_bg_acp.core.commands import Commands
-from claude_bg_acp.core.config import MODE, Config, Options, Told, offered
+from claude_bg_acp.core.config import MODE, Config, Introduction, Options, offered
 from claude_bg_acp.core.effects import (
     AskPermission,
     Decide,
@@ -217,8 +217,8 @@ class SessionCore:
                 return self._present(self.modes.refused(mode_id)) + self._settings_changed()
             case ev.ChooseOption(ticket, config_id, value):
                 return self._choose(ticket, config_id, value)
-            case ev.Opened():
-                opened = self.config.opened(self.options())
+            case ev.AnswerWritten():
+                opened = self.config.answer_written(self.options())
                 return self._present([*opened, *self.commands.tell(again=True)])
             case ev.ClaudeResuming():
                 self.foreground.resuming()
@@ -302,7 +302,7 @@ class SessionCore:
 
     def answer(self) -> Options:
         """The options for an answer that tells the client of the session (``session/new``,
-        load, resume); changes after it go out once the client has it (``Opened``)."""
+        load, resume); changes after it go out once the client has it (``AnswerWritten``)."""
         return self.config.answer(self.options())
 
     # --- client requests -------------------------------------------------------------------------
@@ -334,7 +334,7 @@ class SessionCore:
     def _settings_changed(self) -> list[Effect]:
         """What the client is told after the options or the commands may have changed."""
         facts: list[Fact] = [*self.config.changed(self.options())]
-        if self.config.told is Told.OPEN:
+        if self.config.introduction is Introduction.OPEN:
             facts += self.commands.tell()
         return self._present(facts)
 

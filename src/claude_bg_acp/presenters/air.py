@@ -15,7 +15,7 @@ Zed's terminal extension when it declares that too), so this presenter wraps tha
   ``async_task_state_update`` the state: ``running`` / ``paused``, and once at the end
   ``completed``, ``failed`` or ``stopped`` with Claude Code's summary. The core says what is
   known of a task whenever Claude Code says something of it; this presenter keeps what it told
-  AIR of each task (``Told``) and sends only what changed. The tool call that
+  AIR of each task (``AsyncTaskTold``) and sends only what changed. The tool call that
   launched a task is marked ``_meta.jetbrains.air.asyncTasks.backgrounded`` when it
   completes, so the client shows it handed its work on. ``_session/async_task/stop`` is a
   stop by task id (``core.background``); its answer is ``{stopped}``.
@@ -54,7 +54,7 @@ MONITOR_TOOLS = ("Monitor",)
 
 
 @dataclass
-class Told:
+class AsyncTaskTold:
     """What AIR was told of an async task so far."""
 
     tool_call_id: str | None
@@ -71,7 +71,7 @@ class AirPresenter:
         self.subagents = DraftSubagents(cancel=False) if NATIVE_SUBAGENTS in capabilities else None
         self._backgrounded: set[str] = set()
         """Tool calls that launched an async task."""
-        self._told: dict[str, Told] = {}
+        self._told: dict[str, AsyncTaskTold] = {}
         """The async tasks AIR was told of and that have not ended."""
 
     @property
@@ -106,7 +106,7 @@ class AirPresenter:
             if fact.tool_call_id is not None:
                 self._backgrounded.add(fact.tool_call_id)
             # Told running: a task opened paused says so right after.
-            self._told[fact.task_id] = Told(fact.tool_call_id, fact.output_file, "running")
+            self._told[fact.task_id] = AsyncTaskTold(fact.tool_call_id, fact.output_file, "running")
             return [self._spawned(fact), *self._changed(fact)]
         told = self._told.get(fact.task_id)
         if told is None:
@@ -129,7 +129,7 @@ class AirPresenter:
         return effects
 
     @staticmethod
-    def _progressed(fact: TaskOpened | TaskChanged | TaskEnded, told: Told) -> list[ClientEffect]:
+    def _progressed(fact: TaskOpened | TaskChanged | TaskEnded, told: AsyncTaskTold) -> list[ClientEffect]:
         """The task's tool call or output file, when they became known after AIR was told of it."""
         tool_call_id = fact.tool_call_id if fact.tool_call_id != told.tool_call_id else None
         output_file = fact.output_file if fact.output_file != told.output_file else None

@@ -25,7 +25,7 @@ from claude_bg_acp.acp.updates import (
     ToolCall,
     UsageUpdate,
 )
-from claude_bg_acp.claude.server_info import Command
+from claude_bg_acp.claude.server_info import SlashCommand
 from claude_bg_acp.closing_line import ExitInfo
 from claude_bg_acp.core.background import (
     TaskChanged,
@@ -257,7 +257,7 @@ class BasePresenter:
         """The mode changed: what a client with session modes is told besides the options."""
         return []
 
-    def command(self, command: Command) -> dict[str, Any]:
+    def command(self, command: SlashCommand) -> dict[str, Any]:
         raise NotImplementedError
 
     def plan(self, fact: PlanChanged) -> SessionUpdate:

@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from claude_bg_acp.acp.updates import CurrentModeUpdate, PlanEntries, SessionMessage, SubagentUpdate, ToolCall
-from claude_bg_acp.claude.server_info import Command
+from claude_bg_acp.claude.server_info import SlashCommand
 from claude_bg_acp.core.background import WorkEnded, WorkOpened, WorkStatus
 from claude_bg_acp.core.config import Options
 from claude_bg_acp.core.effects import ClientEffect, Fail, Notify, Reply, Ticket
@@ -83,7 +83,7 @@ class V1Presenter(BasePresenter):
     def mode(self, fact: ModeChanged) -> list[ClientEffect]:
         return [Notify(fact.session_id, CurrentModeUpdate(current_mode_id=fact.mode_id))]
 
-    def command(self, command: Command) -> dict[str, Any]:
+    def command(self, command: SlashCommand) -> dict[str, Any]:
         wire: dict[str, Any] = {"name": command.name, "description": command.description}
         if command.hint:
             wire["input"] = {"hint": command.hint}

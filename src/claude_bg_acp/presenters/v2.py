@@ -32,7 +32,7 @@ from claude_bg_acp.acp.updates import (
     ToolCall,
     UserMessage,
 )
-from claude_bg_acp.claude.server_info import Command
+from claude_bg_acp.claude.server_info import SlashCommand
 from claude_bg_acp.core.background import (
     Listed,
     TerminalExited,
@@ -74,7 +74,7 @@ class V2Presenter(BasePresenter):
     def permission_subject(self, call: dict[str, Any], title: str) -> dict[str, Any]:
         return {"title": f"Allow {title}?", "subject": {"type": "tool_call", "toolCall": call}}
 
-    def command(self, command: Command) -> dict[str, Any]:
+    def command(self, command: SlashCommand) -> dict[str, Any]:
         wire: dict[str, Any] = {"type": "command", "name": command.name, "description": command.description}
         if command.hint:
             wire["input"] = {"type": "text", "hint": command.hint}
