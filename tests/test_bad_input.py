@@ -98,7 +98,6 @@ def json_shapes() -> Iterator[Case]:
         ("trailing comma", '{"jsonrpc":"2.0","id":"unanswered",}'),
         ("single quotes", "{'jsonrpc':'2.0'}"),
         ("two objects on one line", '{"jsonrpc":"2.0"}{"jsonrpc":"2.0"}'),
-        ("integer literal of 5000 digits", "9" * 5000),
         ("unterminated string", '{"jsonrpc":"2.0","method":"x","params":{"a":"' + "x" * 1000),
         ("control character in a string", '{"jsonrpc":"2.0","id":"unanswered","method":"a\x01b"}'),
     ]:
@@ -115,6 +114,7 @@ def json_shapes() -> Iterator[Case]:
     for name, text in [
         ("a string", '"just a string"'),
         ("a number", "42"),
+        ("an integer literal of 5000 digits, more than the decoder takes", "9" * 5000),
         ("null", "null"),
         ("true", "true"),
         ("an empty array", "[]"),
@@ -144,12 +144,16 @@ def json_shapes() -> Iterator[Case]:
 
 
 def nesting() -> Iterator[Case]:
-    """Defect 1: a line of about 1,000 nested ``[`` ended the agent."""
-    yield Case("1,000 nested arrays", raw(nested(1000)), ((None, PARSE),))
+    """Defect 1: a line of about 1,000 nested ``[`` ended the agent. Issue 19, defect 5: a request
+    deeper than the decoder goes was answered with ``id: null``, so the client's request waited
+    forever; JSON too deep for the decoder is now refused as any call deeper than 100 levels is
+    (-32600), with the top-level object's id, and only a line that is not JSON is a parse error."""
+    yield Case("1,000 nested arrays", raw(nested(1000)), ((None, INVALID),))
     yield Case("100,000 nested arrays, unclosed", raw("[" * 100_000), ((None, PARSE),))
-    yield Case("1,000 nested objects", raw('{"a":' * 1000 + "1" + "}" * 1000), ((None, PARSE),))
+    yield Case("1,000 nested objects", raw('{"a":' * 1000 + "1" + "}" * 1000), ((None, INVALID),))
     deep_params = '{"jsonrpc":"2.0","id":"deep-1","method":"initialize","params":{"x":' + nested(1000) + "}}"
-    yield Case("1,000 levels inside a request", raw(deep_params), ((None, PARSE),))
+    yield Case("1,000 levels inside a request", raw(deep_params), (("deep-1", INVALID),))
+    yield from deeper_than_the_decoder()
     for depth in (150, 500):
         data, request_id = request("initialize", json.loads(nested(depth)))
         yield Case(f"params {depth} levels deep", data, ((request_id, INVALID),))
@@ -169,6 +173,88 @@ def nesting() -> Iterator[Case]:
     # Within the limit: the request reaches its method, whose params check refuses it.
     deep_id = {"sessionId": SESSION, "terminalId": json.loads(nested(97))}
     yield refused("params 99 levels deep", "terminal/cancel", deep_id, PARAMS)
+
+
+def deep_call(request_id: str, params: str, after: str = "") -> bytes:
+    """A call of ``request_id`` (JSON string content) with ``params`` (JSON text), then ``after``."""
+    return raw(f'{{"jsonrpc":"2.0","id":"{request_id}","method":"session/prompt","params":{params}{after}}}')
+
+
+def deeper_than_the_decoder() -> Iterator[Case]:
+    text = nested(3000, '"hi"')
+    prompt = f'{{"sessionId":"{SESSION}","prompt":[{{"type":"text","text":{text}}}]}}'
+    yield Case("a prompt 3,000 levels deep", deep_call("deep-2", prompt), (("deep-2", INVALID),))
+    yield Case("a call 100,000 levels deep", deep_call("deep-3", nested(100_000)), (("deep-3", INVALID),))
+    objects = '{"a":' * 3000 + "1" + "}" * 3000
+    yield Case(
+        "3,000 levels of objects before the id",
+        raw('{"params":' + objects + ',"jsonrpc":"2.0","method":"x","id":"deep-4"}'),
+        (("deep-4", INVALID),),
+    )
+    yield Case(
+        "two ids around 3,000 levels: the last wins",
+        raw('{"id":"deep-5","params":' + nested(3000) + ',"jsonrpc":"2.0","method":"x","id":"deep-6"}'),
+        (("deep-6", INVALID),),
+    )
+    yield Case(
+        "an id around 3,000 levels replaced by one that is no id",
+        raw('{"id":"deep-7","params":' + nested(3000) + ',"jsonrpc":"2.0","method":"x","id":[1]}'),
+        ((None, INVALID),),
+    )
+    yield Case(
+        "an id whose key is escaped, 3,000 levels",
+        raw('{"jsonrpc":"2.0","\\u0069d":"deep-8","method":"x","params":' + nested(3000) + "}"),
+        (("deep-8", INVALID),),
+    )
+    yield Case(
+        "an integer id, 3,000 levels",
+        raw('{"jsonrpc":"2.0","id":31337,"method":"x","params":' + nested(3000) + "}"),
+        ((31337, INVALID),),
+    )
+    yield Case(
+        "a fractional id, 3,000 levels",
+        raw('{"jsonrpc":"2.0","id":1.5,"method":"x","params":' + nested(3000) + "}"),
+        ((None, INVALID),),
+    )
+    yield Case(
+        "brackets, quotes and backslashes in strings, 3,000 levels",
+        deep_call(r"deep-\"9\\", nested(3000, r'"]]}}\\\"[[{{"')),
+        (('deep-"9\\', INVALID),),
+    )
+    yield Case(
+        "an id only inside the params, 3,000 levels",
+        raw('{"jsonrpc":"2.0","method":"x","params":{"id":"deep-10","x":' + nested(3000) + "}}"),
+        ((None, INVALID),),
+    )
+    yield Case(
+        "a notification 3,000 levels deep",
+        raw('{"jsonrpc":"2.0","method":"x","params":' + nested(3000) + "}"),
+        ((None, INVALID),),
+    )
+    # Not JSON: its id could only be guessed.
+    whole = deep_call("unanswered", nested(3000))
+    yield Case("3,000 levels, cut short", whole[:-3] + b"\n", ((None, PARSE),))
+    yield Case("3,000 levels and a second value", whole[:-1] + b"{}\n", ((None, PARSE),))
+    yield Case(
+        "3,000 levels and a trailing comma",
+        deep_call("unanswered", nested(3000), after=","),
+        ((None, PARSE),),
+    )
+    yield Case(
+        "3,000 levels and a bracket that does not match",
+        deep_call("unanswered", "[" * 3000 + "]" * 2999 + "}"),
+        ((None, PARSE),),
+    )
+    yield Case(
+        "3,000 levels and a control character in a string",
+        deep_call("unanswered", nested(3000, '"a\x01b"')),
+        ((None, PARSE),),
+    )
+    yield Case(
+        "an integer of 5,000 digits in a call",
+        raw('{"jsonrpc":"2.0","id":"digits","method":"x","params":[' + "9" * 5000 + "]}"),
+        (("digits", INVALID),),
+    )
 
 
 def rpc_shapes() -> Iterator[Case]:
