@@ -3,10 +3,12 @@ every case a valid request is still answered.
 
 One ``claude-bg-acp`` process (offline: no model is reachable) serves the whole corpus, with an
 ACP v2 connection and one live session, so that unknown terminals and tool calls are asked of a
-session that exists. Each case writes its bytes, then a probe (``initialize``, which a client may
-send again at any time); the test collects every answer up to the probe's and compares the
-errors with the case's expectation: none for notifications and responses, the code and id the
-spec asks for otherwise. At the end every line the agent wrote is validated against the schema.
+session that exists; a second one, speaking v1, serves the cases of v1's own shapes. Each case
+writes its bytes, then a probe (``initialize``, which a client may send again at any time, with
+the version the connection speaks); the test collects every answer up to the probe's and
+compares the errors with the case's expectation: none for notifications and responses, the code
+and id the spec asks for otherwise, and the field the error must name. At the end every line
+the agent wrote is validated against the schema.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from tests.support.schema import validate_transcript
 from tests.support.stdio_agent import StdioAgent
 
 V2_INIT = {"protocolVersion": 2, "info": {"name": "corpus", "version": "1"}}
+V1_INIT = {"protocolVersion": 1, "clientCapabilities": {}}
 SESSION = "@SESSION@"
 """Stands for the live session's id in a case's bytes."""
 WORKDIR = "@WORKDIR@"
@@ -45,6 +48,8 @@ class Case:
     data: bytes
     answers: tuple[tuple[RequestId, int], ...] = ()
     """The error answers it gets: (id, code); none for what is not answered."""
+    names: str = ""
+    """What the error message must name (a field's path)."""
 
 
 def raw(text: str | bytes) -> bytes:
@@ -66,9 +71,9 @@ def request(
     return message(frame), the_id
 
 
-def refused(name: str, method: str, params: Any, code: int) -> Case:
+def refused(name: str, method: str, params: Any, code: int, names: str = "") -> Case:
     data, request_id = request(method, params)
-    return Case(name, data, ((request_id, code),))
+    return Case(name, data, ((request_id, code),), names)
 
 
 def notification(name: str, method: str, params: Any = None) -> Case:
@@ -459,6 +464,124 @@ def params_of_every_method() -> Iterator[Case]:
     )
 
 
+STDIO = {"type": "stdio", "name": "probe", "command": "/bin/true", "args": [], "env": []}
+HTTP = {"type": "http", "name": "web", "url": "http://127.0.0.1:9/mcp", "headers": []}
+V1_STDIO = {"name": "probe", "command": "/bin/true", "args": [], "env": []}
+"""v1's stdio entry has no ``type``."""
+
+
+def changed(entry: dict[str, Any], **fields: Any) -> dict[str, Any]:
+    """``entry`` with ``fields`` set, and those given as ``...`` left out."""
+    return {key: value for key, value in {**entry, **fields}.items() if value is not ...}
+
+
+def mcp_servers_v2() -> Iterator[Case]:
+    """Issue 19, defect 2: one malformed ``mcpServers`` entry ended the agent. Every field of v2's
+    stdio and http entries, for every method that takes the list, refused naming the field."""
+    bad: list[tuple[str, Any, str]] = [
+        ("an env entry without name", [changed(STDIO, env=[{"value": "x"}])], "mcpServers[0].env[0].name"),
+        ("an env entry without value", [changed(STDIO, env=[{"name": "A"}])], "mcpServers[0].env[0].value"),
+        (
+            "an env name a number",
+            [changed(STDIO, env=[{"name": 1, "value": "x"}])],
+            "mcpServers[0].env[0].name",
+        ),
+        (
+            "an env value a number",
+            [changed(STDIO, env=[{"name": "A", "value": 1}])],
+            "mcpServers[0].env[0].value",
+        ),
+        ("an env entry a string", [changed(STDIO, env=["A=x"])], "mcpServers[0].env[0]"),
+        ("env an object", [changed(STDIO, env={"A": "x"})], "mcpServers[0].env"),
+        ("env a string", [changed(STDIO, env="A=x")], "mcpServers[0].env"),
+        ("args a string", [changed(STDIO, args="--flag")], "mcpServers[0].args"),
+        ("an arg a number", [changed(STDIO, args=["--n", 1])], "mcpServers[0].args[1]"),
+        ("no command", [changed(STDIO, command=...)], "mcpServers[0].command"),
+        ("command a number", [changed(STDIO, command=5)], "mcpServers[0].command"),
+        ("command null", [changed(STDIO, command=None)], "mcpServers[0].command"),
+        ("no name", [changed(STDIO, name=...)], "mcpServers[0].name"),
+        ("name a number", [changed(STDIO, name=7)], "mcpServers[0].name"),
+        ("a stdio entry without type", [V1_STDIO], "mcpServers[0].type"),
+        ("type null", [changed(STDIO, type=None)], "mcpServers[0].type"),
+        ("type a number", [changed(STDIO, type=1)], "mcpServers[0].type"),
+        ("an unknown type", [changed(STDIO, type="ws")], "mcpServers[0].type"),
+        ("type sse, which v2 has not", [changed(HTTP, type="sse")], "mcpServers[0].type"),
+        ("type acp, not offered", [{"type": "acp", "name": "a", "serverId": "s"}], "mcpServers[0].type"),
+        ("an extension's type", [changed(STDIO, type="_vendor")], "mcpServers[0].type"),
+        ("an http entry without url", [changed(HTTP, url=...)], "mcpServers[0].url"),
+        ("url a number", [changed(HTTP, url=80)], "mcpServers[0].url"),
+        ("url no URI", [changed(HTTP, url="localhost mcp")], "mcpServers[0].url"),
+        ("an http entry without name", [changed(HTTP, name=...)], "mcpServers[0].name"),
+        ("headers a string", [changed(HTTP, headers="A: x")], "mcpServers[0].headers"),
+        ("headers an object", [changed(HTTP, headers={"A": "x"})], "mcpServers[0].headers"),
+        ("a header without name", [changed(HTTP, headers=[{"value": "x"}])], "mcpServers[0].headers[0].name"),
+        (
+            "a header without value",
+            [changed(HTTP, headers=[{"name": "A"}])],
+            "mcpServers[0].headers[0].value",
+        ),
+        (
+            "a header value a number",
+            [changed(HTTP, headers=[{"name": "A", "value": 1}])],
+            "mcpServers[0].headers[0].value",
+        ),
+        ("an entry a number", [1], "mcpServers[0]"),
+        ("an entry a string", ["probe"], "mcpServers[0]"),
+        ("an entry null", [None], "mcpServers[0]"),
+        ("an entry an array", [[STDIO]], "mcpServers[0]"),
+        (
+            "a bad second entry",
+            [STDIO, changed(HTTP, headers=[{"value": "x"}])],
+            "mcpServers[1].headers[0].name",
+        ),
+        ("the list an object", {"probe": STDIO}, "mcpServers"),
+        ("the list a number", 3, "mcpServers"),
+    ]
+    yield from mcp_refusals("", ("session/new", "session/resume", "session/fork"), bad)
+
+
+def mcp_servers_v1() -> Iterator[Case]:
+    """v1's shapes: stdio without ``type``, every list required, SSE besides HTTP."""
+    sse = changed(HTTP, type="sse")
+    bad: list[tuple[str, Any, str]] = [
+        (
+            "the issue's entry: an env entry without name",
+            [{"name": "bad", "command": "/bin/true", "args": [], "env": [{"value": "x"}]}],
+            "mcpServers[0].env[0].name",
+        ),
+        ("a stdio entry without args", [changed(V1_STDIO, args=...)], "mcpServers[0].args"),
+        ("a stdio entry without env", [changed(V1_STDIO, env=...)], "mcpServers[0].env"),
+        (
+            "an env value a number",
+            [changed(V1_STDIO, env=[{"name": "A", "value": 1}])],
+            "mcpServers[0].env[0].value",
+        ),
+        ("an http entry without headers", [changed(HTTP, headers=...)], "mcpServers[0].headers"),
+        ("an sse entry without headers", [changed(sse, headers=...)], "mcpServers[0].headers"),
+        (
+            "an sse header without name",
+            [changed(sse, headers=[{"value": "x"}])],
+            "mcpServers[0].headers[0].name",
+        ),
+        ("an sse url a number", [changed(sse, url=1)], "mcpServers[0].url"),
+        ("an unknown type", [changed(V1_STDIO, type="ws")], "mcpServers[0].type"),
+        ("type acp, not offered", [{"type": "acp", "name": "a", "serverId": "s"}], "mcpServers[0].type"),
+        ("type a number", [changed(V1_STDIO, type=2)], "mcpServers[0].type"),
+        ("an entry a string", ["probe"], "mcpServers[0]"),
+    ]
+    yield from mcp_refusals("v1 ", ("session/new", "session/load", "session/resume", "session/fork"), bad)
+
+
+def mcp_refusals(label: str, methods: tuple[str, ...], bad: list[tuple[str, Any, str]]) -> Iterator[Case]:
+    """Each of ``bad`` (a name, the list, the path its error names) sent with each method."""
+    for method in methods:
+        for name, servers, path in bad:
+            params = {"cwd": WORKDIR, "mcpServers": servers}
+            if method != "session/new":
+                params["sessionId"] = SESSION
+            yield refused(f"{label}{method} with mcpServers: {name}", method, params, PARAMS, path)
+
+
 def sizes() -> Iterator[Case]:
     yield Case("a 2 MB line of garbage", raw("g" * 2_000_000), ((None, PARSE),))
     wide = {f"key{i}": i for i in range(100_000)}
@@ -475,48 +598,68 @@ def sizes() -> Iterator[Case]:
 @dataclass
 class Served:
     agent: StdioAgent
+    init: dict[str, Any]
     session_id: str
     workdir: Path
-    marker: str
     probes: count[int] = field(default_factory=lambda: count(1))
 
 
-CASES = [*json_shapes(), *nesting(), *rpc_shapes(), *params_of_every_method(), *sizes()]
+CASES = [*json_shapes(), *nesting(), *rpc_shapes(), *params_of_every_method(), *mcp_servers_v2(), *sizes()]
+V1_CASES = list(mcp_servers_v1())
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+def serve(tmp_path_factory: pytest.TempPathFactory, init: dict[str, Any]) -> Iterator[Served]:
+    """An offline agent that speaks the version ``init`` asks for, with one live session."""
     root = tmp_path_factory.mktemp("corpus")
     workdir = root / "work"
     workdir.mkdir()
     env = offline_env("http://127.0.0.1:9", root / "offline")
     agent = StdioAgent(env=env)
-    assert "result" in agent.call(0, "initialize", V2_INIT)
+    assert "result" in agent.call(0, "initialize", init)
     session = agent.call(1, "session/new", {"cwd": str(workdir), "mcpServers": []})
-    served = Served(
-        agent, session["result"]["sessionId"], workdir, "CLAUDE_CODE_TMPDIR=" + env["CLAUDE_CODE_TMPDIR"]
-    )
-    yield served
+    yield Served(agent, init, session["result"]["sessionId"], workdir)
     assert agent.close() == 0, agent.stderr
-    assert not survivors(served.marker)
-    violations = validate_transcript(agent.lines, agent.sent, 2)
+    assert not survivors("CLAUDE_CODE_TMPDIR=" + env["CLAUDE_CODE_TMPDIR"])
+    violations = validate_transcript(agent.lines, agent.sent, init["protocolVersion"])
     assert not violations, "\n".join(violations[:20])
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    yield from serve(tmp_path_factory, V2_INIT)
+
+
+@pytest.fixture(scope="module")
+def served_v1(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    yield from serve(tmp_path_factory, V1_INIT)
 
 
 def test_the_corpus_is_large_enough() -> None:
     assert len(CASES) >= 100
-    assert len({case.name for case in CASES}) == len(CASES)
+    names = [case.name for case in CASES + V1_CASES]
+    assert len(set(names)) == len(names)
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
 def test_bad_input_gets_its_answer_and_the_agent_keeps_serving(served: Served, case: Case) -> None:
+    answered(served, case)
+
+
+@pytest.mark.parametrize("case", V1_CASES, ids=[case.name for case in V1_CASES])
+def test_bad_input_in_v1_shapes_gets_its_answer(served_v1: Served, case: Case) -> None:
+    answered(served_v1, case)
+
+
+def answered(served: Served, case: Case) -> None:
+    """Send ``case``, then a probe; the errors are the case's, and the probe is answered."""
     data = case.data.replace(SESSION.encode(), served.session_id.encode())
     data = data.replace(WORKDIR.encode(), str(served.workdir).encode())
     probe = f"probe-{next(served.probes)}"
     served.agent.send_raw(data)
-    served.agent.request(probe, "initialize", V2_INIT)
+    served.agent.request(probe, "initialize", served.init)
     expected = Counter(case.answers)
     answers: Counter[tuple[RequestId, int]] = Counter()
+    messages: list[str] = []
     probe_answer: dict[str, Any] | None = None
     # Requests are answered concurrently: one may be answered after the probe.
     while probe_answer is None or sum(answers.values()) < sum(expected.values()):
@@ -525,6 +668,10 @@ def test_bad_input_gets_its_answer_and_the_agent_keeps_serving(served: Served, c
             probe_answer = reply
         else:
             answers[(reply.get("id"), reply.get("error", {}).get("code"))] += 1
-    assert probe_answer.get("result", {}).get("protocolVersion") == 2, probe_answer
+            messages.append(reply.get("error", {}).get("message", ""))
+    assert probe_answer.get("result", {}).get("protocolVersion") == served.init["protocolVersion"], (
+        probe_answer
+    )
     assert answers == expected
+    assert all(f": {case.names}: " in message for message in messages if case.names), messages
     assert served.agent.proc.poll() is None
