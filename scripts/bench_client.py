@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from claude_bg_acp.platform import PORTABLE_ENV
+
 AGENT = Path(sys.executable).parent / "claude-bg-acp"
 MIB = 1 << 20
 JsonObject = dict[str, Any]
@@ -73,6 +75,8 @@ class AgentCommand:
 
 
 OURS = AgentCommand("claude-bg-acp", (str(AGENT),))
+PORTABLE = AgentCommand("claude-bg-acp, portable mode", (str(AGENT),), ((PORTABLE_ENV, "1"),))
+"""The agent as it runs on macOS: watchfiles, process groups (``claude_bg_acp.platform``)."""
 
 
 def terminal_key(session_id: str, terminal_id: str) -> str:

@@ -15,7 +15,8 @@ messages per line. Targets (issue 14): every line in order, p50 <= 10 ms, p95 <=
 30 % of a core, RSS <= 200 MiB.
 
 ``bench_compare.py`` runs the same scenario against the TypeScript adapter; here only
-``claude-bg-acp`` runs. Usage: ``.venv/bin/python scripts/bench_load.py [--json PATH]``.
+``claude-bg-acp`` runs. Usage: ``.venv/bin/python scripts/bench_load.py [--portable] [--json PATH]``
+(``--portable``: the agent in the portable mode, as it runs on macOS).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from typing import Any
 
 from bench_client import (
     OURS,
+    PORTABLE,
     AgentCommand,
     AgentError,
     AgentProcess,
@@ -182,11 +184,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=20.0, help="measured seconds (after 2 s warm-up)")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     parser.add_argument("--profile", type=Path, help="py-spy (on PATH) records the agent into this file")
+    parser.add_argument("--portable", action="store_true", help="the agent in the portable mode, as on macOS")
     args = parser.parse_args(argv)
+    agent = PORTABLE if args.portable else OURS
     with tempfile.TemporaryDirectory(prefix="bench-load-") as tmp, serve_in_thread("text") as model:
         result = run_load(
             model.base_url,
             Path(tmp),
+            agent,
             sessions=args.sessions,
             shells=args.shells,
             rate=args.rate,
@@ -194,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
             profile=args.profile,
         )
     print(
-        f"claude-bg-acp load: {result['shells']} shells in {args.sessions} sessions, {args.rate:.0f} lines/s "
+        f"{agent.name} load: {result['shells']} shells in {args.sessions} sessions, {args.rate:.0f} lines/s "
         f"for {args.seconds:.0f} s, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}"
     )
     for what, value in rows(result):

@@ -34,7 +34,8 @@ d. idle CPU (``--only idle``): one session with nothing in the background, then 
    background shells that sleep; ``utime + stime`` of the agent process (``/proc/PID/stat``)
    over 10 s [5 s] each, after a 5 s settle period.
 
-Usage: ``.venv/bin/python scripts/bench_output.py [--quick] [--json PATH]``. Needs the bundled
+Usage: ``.venv/bin/python scripts/bench_output.py [--quick] [--portable] [--json PATH]``
+(``--portable``: the agent in the portable mode, as it runs on macOS). Needs the bundled
 CLI (``uv sync --frozen``); takes about 2.5 minutes (``--quick``: about 1).
 """
 
@@ -58,6 +59,7 @@ from bench_client import (
     AGENT,
     MIB,
     OURS,
+    PORTABLE,
     AgentCommand,
     AgentError,
     AgentProcess,
@@ -463,19 +465,21 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--json", type=Path, help="also write the raw results here")
     parser.add_argument("--dir", type=Path, help="where to put the runs' files (default: a temp dir)")
+    parser.add_argument("--portable", action="store_true", help="the agent in the portable mode, as on macOS")
     args = parser.parse_args(argv)
     if not AGENT.exists():
         parser.error(f"{AGENT} is not installed; run `uv sync --frozen` first")
     phases = args.only or ["latency", "throughput", "paced", "idle"]
     root = Path(tempfile.mkdtemp(prefix="bench-output-", dir=args.dir))
+    agent = PORTABLE if args.portable else OURS
     print(
-        f"claude-bg-acp output benchmark: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}, "
-        f"files in {root}",
+        f"{agent.name} output benchmark: {os.cpu_count()} CPUs, "
+        f"load average {os.getloadavg()[0]:.2f}, files in {root}",
         flush=True,
     )
     try:
         with serve_in_thread(scenario="text") as model:
-            bench = Bench(model, root, args.quick)
+            bench = Bench(model, root, args.quick, agent)
             for phase in phases:
                 began = time.monotonic()
                 print(f"... {phase}", end="", flush=True)

@@ -1,8 +1,11 @@
-"""Shared fixtures: an offline environment for the real CLI, and the scripted local model."""
+"""Shared fixtures: an offline environment for the real CLI, and the scripted local model; and
+before the first test, the pinned ACP client, so that ``uv run pytest`` is all a clone needs."""
 
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -10,8 +13,9 @@ from typing import Any
 
 import pytest
 
+from claude_bg_acp.platform import PORTABLE_ENV
 from claude_bg_acp.scripted_model import ScriptedModel, offline_env, serve_in_thread
-from tests.support.acp_client import ClientRun, run_client
+from tests.support.acp_client import ClientRun, NodeClientUnavailableError, ensure_node_client, run_client
 from tests.support.processes import survivors
 from tests.support.stdio_agent import AGENT
 
@@ -27,6 +31,17 @@ def workdir(tmp_path: Path) -> Path:
     path = tmp_path / "work"
     path.mkdir()
     return path
+
+
+@pytest.fixture
+def spawned() -> Iterator[list[subprocess.Popen[bytes]]]:
+    """Processes a test starts: killed, if they still run, and collected after it."""
+    processes: list[subprocess.Popen[bytes]] = []
+    yield processes
+    for process in processes:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
 
 
 @dataclass
@@ -61,6 +76,41 @@ def live(tmp_path: Path) -> Iterator[LiveModel]:
     assert not left, f"processes outlived the agent: {left}"
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--portable",
+        action="store_true",
+        help=f"run the tests marked portable, with {PORTABLE_ENV}=1 for the agents they start (and "
+        "this process): what macOS runs, tested on Linux",
+    )
+
+
 def pytest_configure(config: pytest.Config) -> None:
     # Subprocesses started by tests must never inherit a real key by accident.
     os.environ.pop("ANTHROPIC_API_KEY", None)
+    if config.getoption("portable"):
+        if shutil.which("lsof") is None:
+            raise pytest.UsageError(
+                "the portable mode finds what Claude Code leaves running with lsof, as on macOS: install lsof"
+            )
+        os.environ[PORTABLE_ENV] = "1"  # before anything asks platform.host(), which keeps its answer
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Installs the pinned ACP client (``npm ci`` in tests/client, when its node_modules is missing
+    or holds another version): the client tests run it, and every test validates messages
+    against the schema it carries. Without Node.js that cannot be done; the tests that need it
+    then fail with this reason, and the others run."""
+    try:
+        ensure_node_client()
+    except NodeClientUnavailableError as error:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line(f"the ACP client tests cannot run: {error}", yellow=True)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("portable"):
+        chosen = [item for item in items if item.get_closest_marker("portable")]
+        config.hook.pytest_deselected(items=[item for item in items if item not in chosen])
+        items[:] = chosen

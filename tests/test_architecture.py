@@ -64,11 +64,36 @@ def test_the_core_imports_no_edge_and_no_presenter() -> None:
     """The core is sans-IO: it knows neither the endpoint, the runner, the tailer, the stored
     conversations nor a presenter."""
     edges = {f"{NAME}.{name}" for name in ("stdio", "session_host", "agent", "tail", "cli")}
-    edges |= {f"{NAME}.claude.{name}" for name in ("runner", "options", "transport", "store", "orphans")}
+    edges |= {
+        f"{NAME}.claude.{name}"
+        for name in ("runner", "options", "transport", "store", "orphans", "leftovers", "lifeline")
+    }
     for module in (m for m in MODULES if m.startswith(f"{NAME}.core")):
         imported = imports_of(module)
         assert not imported & edges, f"{module} imports an edge: {imported & edges}"
         assert not any(m.startswith(f"{NAME}.presenters") for m in imported), f"{module} imports a presenter"
+
+
+def reads_the_platform(tree: ast.AST) -> bool:
+    """``sys.platform``, ``os.name`` or the ``platform`` module of the standard library."""
+    for node in ast.walk(tree):
+        name = (
+            (node.value.id, node.attr)
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+            else None
+        )
+        if name in (("sys", "platform"), ("os", "name")):
+            return True
+        if isinstance(node, ast.Import) and any(alias.name == "platform" for alias in node.names):
+            return True
+    return False
+
+
+def test_one_module_decides_what_the_platform_offers() -> None:
+    """Every other module asks ``platform.host()``, so the portable switch and the real platform
+    lead to the same code."""
+    readers = {m for m in MODULES if reads_the_platform(ast.parse(MODULES[m].read_text()))}
+    assert readers == {f"{NAME}.platform"}
 
 
 VERSION_NAMES = {"version", "protocol_version", "protocolVersion"}

@@ -9,11 +9,14 @@ schema of its version.
 from __future__ import annotations
 
 import copy
+import os
 from typing import Any
 
 import pytest
 
 from claude_bg_acp.acp.jsonrpc import INVALID_PARAMS, RpcError
+from claude_bg_acp.claude.options import may_bypass_permissions, session_options
+from claude_bg_acp.claude.server_info import read_applied
 from claude_bg_acp.core import events as ev
 from claude_bg_acp.core.effects import (
     Effect,
@@ -236,7 +239,7 @@ def test_v1_set_mode_and_the_mode_option_stay_in_sync() -> None:
         {"sessionUpdate": "current_mode_update", "currentModeId": "plan"}
     ]
     assert not updates(chosen, "config_option_update"), "the answer carries the options"
-    assert driver.core.modes.state()["currentModeId"] == "plan"
+    assert driver.core.modes.current == "plan"
 
 
 def test_the_echo_of_a_replaced_switch_does_not_bring_its_mode_back() -> None:
@@ -249,7 +252,7 @@ def test_the_echo_of_a_replaced_switch_does_not_bring_its_mode_back() -> None:
     assert not updates(echoes, "current_mode_update") and not updates(echoes, "config_option_update")
     assert driver.settings_read(OPUS, "medium") == []
     assert driver.settings_read(OPUS, "medium") == []
-    assert driver.core.modes.state()["currentModeId"] == "plan"
+    assert driver.core.modes.current == "plan"
 
 
 @pytest.mark.parametrize("version", [1, 2])
@@ -262,3 +265,137 @@ def test_a_mode_claude_code_reports_during_a_switch_is_taken_once_it_is_confirme
     key = "id" if version == 1 else "configId"
     assert {o[key]: o["currentValue"] for o in update["configOptions"]}["mode"] == "plan"
     assert len(updates(told, "current_mode_update")) == (1 if version == 1 else 0)
+
+
+# --- which permission modes are offered -----------------------------------------------------------
+
+
+def mode_ids(driver: CoreDriver) -> list[str]:
+    """The modes offered, as the mode option and (v1) as session modes, which must agree."""
+    fields = driver.core.presenter.answer_fields(driver.core.options())
+    ids = [choice["value"] for choice in options_of(driver)["mode"]["options"]]
+    if "modes" in fields:
+        assert [mode["id"] for mode in fields["modes"]["availableModes"]] == ids
+    return ids
+
+
+def told_modes(effects: list[Effect]) -> list[str]:
+    [update] = updates(effects, "config_option_update")
+    [mode] = [o for o in update["configOptions"] if o["id"] == "mode"]
+    return [choice["value"] for choice in mode["options"]]
+
+
+EVERY_MODE = ["default", "acceptEdits", "plan", "auto", "bypassPermissions"]
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_every_mode_claude_code_would_take_is_offered_by_its_name(version: int) -> None:
+    assert mode_ids(opened(version)) == EVERY_MODE
+
+
+def test_bypass_is_not_offered_when_claude_code_cannot_bypass_permissions() -> None:
+    driver = CoreDriver(1, allow_bypass=False)
+    driver.start(INFO, OPUS, "medium")
+    assert mode_ids(driver) == ["default", "acceptEdits", "plan", "auto"]
+    with pytest.raises(RpcError) as refused:
+        driver.handle(ev.ChooseMode("bypassPermissions"))
+    assert refused.value.code == INVALID_PARAMS and "bypassPermissions" in refused.value.message
+
+
+def test_modes_the_settings_disable_are_not_offered_nor_taken() -> None:
+    driver = opened(1)
+    driver.frames(state_changed("running"), result())
+    told = valid(driver, driver.settings_read(OPUS, "medium", frozenset({"auto", "bypassPermissions"})), 1)
+    assert told_modes(told) == ["default", "acceptEdits", "plan"] == mode_ids(driver)
+    for mode in ("auto", "bypassPermissions"):
+        with pytest.raises(RpcError) as refused:
+            driver.choose("mode", mode)
+        assert refused.value.code == INVALID_PARAMS and mode in refused.value.message
+
+
+def test_auto_is_offered_while_the_model_can_run_it() -> None:
+    """Claude Code refuses ``auto`` on a model without ``supportsAutoMode`` (it says "auto mode
+    unavailable for this model"), and leaves ``auto`` for ``default`` when the model changes to
+    such a one."""
+    info = copy.deepcopy(INFO)
+    haiku = next(model for model in info["models"] if model["value"] == "haiku")
+    del haiku["supportsAutoMode"]
+    driver = opened(1, info)
+    driver.handle(ev.ChooseMode("auto"))
+    driver.settings_read(OPUS, "medium")
+    driver.choose("model", "haiku")
+    assert "auto" in mode_ids(driver), "the current mode stays listed"
+    driver.settings_read(haiku["resolvedModel"], None)
+    left = valid(driver, driver.frame(status("default")), 1)
+    assert told_modes(left) == ["default", "acceptEdits", "plan", "bypassPermissions"]
+    driver.choose("model", "opus")
+    assert "auto" in mode_ids(driver)
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_a_switch_claude_code_refuses_goes_back_to_the_mode_it_is_in(version: int) -> None:
+    """A refusal the list cannot foresee (Claude Code may say "auto mode is unavailable for your
+    plan"): the client is told the mode Claude Code stayed in."""
+    driver = opened(version)
+    driver.handle(ev.ChooseMode("acceptEdits")) if version == 1 else driver.choose("mode", "acceptEdits")
+    driver.frame(status("acceptEdits"))
+    driver.settings_read(OPUS, "medium")
+    driver.choose("mode", "auto")
+    back = valid(driver, driver.handle(ev.ModeRefused("auto")), version)
+    [update] = updates(back, "config_option_update")
+    key = "id" if version == 1 else "configId"
+    assert {o[key]: o["currentValue"] for o in update["configOptions"]}["mode"] == "acceptEdits"
+    assert updates(back, "current_mode_update") == (
+        [{"sessionUpdate": "current_mode_update", "currentModeId": "acceptEdits"}] if version == 1 else []
+    )
+    assert driver.core.modes.current == "acceptEdits"
+
+
+def test_a_refusal_overtaken_by_a_later_choice_changes_nothing() -> None:
+    driver = opened(1)
+    driver.choose("mode", "auto")
+    driver.choose("mode", "plan")
+    assert driver.handle(ev.ModeRefused("auto")) == []
+    assert driver.core.modes.current == "plan"
+
+
+@pytest.mark.parametrize(
+    ("effective", "disabled"),
+    [
+        ({}, set()),
+        ({"permissions": {"disableAutoMode": "disable"}}, {"auto"}),
+        ({"disableAutoMode": "disable"}, {"auto"}),
+        ({"permissions": {"disableBypassPermissionsMode": "disable"}}, {"bypassPermissions"}),
+        ({"disableBypassPermissionsMode": "disable"}, set()),
+        ({"permissions": {"disableAutoMode": "enable", "defaultMode": "plan"}}, set()),
+    ],
+)
+def test_the_modes_claude_codes_settings_disable_are_read_as_it_reads_them(
+    effective: dict[str, Any], disabled: set[str]
+) -> None:
+    """What ``get_settings`` answers (``effective``); CLI 2.1.332 refuses a switch to the modes
+    disabled this way, and ignores a top-level ``disableBypassPermissionsMode``."""
+    applied = read_applied({"effective": effective, "applied": {"model": OPUS, "effort": "medium"}})
+    assert applied.disabled_modes == disabled and applied.model == OPUS
+
+
+@pytest.mark.parametrize(
+    ("euid", "environ", "may"),
+    [
+        (1000, {}, True),
+        (0, {}, False),
+        (0, {"IS_SANDBOX": "1"}, True),
+        (0, {"IS_SANDBOX": "true"}, False),
+        (0, {"CLAUDE_CODE_BUBBLEWRAP": "1"}, True),
+        (0, {"CLAUDE_CODE_BUBBLEWRAP": ""}, False),
+    ],
+)
+def test_claude_code_is_let_bypass_permissions_where_it_takes_the_flag(
+    monkeypatch: pytest.MonkeyPatch, euid: int, environ: dict[str, str], may: bool
+) -> None:
+    """CLI 2.1.332 exits on ``--allow-dangerously-skip-permissions`` as root unless ``IS_SANDBOX``
+    is exactly ``1`` or ``CLAUDE_CODE_BUBBLEWRAP`` is set (probed: ``IS_SANDBOX=true`` exits)."""
+    monkeypatch.setattr(os, "geteuid", lambda: euid)
+    assert may_bypass_permissions(environ) is may
+    monkeypatch.setattr(os, "environ", environ)
+    assert ("allow-dangerously-skip-permissions" in session_options("/", None).extra_args) is may

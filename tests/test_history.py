@@ -12,25 +12,31 @@ from __future__ import annotations
 
 import base64
 import json
+import os
+from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 
 from claude_bg_acp.acp.jsonrpc import RpcError
-from claude_bg_acp.claude import conventions
+from claude_bg_acp.claude import conventions, store
 from claude_bg_acp.core import events as ev
 from claude_bg_acp.core.background import RESTATE_LIMIT
 from claude_bg_acp.core.effects import Effect, Notify, ReadTitle
 from claude_bg_acp.core.prompts import from_claude_content, to_claude_content
 from tests.support.driver import (
     CLIENTS,
+    CWD,
     FIXTURES,
     RECORDED_SESSION,
     CoreDriver,
     assert_golden,
     check_transcript,
     effect_json,
+    joined,
     load_frames,
+    store_recorded,
     stored_conversation,
 )
 from tests.support.frames import result, text
@@ -62,6 +68,26 @@ def test_replay_matches_golden(client: str, conversation: ev.StoredConversation)
     _, effects = recalled(client, conversation)
     golden = FIXTURES / "golden" / "recalled" / f"{RECORDING}.{client}.jsonl"
     assert_golden(golden, [effect_json(e, RECORDED_SESSION) for e in effects])
+
+
+@pytest.mark.parametrize("client", list(CLIENTS))
+@pytest.mark.parametrize("size", [1, 2])
+def test_a_replay_in_parts_is_the_replay_in_one(client: str, size: int, tmp_path: Path) -> None:
+    """Read ``size`` messages at a time, the conversation replays exactly as in one go (its
+    golden): the child, which comes with the first part, is replayed where its Agent tool use
+    is, several parts on; the shell's output comes with the part that hands it off; the notes
+    of later parts end what earlier parts handed off."""
+    with mock.patch.dict(os.environ, store_recorded(load_frames(RECORDING), tmp_path)):
+        parts = list(store._parts(RECORDED_SESSION, CWD, size))
+    assert len(parts) == -(-len(joined(parts).messages) // size) > 2
+    assert parts[0].children and parts[0].notes and not any(p.children or p.notes for p in parts[1:])
+    assert not parts[0].outputs and [list(p.outputs) for p in parts if p.outputs] == [[SHELL]]
+    _, whole = recalled(client, joined(parts))
+    driver = CoreDriver.for_client(client, session_id=RECORDED_SESSION)
+    in_parts = driver.recall(*parts) + driver.resync()
+    assert [effect_json(e, RECORDED_SESSION) for e in in_parts] == [
+        effect_json(e, RECORDED_SESSION) for e in whole
+    ]
 
 
 def test_v2_replay_shows_the_ended_shell_the_child_and_no_live_work(

@@ -5,6 +5,7 @@ stops one item with ``terminal/cancel`` / ``tool_call/cancel``."""
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ import pytest
 
 from tests.conftest import LiveModel
 from tests.support.acp_client import ClientRun, run_client
+from tests.support.processes import survivors
 
 pytestmark = pytest.mark.live
 
@@ -48,6 +50,7 @@ def rfd_order_holds(run: ClientRun) -> None:
             listed = now
 
 
+@pytest.mark.portable
 def test_background_shell_streams_and_exits(live: LiveModel, workdir: Path) -> None:
     run = run_v2(
         live,
@@ -82,6 +85,30 @@ def test_background_shell_streams_and_exits(live: LiveModel, workdir: Path) -> N
     assert removal["state"] == "running"
 
 
+@pytest.mark.portable
+def test_output_under_the_systems_temp_directory_is_relayed(live: LiveModel, workdir: Path) -> None:
+    """Without ``CLAUDE_CODE_TMPDIR`` Claude Code keeps its task output below the runtime's temp
+    directory, ``$TMPDIR`` (which macOS sets for every user); the agent follows it there."""
+    agent = live.agent()
+    temp = agent["env"]["CLAUDE_CODE_TMPDIR"]
+    agent["env"] |= {"CLAUDE_CODE_TMPDIR": None, "TMPDIR": temp}
+    steps = [
+        {"op": "prompt", "text": "[scenario:bg_completed] Run a background job."},
+        {"op": "waitFor", "update": "terminal_update", "match": {"exitStatus": "$present"}},
+        {"op": "waitBackground", "empty": True},
+    ]
+    run = run_client(
+        {"agent": agent, "client": "v2-unstable", "cwd": str(workdir), "steps": steps}, timeout=60
+    )
+    (terminal_id,) = run.terminal_ids
+    assert run.terminal_bytes(terminal_id) == b"hello-from-bg\nbg-finished\n"
+    (output,) = Path(temp).rglob(f"{terminal_id}.output")
+    assert output.is_relative_to(Path(temp, "claude-" + str(os.getuid())))
+    # The live fixture looks for CLAUDE_CODE_TMPDIR; these processes carry TMPDIR instead.
+    assert not survivors("TMPDIR=" + temp)
+
+
+@pytest.mark.portable
 def test_failing_shell_reports_its_exit_code(live: LiveModel, workdir: Path) -> None:
     run = run_v2(
         live,
@@ -99,6 +126,7 @@ def test_failing_shell_reports_its_exit_code(live: LiveModel, workdir: Path) -> 
     assert b"exited with code" not in run.terminal_bytes(terminal_id)
 
 
+@pytest.mark.portable
 def test_cancel_terminal_stops_exactly_that_shell(live: LiveModel, workdir: Path) -> None:
     run = run_v2(
         live,
@@ -126,6 +154,7 @@ def test_cancel_terminal_stops_exactly_that_shell(live: LiveModel, workdir: Path
     assert last["exitStatus"]["signal"] and last["capabilities"] is None
 
 
+@pytest.mark.portable
 def test_session_close_stops_background_work(live: LiveModel, workdir: Path) -> None:
     run = run_v2(
         live,
@@ -150,6 +179,7 @@ def test_session_close_stops_background_work(live: LiveModel, workdir: Path) -> 
     assert run.shutdown["processGroupSurvivors"] is False
 
 
+@pytest.mark.portable
 def test_bytes_are_relayed_exactly(live: LiveModel, workdir: Path) -> None:
     run = run_v2(
         live,
@@ -165,6 +195,7 @@ def test_bytes_are_relayed_exactly(live: LiveModel, workdir: Path) -> None:
     assert run.terminal_bytes(terminal_id) == expected
 
 
+@pytest.mark.portable
 def test_ten_megabyte_burst_arrives_intact(live: LiveModel, workdir: Path) -> None:
     run = run_v2(
         live,
@@ -235,6 +266,7 @@ def test_v1_client_reading_terminal_meta_gets_live_output(live: LiveModel, workd
     assert run.terminal_bytes(terminal_id) == written.decode("utf-8", "replace").encode()
 
 
+@pytest.mark.portable
 def test_an_output_file_replaced_by_a_link_leaks_nothing(live: LiveModel, workdir: Path) -> None:
     """Issue 8, defect 3: with the shell's output file replaced by a symbolic link, the agent
     sent the link's target to the client. The shell itself swaps its output file (found through

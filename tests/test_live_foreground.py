@@ -4,12 +4,18 @@ client must report no dropped notification (``run_client`` asserts both)."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from claude_bg_acp.scripted_model.scenarios import ACK
 from tests.conftest import LiveModel
 from tests.support.acp_client import run_client
+from tests.support.rules import check_updates
+from tests.support.schema import validate_transcript
+from tests.support.stdio_agent import StdioAgent
 
 pytestmark = pytest.mark.live
 
@@ -140,6 +146,76 @@ def test_v2_a_prompt_sent_during_claude_codes_own_turn_waits_for_its_idle(
     answer = [e["t"] for e in entries[inserted:] if e["update"]["sessionUpdate"] == "agent_message_chunk"]
     assert answer and max(answer) <= run.response("done")["matched"]["t"]
     assert "Hello from the scripted model." in run.agent_text()
+
+
+BURST = "sleep 1; head -c 40000000 /dev/zero | tr '\\0' x; echo; echo burst-done"
+"""A shell that starts once its turn is over, then prints 40 MB and ends."""
+
+
+def state_of(message: dict[str, Any]) -> dict[str, Any] | None:
+    update = message.get("params", {}).get("update", {})
+    return update if update.get("sessionUpdate") == "state_update" else None
+
+
+def wait_until_stored(config_dir: str, session_id: str, words: str, timeout: float = 30) -> None:
+    """Wait until Claude Code's stored conversation has ``words`` (what it answered)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        stored = list(Path(config_dir).glob(f"projects/*/{session_id}.jsonl"))
+        if stored and words in stored[0].read_text():
+            return
+        time.sleep(0.05)  # another process's file: there is no event to await
+    raise AssertionError(f"Claude Code never stored {words!r}")
+
+
+def test_v2_a_client_that_stalls_through_a_follow_up_gets_it_and_its_next_prompt_at_once(
+    live: LiveModel, workdir: Path
+) -> None:
+    """The client stops reading while a shell prints 40 MB and ends, and while Claude Code's
+    follow-up turn for it runs and ends. Catching up, the agent reads that file to its end long
+    after: what it reports does not depend on it. The client gets each turn as running, then
+    idle with its stop reason (never a running with no turn behind it, or an idle without one),
+    and the prompt it sends once it has the shell's exit goes in at once and ends ``end_turn``."""
+    agent = StdioAgent(env=live.env, allow=True)
+    agent.call(0, "initialize", {"protocolVersion": 2, "info": {"name": "stall", "version": "1"}})
+    session_id = agent.call(1, "session/new", {"cwd": str(workdir), "mcpServers": []})["result"]["sessionId"]
+
+    def prompt(request_id: int, words: str) -> None:
+        agent.request(
+            request_id,
+            "session/prompt",
+            {"sessionId": session_id, "prompt": [{"type": "text", "text": words}]},
+        )
+
+    def idle(stop_reason: str) -> Any:
+        return lambda m: (state_of(m) or {}).get("stopReason") == stop_reason
+
+    prompt(2, f"[scenario:bg_from_prompt] <command>{BURST}</command>")
+    agent.next_message(idle("end_turn"), timeout=60)
+    agent.pause_reading()
+    wait_until_stored(live.env["CLAUDE_CONFIG_DIR"], session_id, ACK)
+    agent.resume_reading()
+    # Caught up: the file was read to its end, the shell's exit and the list without it are out.
+    agent.next_message(lambda m: "exitStatus" in m.get("params", {}).get("update", {}), timeout=60)
+    agent.next_message(lambda m: (state_of(m) or {}).get("background") == [], timeout=30)
+    prompt(3, "[scenario:text] Anything else?")
+    agent.response(3, timeout=30)
+    agent.next_message(idle("end_turn"), timeout=30)
+    assert agent.close() == 0
+
+    assert not validate_transcript(agent.lines, agent.sent, 2)
+    updates = [m["params"] for m in agent.lines if m.get("method") == "session/update"]
+    check_updates(((u["sessionId"], u["update"]) for u in updates), 2)
+    transitions: list[tuple[str, str | None]] = []
+    for update in (state_of(m) for m in agent.lines):
+        if update is None or update["state"] == "requires_action":
+            continue  # a permission question within the first turn
+        if not transitions or transitions[-1][0] != update["state"]:
+            transitions.append((update["state"], update.get("stopReason")))
+    assert transitions == [("running", None), ("idle", "end_turn")] * 3, "the prompt, the follow-up, the next"
+    terminals = [u["update"] for u in updates if u["update"]["sessionUpdate"] == "terminal_update"]
+    assert terminals[-1]["exitStatus"] == {"exitCode": 0, "signal": None}
+    assert "Anything else?" in str(live.model.messages_requests()[-1].body["messages"])
 
 
 @pytest.mark.parametrize(("mode", "asked", "created"), [("plan", 0, False), ("acceptEdits", 0, True)])

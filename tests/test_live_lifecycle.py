@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 
+from claude_bg_acp.claude import lifeline
+from claude_bg_acp.platform import host
 from tests.conftest import LiveModel
 from tests.support.processes import processes_with, survivors
 from tests.support.schema import validate_transcript
@@ -118,11 +120,15 @@ def final_updates(agent: StdioAgent, terminal: str) -> None:
     assert exits[0] < len(updates) - 1
 
 
+@pytest.mark.portable
 def test_sigkill_of_the_agent_takes_claude_and_its_shells_along(live: LiveModel, workdir: Path) -> None:
     agent, session_id = start(live, workdir)
     prompt(agent, 2, session_id, "[scenario:bg_long] Run a long job.")
     wait_update(agent, "terminal_output_chunk")
-    assert any("line-" in cmd or "sleep" in cmd for cmd in processes_with(marker(live)).values())
+    commands = processes_with(marker(live)).values()
+    assert any("line-" in cmd or "sleep" in cmd for cmd in commands)
+    # Where no parent-death signal is, the lifeline stands in (and shows the portable mode is on).
+    assert any(lifeline.WATCHER in cmd for cmd in commands) == (not host().linux)
     os.kill(agent.proc.pid, signal.SIGKILL)
     agent.proc.wait(timeout=10)
     assert not survivors(marker(live), grace=10), "Claude Code or its shell outlived a SIGKILLed agent"
@@ -160,6 +166,7 @@ def test_a_crash_during_a_turn_ends_it_with_an_error(live: LiveModel, workdir: P
     goes_on_and_closes(agent, session_id, 3)
 
 
+@pytest.mark.portable
 def test_a_claude_killed_while_only_background_work_runs_leaves_no_shell_running(
     live: LiveModel, workdir: Path
 ) -> None:
@@ -177,6 +184,7 @@ def test_a_claude_killed_while_only_background_work_runs_leaves_no_shell_running
     goes_on_and_closes(agent, session_id, 3)
 
 
+@pytest.mark.portable
 def test_a_claude_killed_mid_turn_ends_the_turn_and_its_command(live: LiveModel, workdir: Path) -> None:
     agent, session_id = start(live, workdir)
     prompt(agent, 2, session_id, "[scenario:fg_long] Wait a while.")
@@ -191,6 +199,7 @@ def test_a_claude_killed_mid_turn_ends_the_turn_and_its_command(live: LiveModel,
     goes_on_and_closes(agent, session_id, 3)
 
 
+@pytest.mark.portable
 @pytest.mark.parametrize("fault", ["deleted", "truncated", "replaced"])
 def test_an_output_file_tampered_with_is_survived(live: LiveModel, workdir: Path, fault: str) -> None:
     agent, session_id = start(live, workdir)
@@ -214,7 +223,9 @@ def test_an_output_file_tampered_with_is_survived(live: LiveModel, workdir: Path
 
 
 @pytest.mark.parametrize(
-    "signum", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP], ids=["SIGTERM", "SIGINT", "SIGHUP"]
+    "signum",
+    [pytest.param(signal.SIGTERM, marks=pytest.mark.portable), signal.SIGINT, signal.SIGHUP],
+    ids=["SIGTERM", "SIGINT", "SIGHUP"],
 )
 def test_a_stop_signal_sends_the_final_updates_as_closing_stdin_does(
     live: LiveModel, workdir: Path, signum: signal.Signals
@@ -229,6 +240,7 @@ def test_a_stop_signal_sends_the_final_updates_as_closing_stdin_does(
     check_schema(agent)
 
 
+@pytest.mark.portable
 def test_closing_stdin_stops_everything_after_the_final_updates(live: LiveModel, workdir: Path) -> None:
     agent, session_id = start(live, workdir)
     prompt(agent, 2, session_id, "[scenario:bg_long] Run a long job.")
@@ -240,6 +252,7 @@ def test_closing_stdin_stops_everything_after_the_final_updates(live: LiveModel,
     check_schema(agent)
 
 
+@pytest.mark.portable
 def test_closing_does_not_wait_for_a_claude_code_that_does_not_answer(live: LiveModel, workdir: Path) -> None:
     agent, session_id = start(live, workdir)
     prompt(agent, 2, session_id, "[scenario:bg_long] Run a long job.")

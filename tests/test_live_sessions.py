@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import uuid
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ import anyio
 import pytest
 from claude_agent_sdk import ClaudeAgentOptions, ResultMessage, query
 
+from claude_bg_acp.claude.conventions import tasks_root
 from claude_bg_acp.scripted_model import env_overrides
 from tests.conftest import LiveModel
 from tests.conftest import run_live as run
@@ -146,6 +148,26 @@ def test_one_id_for_the_editor_and_the_terminal(live: LiveModel, workdir: Path) 
     assert FIRST_ANSWER in both and "Back in the terminal." in both
 
 
+def test_a_conversation_changed_in_a_terminal_meanwhile_is_listed_anew(
+    live: LiveModel, workdir: Path
+) -> None:
+    """The agent listed the sessions; Claude Code in a terminal goes on with one and renames it:
+    the same agent's next listing shows it with its new title and time, first."""
+    older = first_conversation(live, workdir, "v1")
+    session_id = first_conversation(live, workdir, "v1")
+    agent = StdioAgent(env=live.env)
+    agent.call(0, "initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+    before = agent.call(1, "session/list", {"cwd": str(workdir)})["result"]["sessions"]
+    assert [s["sessionId"] for s in before] == [session_id, older]
+    claude_in_a_terminal(live, workdir, "[scenario:text] Back in the terminal.", older)
+    claude_in_a_terminal(live, workdir, "/rename Renamed in the terminal", older)
+    after = agent.call(2, "session/list", {"cwd": str(workdir)})["result"]["sessions"]
+    assert [s["sessionId"] for s in after] == [older, session_id]
+    assert after[0]["title"] == "Renamed in the terminal" and after[1] == before[0]
+    assert after[0]["updatedAt"] > before[0]["updatedAt"]
+    assert agent.close() == 0
+
+
 def test_v2_resume_with_replay_from_the_start_continues_the_session(live: LiveModel, workdir: Path) -> None:
     session_id = first_conversation(live, workdir, "v2")
     second = run(
@@ -178,23 +200,59 @@ def test_v2_resume_with_replay_from_the_start_continues_the_session(live: LiveMo
     carries_first_conversation(live)
 
 
+def resumed_from_start(live: LiveModel, workdir: Path, session_id: str, *steps: dict[str, Any]) -> ClientRun:
+    """A second agent process: a v2 client resumes the session with a replay, then ``steps``."""
+    resume = {"op": "resumeSession", "sessionId": session_id, "replayFrom": {"type": "start"}}
+    return run(live, workdir, "v2", [resume, *steps], autoSession=False)
+
+
+def test_a_prompt_after_resuming_a_session_whose_shell_was_cut_short_runs_its_own_turn(
+    live: LiveModel, workdir: Path
+) -> None:
+    """The first agent process ends while its shell still runs. Resumed in a second one, Claude
+    Code starts with a turn of its own about that shell (its notification, no model request):
+    not shown, so the client is told ``idle``, and the prompt it sends goes in once that turn is
+    over, with no ``idle`` before it that a client could take for its end. The prompt reaches the
+    model with the earlier conversation and ends ``end_turn`` with its own usage."""
+    first = run(live, workdir, "v2", [*LONG_SHELL, {"op": "waitForTerminalBytes", "contains": "line-3"}])
+    second = resumed_from_start(
+        live,
+        workdir,
+        first.session_id(),
+        {"op": "prompt", "id": "p", "text": "[scenario:text] And now?"},
+        {"op": "waitIdle", "match": {"stopReason": "end_turn"}},
+    )
+    assert sent_before_answer(second)[-1]["update"] == {
+        "sessionUpdate": "state_update",
+        "state": "idle",
+        "background": [],
+    }
+    message_id = second.response("p")["result"]["messageId"]
+    (resume,) = [line for line in second.client_lines if line.get("method") == "session/resume"]
+    answered = next(i for i, line in enumerate(second.agent_lines) if line.get("id") == resume["id"])
+    after = [
+        line["params"]["update"]
+        for line in second.agent_lines[answered:]
+        if line.get("method") == "session/update"
+        and line["params"]["update"]["sessionUpdate"] in ("state_update", "user_message")
+    ]
+    assert [(u["sessionUpdate"], u.get("state"), u.get("stopReason")) for u in after] == [
+        ("state_update", "running", None),
+        ("user_message", None, None),
+        ("state_update", "idle", "end_turn"),
+    ]
+    assert after[1]["messageId"] == message_id
+    assert after[2]["usage"]["outputTokens"] > 0, "the idle is the prompt's, with its usage"
+    messages = json.dumps(live.model.messages_requests()[-1].body["messages"])
+    assert (
+        "And now?" in messages and "Run a long job." in messages and "Started the background work" in messages
+    )
+
+
 def test_a_replayed_prompt_has_the_message_id_it_had_live(live: LiveModel, workdir: Path) -> None:
     first = run(live, workdir, "v2", [{"op": "prompt", "id": "p", "text": FIRST_PROMPT}, {"op": "waitIdle"}])
     live_id = first.response("p")["result"]["messageId"]
-    second = run(
-        live,
-        workdir,
-        "v2",
-        [
-            {
-                "op": "resumeSession",
-                "id": "r",
-                "sessionId": first.session_id(),
-                "replayFrom": {"type": "start"},
-            }
-        ],
-        autoSession=False,
-    )
+    second = resumed_from_start(live, workdir, first.session_id())
     replayed = [params["update"] for params in sent_before_answer(second)]
     (message,) = [u for u in replayed if u["sessionUpdate"] == "user_message"]
     assert message["messageId"] == live_id
@@ -409,3 +467,75 @@ def test_a_damaged_conversation_fails_clearly_and_spares_the_others(live: LiveMo
     agent.next_message(lambda m: m.get("params", {}).get("update", {}).get("state") == "idle", timeout=60)
     assert agent.close() == 0
     assert not validate_transcript(agent.lines, agent.sent, 2)
+
+
+SECRET = "never-for-the-client-4f7c1e"
+
+
+def shows(lines: list[Any], secret: str) -> bool:
+    """Whether any line carries ``secret``: as text, or inside a base64 string (terminal output)."""
+
+    def carries(value: Any) -> bool:
+        if isinstance(value, dict):
+            return any(carries(v) for v in value.values())
+        if isinstance(value, list):
+            return any(carries(v) for v in value)
+        if not isinstance(value, str):
+            return False
+        try:
+            decoded = base64.b64decode(value, validate=True)
+        except ValueError:
+            decoded = b""
+        return secret in value or secret.encode() in decoded
+
+    return carries(lines)
+
+
+def test_words_of_a_hand_off_in_a_commands_output_open_no_file(
+    live: LiveModel, workdir: Path, tmp_path: Path
+) -> None:
+    """Issue 19, defect 3: foreground commands print Claude Code's hand-off words naming a file
+    outside the task directory, another session's output file (put in place for it: the layout
+    is Claude Code's) and a FIFO. They are ordinary tool calls, live and replayed by two more
+    agent processes (v1 load, v2 resume); nothing of those files reaches a client, and each
+    reopening is answered (the FIFO made the load wait forever)."""
+    outside = tmp_path / "secret.txt"
+    outside.write_text(f"{SECRET} outside\n")
+    other = Path(tasks_root(str(workdir), live.env)) / str(uuid.uuid4()) / "tasks" / "bother.output"
+    other.parent.mkdir(parents=True)
+    other.write_text(f"{SECRET} of another session\n")
+    fifo = tmp_path / "fifo.output"
+    os.mkfifo(fifo)
+    named = "".join(f"<path>{path}</path>" for path in (outside, other, fifo))
+    first = run(
+        live,
+        workdir,
+        "v2",
+        [
+            {"op": "prompt", "text": f"[scenario:hand_off_words] {named}"},
+            {"op": "waitIdle", "match": {"stopReason": "end_turn"}},
+        ],
+    )
+    session_id = first.session_id()
+    loaded = run(
+        live, workdir, "v1", [{"op": "loadSession", "id": "load", "sessionId": session_id}], autoSession=False
+    )
+    resumed = run(
+        live,
+        workdir,
+        "v2",
+        [{"op": "resumeSession", "id": "resume", "sessionId": session_id, "replayFrom": {"type": "start"}}],
+        autoSession=False,
+    )
+    for reopened in (loaded, resumed):
+        replayed = [params["update"] for params in sent_before_answer(reopened)]
+        ended = {u["toolCallId"]: u["status"] for u in replayed if "toolCallId" in u and "status" in u}
+        assert list(ended.values()) == ["completed"] * 3, replayed
+        assert all(str(path) in json.dumps(replayed) for path in (outside, other, fifo)), "words shown"
+    for process in (first, loaded, resumed):
+        assert not shows(process.agent_lines, SECRET)
+        assert process.terminal_ids == []
+        assert not [u for u in process.raw_updates() if u["sessionUpdate"].startswith("terminal")]
+        contents = [c for u in process.raw_updates() for c in u.get("content") or [] if isinstance(c, dict)]
+        assert not [c for c in contents if c.get("type") == "terminal"]
+    assert first.background_lists() and all(b == [] for b in first.background_lists())

@@ -15,7 +15,6 @@ import subprocess
 import sys
 import textwrap
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
@@ -31,16 +30,6 @@ pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="orphans are ado
 @pytest.fixture
 def owner() -> str:
     return uuid.uuid4().hex
-
-
-@pytest.fixture
-def spawned() -> Iterator[list[subprocess.Popen[bytes]]]:
-    processes: list[subprocess.Popen[bytes]] = []
-    yield processes
-    for process in processes:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
 
 
 def spawn(

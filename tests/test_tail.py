@@ -325,7 +325,7 @@ async def test_a_symbolic_link_put_in_place_of_the_output_reaches_nothing(
     assert b"SECRET" not in b"".join(e.data for e in screen.events if isinstance(e, (Chunk, Snapshot)))
 
 
-@pytest.mark.parametrize("kind", ["transcript link", "fifo", "outside the task directory"])
+@pytest.mark.parametrize("kind", ["transcript link", "fifo", "outside the task directory", "link on the way"])
 async def test_what_is_not_a_tasks_own_output_is_never_read(
     watching: WatchOptions, tmp_path: Path, kind: str, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -340,6 +340,10 @@ async def test_what_is_not_a_tasks_own_output_is_never_read(
         path.symlink_to(elsewhere / "data")
     elif kind == "fifo":
         os.mkfifo(path)
+    elif kind == "link on the way":  # a directory of the task directory's that leads out
+        (root / "cwd" / "linked").symlink_to(elsewhere, target_is_directory=True)
+        (elsewhere / "t.output").write_bytes(b"SECRET\n")
+        path = root / "cwd" / "linked" / "t.output"
     else:
         (elsewhere / "t.output").write_bytes(b"SECRET\n")
         path = elsewhere / "t.output"

@@ -33,10 +33,12 @@ from claude_bg_acp.core.effects import (
 )
 from claude_bg_acp.core.foreground import FOLLOW_UP_WAIT, LOGIN_HINT
 from claude_bg_acp.core.session import ALLOW_ONCE
-from tests.support.driver import CoreDriver
+from tests.support.driver import CoreDriver, check_transcript
 from tests.support.frames import (
+    Frame,
     TaskSpec,
     assistant,
+    follow_up_origin,
     follow_up_result,
     interrupt_marker,
     interrupted_result,
@@ -47,6 +49,7 @@ from tests.support.frames import (
     text,
     tool_use,
 )
+from tests.support.rules import BackgroundRules, Violation
 
 ROOT = "session-turns"
 ACP_USAGE = {
@@ -465,6 +468,202 @@ def test_a_long_follow_up_turn_without_a_running_state_stays_running(new_driver:
 
     assert states(d.tick(started + FOLLOW_UP_WAIT + 0.5)) == []  # still the same turn
     assert states(d.frame(follow_up_result())) == [("idle", "end_turn")]
+
+
+# --- consecutive turns, and the follow-up each ended task owes ---------------------------------------
+
+WINDOWS = {"claude-opus-5-5": {"inputTokens": 1, "outputTokens": 1, "costUSD": 0.5, "contextWindow": 200_000}}
+"""A result's ``modelUsage``: with it, each turn's end also sends a ``usage_update`` (what the
+background rules checker reads as a turn's end)."""
+QUICK = TaskSpec("shell", "bash01")
+SLOW = TaskSpec("shell", "bash02", run_id="run02")
+
+
+def launched(d: CoreDriver, *shells: TaskSpec) -> list[Effect]:
+    """The CLI's side of a turn that hands ``shells`` off to the background (the turn runs on)."""
+    effects = d.frame(state_changed("running"))
+    for shell in shells:
+        effects += d.frames(shell.launch(), shell.started())
+    effects += d.frame(tasks_changed([shell.level_entry() for shell in shells]))
+    for shell in shells:
+        effects += d.frame(shell.hand_off())
+    return effects
+
+
+def ends(shell: TaskSpec, still_running: list[TaskSpec] | None = None) -> list[Frame]:
+    """Claude Code reports that ``shell`` ended by itself."""
+    level = [other.level_entry() for other in still_running or []]
+    return [shell.updated("completed"), shell.notification("completed"), tasks_changed(level)]
+
+
+def follow_up(run_id: str = "run01") -> list[Frame]:
+    """The turn Claude Code starts by itself about a task run that ended."""
+    ended = {**follow_up_result(run_id=run_id), "modelUsage": WINDOWS}
+    return [state_changed("running"), text("BG_DONE_ACK"), ended, state_changed("idle")]
+
+
+@pytest.mark.parametrize("drained", ["during-the-turn", "after-the-follow-up"])
+def test_consecutive_turns_have_an_idle_boundary(drained: str, new_driver: NewDriver) -> None:
+    """A shell ends while the prompt's turn runs: Claude Code follows it up right after that
+    turn's result. The prompt's turn ends with its own ``idle`` (its stop reason and usage), then
+    the follow-up is ``running`` (already with the removal of the shell), then ``idle``."""
+    d = new_driver(2)
+    _, inserted = d.prompt("Start a quick job.")
+    effects = inserted + launched(d, QUICK) + d.frames(*ends(QUICK))
+    if drained == "during-the-turn":
+        effects += d.drained(QUICK.task_id)
+    user_end = d.frames(text("Started it."), result(model_usage=WINDOWS))
+    assert states(user_end) == [("idle", "end_turn"), ("running", None)]
+    assert state_updates(user_end)[0].usage == ACP_USAGE
+    follow = d.frames(state_changed("idle"), *follow_up())
+    if drained == "after-the-follow-up":
+        follow += d.drained(QUICK.task_id)
+    assert [s for s in states(follow) if s != ("idle", None)] == [("idle", "end_turn")]
+    check_transcript(d, effects + user_end + follow, "v2")
+
+
+def test_the_rules_checker_finds_consecutive_turns_without_an_idle() -> None:
+    """What the agent sent before the boundary (the follow-up's turn running on from the
+    prompt's): rule 8 breaks at the second turn's end."""
+    updates = [
+        {"sessionUpdate": "state_update", "state": "running", "background": []},
+        {"sessionUpdate": "usage_update", "used": 35, "size": 200_000},
+        {"sessionUpdate": "usage_update", "used": 31, "size": 200_000},
+    ]
+    rules = BackgroundRules(lists=True)
+    rules.see(ROOT, updates[0])
+    rules.see(ROOT, updates[1])
+    with pytest.raises(Violation, match="rule 8: two turns of session-turns ended with no idle"):
+        rules.see(ROOT, updates[2])
+
+
+def test_v1_answers_the_prompt_with_its_own_turn_when_a_follow_up_runs_on(new_driver: NewDriver) -> None:
+    d = new_driver(1)
+    ticket, _ = d.prompt("Start a quick job.")
+    launched(d, QUICK)
+    d.frames(*ends(QUICK))
+    d.drained(QUICK.task_id)
+    user_end = d.frames(text("Started it."), result(stop_reason="max_tokens"))
+    assert answers(user_end) == [Reply(ticket, {"stopReason": "max_tokens", "usage": ACP_USAGE})]
+    assert answers(d.frames(*follow_up())) == []
+
+
+def test_a_prompt_sent_during_the_turn_waits_for_the_follow_up_it_owes(new_driver: NewDriver) -> None:
+    d = new_driver(2)
+    d.prompt("Start a quick job.")
+    launched(d, QUICK)
+    d.frames(*ends(QUICK))
+    _, waiting = d.prompt("And then?")
+    assert queries(waiting) == []
+    user_end = d.frame(result())
+    assert states(user_end) == [("idle", "end_turn"), ("running", None)] and queries(user_end) == []
+    follow = d.frames(*follow_up())
+    assert states(follow)[:2] == [("idle", "end_turn"), ("running", None)]
+    assert queries(follow) == ["And then?"]
+
+
+@pytest.mark.parametrize("when", ["idle", "prompted"])
+def test_a_follow_up_that_ran_before_its_shell_was_read_to_the_end_is_not_awaited_again(
+    when: str, new_driver: NewDriver
+) -> None:
+    """The tailer reads a terminal's file to its end long after the task ended when the client
+    reads slowly: by then Claude Code's follow-up turn has run. Its end changes nothing but the
+    list, and the next prompt goes in at once."""
+    d = new_driver(2)
+    d.prompt("Start a job.")
+    launched(d, QUICK)
+    d.frames(result(), state_changed("idle"))
+    ended = d.frames(*ends(QUICK))
+    assert states(ended) == [("running", None)]  # Claude Code said so: its turn follows
+    assert states(d.frames(*follow_up())) == [("idle", "end_turn")]
+    if when == "prompted":
+        _, inserted = d.prompt("Next.")
+        assert queries(inserted) == ["Next."]
+    drained = d.drained(QUICK.task_id)
+    assert [(u.state, u.stop_reason, u.background) for u in state_updates(drained)] == [
+        ("idle" if when == "idle" else "running", None, [])
+    ]
+    assert d.core.next_deadline() is None
+    if when == "idle":
+        _, inserted = d.prompt("Next.")
+        assert queries(inserted) == ["Next."]
+    check_transcript(d, d.effects, "v2")
+
+
+def test_each_ended_task_owes_its_own_follow_up(new_driver: NewDriver) -> None:
+    """Two shells end during a turn: two follow-up turns, each matched to its task by the run
+    its result names; an idle between each."""
+    d = new_driver(2)
+    d.prompt("Start two jobs.")
+    launched(d, QUICK, SLOW)
+    d.frames(*ends(QUICK, still_running=[SLOW]), *ends(SLOW))
+    assert states(d.frame(result())) == [("idle", "end_turn"), ("running", None)]
+    first = d.frames(*follow_up("run01"))
+    assert [s for s in states(first) if s[1] or s[0] == "running"] == [
+        ("idle", "end_turn"),
+        ("running", None),
+    ]
+    second = d.frames(*follow_up("run02"))
+    assert states(second) == [("idle", "end_turn")]
+    assert d.core.next_deadline() is None
+
+
+def test_what_claude_code_still_says_after_the_session_closed_is_not_shown(new_driver: NewDriver) -> None:
+    """The close ends the turn as ``cancelled``; Claude Code may still answer before it stops
+    (a follow-up turn it had begun): that answer would come after the idle, outside any turn."""
+    d = new_driver(2)
+    d.prompt("A question.")
+    d.frame(state_changed("running"))
+    assert states(d.handle(ev.Close(), 0.01)) == [("idle", "cancelled")]
+    late = d.frames(text("An answer nobody waits for."), result(model_usage=WINDOWS), state_changed("idle"))
+    assert chunks(late) == [] and states(late) == []
+    assert not [e for e in late if isinstance(e, Notify) and e.update.session_update == "usage_update"]
+
+
+# --- a Claude Code that resumes the stored conversation ------------------------------------------------
+
+
+def empty_turn() -> list[Frame]:
+    """What the bundled CLI sends when it resumes a conversation whose shell the end of the
+    previous agent process cut short: that task's notification, and a turn without a model
+    request (``num_turns: 0``)."""
+    cut = TaskSpec("shell", "bash09")
+    ended = {**result(result_text="", origin={"kind": "task-notification"}), "num_turns": 0}
+    ended["usage"] = {key: 0 for key in ended["usage"]}
+    return [cut.notification("stopped"), state_changed("running"), ended, state_changed("idle")]
+
+
+def test_a_resumed_claude_codes_empty_turn_is_not_shown_and_a_prompt_waits_for_its_end(
+    new_driver: NewDriver,
+) -> None:
+    d = new_driver(2)
+    d.handle(ev.ClaudeResuming())
+    notified, running, ended, idle = empty_turn()
+    assert states(d.frames(notified, running)) == []
+    assert states(d.resync()) == [("idle", None)]  # what the client resuming the session is told
+    ticket, waiting = d.prompt("And now?")
+    assert states(waiting) == [] and queries(waiting) == [] and answers(waiting) == []
+    inserted = d.frame(ended)
+    assert states(inserted) == [("running", None)]
+    assert queries(inserted) == ["And now?"] and [a.ticket for a in answers(inserted)] == [ticket]
+    turn = d.frame(idle) + run_turn(d) + d.frame(state_changed("idle"))
+    assert states(turn) == [("idle", "end_turn")]
+    assert state_updates(turn)[0].usage == ACP_USAGE
+    check_transcript(d, d.effects, "v2")
+
+
+def test_a_resumed_claude_code_that_works_is_a_turn_the_prompt_waits_for(new_driver: NewDriver) -> None:
+    d = new_driver(2)
+    d.handle(ev.ClaudeResuming())
+    d.frame(state_changed("running"))
+    _, waiting = d.prompt("And now?")
+    assert queries(waiting) == []
+    working = d.frame(text("The job that was cut short printed half its lines."))
+    assert states(working) == [("running", None)]
+    ended = d.frames(result(origin=follow_up_origin()), state_changed("idle"))
+    assert states(ended) == [("idle", "end_turn"), ("running", None)]
+    assert queries(ended) == ["And now?"]
+    check_transcript(d, d.effects, "v2")
 
 
 # --- permission questions ----------------------------------------------------------------------------

@@ -16,17 +16,19 @@ their effort levels): ``session/new`` waits for its Claude Code to start (at mos
 ``READY_BOUND``), unless a session of this process in the same directory already started one,
 whose answer it goes by (the session corrects it with ``config_option_update`` if its own
 Claude Code says otherwise) once its own Claude Code runs as a process (a few milliseconds);
-load, resume and fork wait for Claude Code anyway. Its commands follow the answer. A Claude
-Code that cannot start before the answer (the system refuses its process, or it exits at once)
-fails the request, with why, and the session is gone; after the answer a failed start is
-retried (``session_host``).
+load, resume and fork wait for Claude Code anyway (a replay is read and sent meanwhile). Its
+commands follow the answer. A Claude Code that cannot start before the answer (the system
+refuses its process, or it exits at once) fails the request, with why, and the session is gone;
+after the answer a failed start is retried (``session_host``).
 
 Every session runs in a task of its own, which keeps whatever the session raises from the
 agent's other sessions: a session that failed is forgotten (its host stopped what it started),
 and the next request that names it is told why (-32603), until it is closed or deleted.
 
 Claude Code logs itself in. A client that can run terminal auth methods is offered one: it
-runs this agent's command with ``login``, which runs Claude Code's own login.
+runs this agent's command with ``login``, which runs Claude Code's own login. A v1 client that
+declares only the earlier form of that capability (``_meta["terminal-auth"]``, as the ACP
+Registry's admission check does) is offered it too, with the command in that form.
 
 A later ``initialize`` negotiates again: the sessions created after it take the new version and
 capabilities, while those that exist keep the ones they were created with (their presenter is
@@ -41,6 +43,7 @@ import sys
 import threading
 import uuid
 from collections import deque
+from collections.abc import AsyncGenerator
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -72,8 +75,8 @@ from claude_bg_acp.core import events as ev
 from claude_bg_acp.stdio import Endpoint
 
 if TYPE_CHECKING:
+    from claude_bg_acp.claude.listing import StoredSession
     from claude_bg_acp.claude.runner import ClaudeRunner
-    from claude_bg_acp.claude.store import StoredSession
     from claude_bg_acp.session_host import SessionHost
     from claude_bg_acp.tail import Grid
 
@@ -258,10 +261,14 @@ class Agent:
         }
 
     def _login_methods(self) -> list[dict[str, Any]]:
-        """Claude Code's login, run in a terminal, for a client that can (ACP terminal auth)."""
+        """Claude Code's login, run in a terminal, for a client that can (ACP terminal auth, or
+        on v1 the earlier ``_meta["terminal-auth"]`` that Zed and the ACP Registry's check send)."""
         auth = self._capabilities.get("auth")
         terminal = auth.get("terminal") if isinstance(auth, dict) else None
-        if not (terminal is True if self._version == 1 else isinstance(terminal, dict)):
+        meta = self._capabilities.get("_meta")
+        earlier = isinstance(meta, dict) and meta.get("terminal-auth") is True
+        can = (terminal is True or earlier) if self._version == 1 else isinstance(terminal, dict)
+        if not can:
             return []
         method: dict[str, Any] = {
             "id" if self._version == 1 else "methodId": LOGIN_METHOD,
@@ -269,8 +276,7 @@ class Agent:
             "type": "terminal",
             "args": ["login"],
         }
-        meta = self._capabilities.get("_meta")
-        if isinstance(meta, dict) and meta.get("terminal-auth") is True:
+        if earlier:
             # The earlier form (still read by Zed): the command itself, with a label.
             command = [sys.executable, "-m", "claude_bg_acp"]
             command += ["--cli-path", self._cli_path] if self._cli_path else []
@@ -345,14 +351,15 @@ class Agent:
             _same_directory(session_id, stored.cwd, params.cwd)
         # Checked again: another request may have opened it meanwhile.
         session = self._sessions.get(session_id)
-        if session is None:
-            session = await self._resumed(session_id, params)
-        else:
+        if session is not None:
             session = self._session(session_id)  # unless it failed meanwhile
             _same_directory(session_id, session.cwd, params.cwd)
-            await session.started()
-        conversation = await store.conversation(session_id, session.cwd) if replay else None
-        await session.attach(conversation)
+        cwd = session.cwd if session is not None else params.cwd
+        history = store.conversation(session_id, cwd) if replay else None
+        if session is None:
+            session = await self._resumed(session_id, params, history)
+        else:
+            await session.attach(history)
         return self._opened(session, request_id)
 
     async def _fork(self, params: LoadSessionParams[Any], request_id: jsonrpc.RequestId) -> dict[str, Any]:
@@ -370,7 +377,6 @@ class Agent:
             message = f"Session {params.session_id} has no stored conversation to fork yet"
             raise RpcError(RESOURCE_NOT_FOUND, message, {"sessionId": params.session_id}) from None
         session = await self._resumed(fork_id, params)
-        await session.attach(None)
         return {"sessionId": fork_id, **self._opened(session, request_id)}
 
     async def _delete(self, session_id: str) -> dict[str, Any]:
@@ -387,17 +393,19 @@ class Agent:
         return {}
 
     async def _list_sessions(self, params: ListSessionsParams) -> dict[str, Any]:
+        """Only the page's transcripts are read, and the listing alone is imported for it."""
         if params.cwd is not None and not os.path.isabs(params.cwd):
             raise RpcError(jsonrpc.INVALID_PARAMS, "Invalid params: cwd: must be an absolute path")
-        await anyio.to_thread.run_sync(_import_claude_side)
-        from claude_bg_acp.claude import store
+        after = session_list.start(params.cursor)
+        await anyio.to_thread.run_sync(_import_listing)
+        from claude_bg_acp.claude import listing
 
         infos = [
             {"sessionId": s.session_id, "cwd": s.cwd, "updatedAt": s.updated_at}
             | ({"title": s.title} if s.title else {})
-            for s in await store.listed(params.cwd)
+            for s in await listing.listed(params.cwd, after, session_list.PAGE_SIZE + 1)
         ]
-        return session_list.page(infos, params.cursor)
+        return session_list.page(infos)
 
     def _replays(self, params: ResumeSessionParams[Any]) -> bool:
         """v2 ``replayFrom``: only ``{"type": "start"}`` is a cursor this agent can replay from."""
@@ -423,11 +431,17 @@ class Agent:
             message = f"Session {session_id} cannot be read: {unreadable.args[0]} holds no conversation"
             raise RpcError(jsonrpc.INTERNAL_ERROR, message, {"sessionId": session_id}) from None
 
-    async def _resumed(self, session_id: str, params: NewSessionParams[Any]) -> SessionHost:
-        """A session for a stored conversation, once Claude Code has resumed it."""
+    async def _resumed(
+        self,
+        session_id: str,
+        params: NewSessionParams[Any],
+        history: AsyncGenerator[ev.StoredConversation, None] | None = None,
+    ) -> SessionHost:
+        """A session for a stored conversation, attached once Claude Code has resumed it, and
+        ``history`` replayed meanwhile."""
         session = self._start_session(session_id, params)
         try:
-            await session.started()
+            await session.attach(history)
         except RpcError:
             self._sessions.pop(session_id, None)
             raise
@@ -541,6 +555,10 @@ def _same_directory(session_id: str, cwd: str, requested: str) -> None:
     if os.path.realpath(cwd) != os.path.realpath(requested):
         message = f"Invalid params: cwd: session {session_id} belongs to {cwd}, not {requested}"
         raise RpcError(jsonrpc.INVALID_PARAMS, message)
+
+
+def _import_listing() -> None:
+    import claude_bg_acp.claude.listing  # noqa: F401
 
 
 def _import_claude_runner() -> None:

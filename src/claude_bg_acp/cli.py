@@ -9,12 +9,16 @@ One way out: when stdin closes (the editor went away), stdout breaks, or SIGTERM
 SIGHUP arrives, the endpoint stops reading and every session is closed, which stops its Claude
 Code and the background work it runs and sends each terminal's exit and a final state, before
 the process exits. On Linux the agent is a child subreaper: what a Claude Code leaves running
-becomes the agent's child (``claude.orphans``), is stopped with it, and never outlives it.
+becomes the agent's child (``claude.orphans``), is stopped with it, and never outlives it;
+elsewhere it is found by the output files it holds (``claude.leftovers``). Windows has no POSIX
+signals: there Ctrl-C (SIGINT) and a console's close (SIGBREAK) end the connection
+(``platform``).
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import gc
 import logging
 import signal
@@ -25,6 +29,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 from claude_bg_acp import __version__
+from claude_bg_acp.platform import host
 
 if TYPE_CHECKING:
     from claude_bg_acp.stdio import Endpoint
@@ -93,6 +98,8 @@ def setup_logging(log_file: str | None, level: str) -> None:
 def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(argv)
     if args.command == "demo":
+        if not host().posix:
+            sys.exit("claude-bg-acp demo: not supported on Windows yet (it stops the agent by process group)")
         from claude_bg_acp.demo import run
 
         sys.exit(run())
@@ -118,21 +125,26 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 async def serve(protocol_fd: int, cli_path: str | None, output_backlog: int) -> None:
     from claude_bg_acp.agent import Agent
-    from claude_bg_acp.claude import orphans
+    from claude_bg_acp.claude import leftovers, lifeline
     from claude_bg_acp.stdio import Endpoint, stdio_streams
 
     source, sink = await stdio_streams(0, protocol_fd)
     endpoint = Endpoint(source, sink)
     async with anyio.create_task_group() as tg:
         agent = Agent(endpoint, tg, cli_path, output_backlog)
-        tg.start_soon(_hang_up_on_signal, endpoint)
-        tg.start_soon(_reap_orphans)
+        if host().posix:
+            tg.start_soon(_hang_up_on_signal, endpoint)
+        else:
+            _hang_up_on_console_signal(endpoint)
+        if host().linux:
+            tg.start_soon(_reap_orphans)
         try:
             await endpoint.serve(tg, agent.on_request, agent.on_notification)
         finally:
             with anyio.CancelScope(shield=True):
                 await agent.close_all()
-                await orphans.stop_left_by(None, None)  # whatever is left: nothing outlives us
+                await leftovers.stop_left_by(None, None, None)  # whatever is left: nothing outlives us
+            lifeline.close()
             tg.cancel_scope.cancel()
 
 
@@ -142,6 +154,19 @@ async def _hang_up_on_signal(endpoint: Endpoint) -> None:
         async for signum in signals:
             log.warning("received %s; closing sessions", signal.Signals(signum).name)
             endpoint.hang_up()
+
+
+def _hang_up_on_console_signal(endpoint: Endpoint) -> None:
+    """Windows: the event loop takes no signal handlers, Python's own handlers run in the main
+    thread, between the loop's steps; the hang-up is handed to the loop from there."""
+    loop = asyncio.get_running_loop()
+
+    def hang_up(signum: int, _frame: object) -> None:
+        log.warning("received %s; closing sessions", signal.Signals(signum).name)
+        loop.call_soon_threadsafe(endpoint.hang_up)
+
+    for name in ("SIGINT", "SIGBREAK"):
+        signal.signal(getattr(signal, name), hang_up)
 
 
 async def _reap_orphans() -> None:

@@ -26,7 +26,7 @@ request waiting on the session fails with the reason (``failure``), and the exce
 the agent, which forgets the session and gives the reason to the next request that names it.
 
 When Claude Code dies, or the session closes and it is stopped, what it left running (a
-background shell lives in a process group of its own) is stopped too (``orphans``), and the
+background shell lives in a process group of its own) is stopped too (``leftovers``), and the
 core learns how each terminal's process ended. A close takes well under a second: the tasks get
 ``STOP_WAIT`` to confirm their stop through Claude Code, Claude Code ``EXIT_GRACE`` per step to
 exit, and whatever stayed silent is finalized from what the agent knows.
@@ -42,9 +42,9 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from itertools import count
 from typing import Any, assert_never
@@ -62,9 +62,9 @@ from claude_agent_sdk.types import (
 from claude_bg_acp.acp.jsonrpc import INTERNAL_ERROR, RequestId, RpcError
 from claude_bg_acp.acp.schema import McpServer, PermissionResponse, PromptParams
 from claude_bg_acp.acp.updates import session_update_line
-from claude_bg_acp.claude import orphans, store
+from claude_bg_acp.claude import leftovers, store
 from claude_bg_acp.claude.conventions import tasks_base, tasks_root
-from claude_bg_acp.claude.options import session_options
+from claude_bg_acp.claude.options import may_bypass_permissions, session_options
 from claude_bg_acp.claude.runner import ClaudeRunner, start_failure
 from claude_bg_acp.claude.server_info import Applied, read_applied, read_server_info
 from claude_bg_acp.closing_line import ExitInfo
@@ -177,7 +177,7 @@ class SessionHost:
             presenter,
             cwd,
             self._tasks_root,
-            allow_bypass=os.geteuid() != 0,
+            allow_bypass=may_bypass_permissions(),
             instance=uuid.uuid4().hex,
         )
         self._endpoint = endpoint
@@ -269,7 +269,7 @@ class SessionHost:
             try:
                 await runner.stop(EXIT_GRACE, idle=False)
             finally:
-                stopped = await orphans.stop_left_by(runner.owner, self._tasks_root)
+                stopped = await self._stop_left_by(runner)
         await self._tell_the_end(reason, stopped)
 
     async def _tell_the_end(self, reason: str, stopped: dict[str, ExitInfo]) -> None:
@@ -345,12 +345,14 @@ class SessionHost:
                 options.effort = self.core.config.chosen_effort  # type: ignore[assignment]
                 runner = ClaudeRunner(options)
             self._runner = runner
+            if stored:
+                self.handle(ev.ClaudeResuming())
             runner.on_message = lambda message: self.handle(ev.ClaudeMessage(message))
             runner.can_use_tool = self._can_use_tool
             reason = await self._serve_runner(tg, runner)
             if reason is None:
                 return
-            stopped = await orphans.stop_left_by(runner.owner, self._tasks_root)
+            stopped = await self._stop_left_by(runner)
             if not self._start.done.is_set() and (stored or not self.open):
                 resumed = f"Claude Code cannot resume session {self.session_id}: {reason}"
                 self.failure = RpcError(INTERNAL_ERROR, resumed if stored else reason)
@@ -432,11 +434,16 @@ class SessionHost:
         await runner.stop(EXIT_GRACE, idle=self.core.settled)
         self._command_scope.cancel()
         self._claude_running = False
-        stopped = await orphans.stop_left_by(runner.owner, self._tasks_root)
+        stopped = await self._stop_left_by(runner)
         self._settled = anyio.Event()
         self.handle(ev.CloseTimedOut(stopped))
         with anyio.move_on_after(DRAIN_BOUND):
             await self._settled.wait()
+
+    async def _stop_left_by(self, runner: ClaudeRunner) -> dict[str, ExitInfo]:
+        """Stop what ``runner``'s Claude Code left running; how each task's process ended."""
+        session_id = runner.cli_session_id or self.session_id
+        return await leftovers.stop_left_by(runner.owner, self._tasks_root, session_id)
 
     def _failed_start(self, error: RpcError) -> None:
         if not self._start.done.is_set():
@@ -449,11 +456,22 @@ class SessionHost:
         resume the stored one (the session is over then)."""
         await self._start.wait()
 
-    async def attach(self, conversation: ev.StoredConversation | None) -> None:
-        """A client (re)attaches: replay ``conversation`` if given, then the current state; return
-        once all of it is written (before the client's request is answered)."""
-        if conversation is not None:
-            self.handle(ev.Recall(conversation))
+    async def attach(self, history: AsyncGenerator[ev.StoredConversation, None] | None) -> None:
+        """A client (re)attaches: replay ``history`` if given, each part written as soon as it
+        is read (while Claude Code starts), then, once Claude Code has the conversation, the
+        current state; return once all of it is written (before the client's request is
+        answered). Raises ``RpcError`` like ``started`` (the replay stops there)."""
+        if history is not None:
+            async with aclosing(history):
+                try:
+                    async for part in history:
+                        if self._start.error is not None:
+                            break
+                        self.handle(ev.Recall(part))
+                        await self.written()  # no more of it in memory than a part
+                finally:
+                    self.handle(ev.Recalled())
+        await self.started()
         self.handle(ev.Resync())
         await self.written()
 
@@ -486,6 +504,8 @@ class SessionHost:
 
     async def written(self) -> None:
         """Wait until everything fed so far has been performed."""
+        if self.failure is not None:
+            return  # the session failed: nothing more is performed
         barrier = anyio.Event()
         try:
             self._outbox_in.send_nowait(barrier)
@@ -712,7 +732,11 @@ class SessionHost:
             case Interrupt():
                 await runner.interrupt()
             case SetPermissionMode(mode):
-                await runner.set_mode(mode)
+                try:
+                    await runner.set_mode(mode)
+                except Exception as exc:
+                    log.warning("session %s: Claude Code refused mode %s: %s", self.session_id, mode, exc)
+                    self.handle(ev.ModeRefused(mode))
             case StopTask(task_id):
                 await runner.stop_task(task_id)
             case SetModel(model):
@@ -721,10 +745,11 @@ class SessionHost:
                 await runner.set_effort(level)
             case ReadSettings():
                 # Answered whatever happens, a Claude Code gone meanwhile included: the core
-                # holds Claude Code's reports until then.
+                # holds Claude Code's reports until then. A closing one's input is closed.
                 applied = None
                 try:
-                    applied = await _applied(runner)
+                    if not self._closing.is_set():
+                        applied = await _applied(runner)
                 finally:
                     self.handle(ev.SettingsRead(applied))
             case _:

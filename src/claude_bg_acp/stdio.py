@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
 import logging
 import os
+import selectors
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -36,6 +36,7 @@ from anyio.abc import TaskGroup
 
 from claude_bg_acp.acp import jsonrpc
 from claude_bg_acp.acp.jsonrpc import MalformedMessage, RpcError
+from claude_bg_acp.platform import host
 
 log = logging.getLogger(__name__)
 
@@ -294,19 +295,44 @@ class _FdSource:
         return await anyio.to_thread.run_sync(os.read, self._fd, n)
 
 
+class _ThreadSink:
+    """Writes in a worker thread, in order; ``write`` only queues (Windows: see ``stdio_streams``)."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._queued = bytearray()
+        self._writing = anyio.Lock()
+
+    def write(self, data: bytes) -> None:
+        self._queued += data
+
+    async def drain(self) -> None:
+        async with self._writing:
+            while self._queued:
+                data = bytes(self._queued)
+                self._queued.clear()
+                await anyio.to_thread.run_sync(_FdSink(self._fd).write, data)
+
+
 async def stdio_streams(in_fd: int, out_fd: int) -> tuple[ByteSource, ByteSink]:
-    """Non-blocking streams over the given descriptors (pipes, sockets or ttys; files fall back)."""
+    """Non-blocking streams over the given descriptors (pipes, sockets or ttys; files, and an
+    input the event loop cannot wait on such as ``/dev/null``, fall back).
+
+    On Windows the event loop cannot wait on the anonymous pipes an editor gives (the proactor
+    loop takes no stdin or stdout, bpo-26832): a worker thread reads, and another writes."""
+    if not host().posix:
+        return _FdSource(in_fd), _ThreadSink(out_fd)
     loop = asyncio.get_running_loop()
-    source: ByteSource
+    source: ByteSource = _FdSource(in_fd)
     sink: ByteSink
-    try:
-        reader = asyncio.StreamReader(limit=READ_SIZE)
-        await loop.connect_read_pipe(
-            lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(in_fd, "rb", buffering=0, closefd=False)
-        )
-        source = reader
-    except ValueError:
-        source = _FdSource(in_fd)
+    if _pollable(in_fd):
+        with contextlib.suppress(ValueError):  # a file that kqueue watches but is no pipe
+            reader = asyncio.StreamReader(limit=READ_SIZE)
+            await loop.connect_read_pipe(
+                lambda: asyncio.StreamReaderProtocol(reader),
+                os.fdopen(in_fd, "rb", buffering=0, closefd=False),
+            )
+            source = reader
     _widen_pipe(out_fd)
     try:
         transport, protocol = await loop.connect_write_pipe(
@@ -318,14 +344,27 @@ async def stdio_streams(in_fd: int, out_fd: int) -> tuple[ByteSource, ByteSink]:
     return source, sink
 
 
+def _pollable(fd: int) -> bool:
+    """Whether the event loop can wait for ``fd`` to be readable. epoll refuses ``/dev/null``
+    (which asyncio's pipe transport takes, and then never reads: an editor or launcher that gives
+    the agent no input would have it wait for ever instead of seeing the end of its input)."""
+    with selectors.DefaultSelector() as probe:
+        try:
+            probe.register(fd, selectors.EVENT_READ)
+        except (OSError, ValueError):
+            return False
+    return True
+
+
 def _widen_pipe(fd: int) -> None:
     """Ask Linux for a 1 MiB pipe buffer: a message of terminal output then goes out in one
     write instead of many partial ones (each of which moves the rest of asyncio's buffer)."""
-    set_pipe_size = getattr(fcntl, "F_SETPIPE_SZ", None)
-    if set_pipe_size is None:
+    if not host().linux:
         return
+    import fcntl  # POSIX only
+
     with contextlib.suppress(OSError):
-        fcntl.fcntl(fd, set_pipe_size, PIPE_SIZE)
+        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_SIZE)
 
 
 def protect_stdout() -> int:

@@ -6,18 +6,18 @@ How it works:
   offset read so far and a :class:`~claude_bg_acp.closing_line.TrailerGate`; at most one read's
   worth of output waits in memory (``chunk_size``), so memory stays bounded whatever the output
   size and however slow the consumer is.
-- Only the task's own output is read. The file is opened once, without following a symbolic
-  link (``O_NOFOLLOW``, relative to its directory's descriptor) and only if that directory
-  resolves inside ``root`` (Claude Code's task directory) and the file is a regular file; then
-  the descriptor is read to the end, whatever later happens to the path: the shell keeps
-  writing to the file it opened, so a file deleted or replaced at the path changes nothing
-  (Claude Code's closing line, appended by path, is then missing, and the exit comes from the
-  task's own event). A path that is a symbolic link (Claude Code links a subagent's transcript
-  there), or anything else that is not the task's output, is refused once, logged, and never
-  read. A file that shrank was truncated: :class:`Reset`, and reading starts again at 0.
-- A :class:`~claude_bg_acp.watch.Watcher` (inotify on Linux) watches the parent directories of
-  all followed files; a directory that does not exist yet is stood in for by its nearest
-  existing ancestor until it appears. A change only marks its key ready.
+- Only the task's own output is read. The file is opened once, under the rules of
+  :mod:`~claude_bg_acp.task_output` (below ``root``, Claude Code's task directory, reached
+  without following a symbolic link, and only if it is a regular file); then the descriptor is
+  read to the end, whatever later happens to the path: the shell keeps writing to the file it
+  opened, so a file deleted or replaced at the path changes nothing (Claude Code's closing line,
+  appended by path, is then missing, and the exit comes from the task's own event). A path that
+  is a symbolic link (Claude Code links a subagent's transcript there), or anything else that
+  is not the task's output, is refused once, logged, and never read. A file that shrank was
+  truncated: :class:`Reset`, and reading starts again at 0.
+- A :class:`~claude_bg_acp.watch.Watcher` (inotify on Linux, else watchfiles) watches the
+  parent directories of all followed files; a directory that does not exist yet is stood in for
+  by its nearest existing ancestor until it appears. A change only marks its key ready.
 - Looks are timed. A key is looked at ``LINE_GRACE`` (a few ms) after its change was reported,
   so that a line and the newline ending it are read together; the changes reported meanwhile
   are read by the same look. Looks fall on a grid of ``TICK`` seconds (``BUSY_TICK`` while
@@ -64,14 +64,11 @@ growth (only a smaller size tells a restart).
 from __future__ import annotations
 
 import asyncio
-import errno
 import heapq
 import itertools
 import logging
 import math
 import os
-import stat
-import sys
 from collections import deque
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -82,6 +79,7 @@ import anyio.abc
 import anyio.lowlevel
 
 from claude_bg_acp.closing_line import LINE_GRACE, MAX_TRAILER, ExitInfo, TrailerGate
+from claude_bg_acp.task_output import NotOutput, latest, open_output, read_at
 from claude_bg_acp.watch import WatchOptions, make_watcher
 
 __all__ = [
@@ -198,10 +196,6 @@ class TailerOptions:
             raise ValueError("snapshot_size must be positive and at most backlog_limit")
 
 
-class NotOutput(OSError):
-    """The path does not hold the task's own output; it is not read."""
-
-
 @dataclass(eq=False)
 class _Followed:
     key: str
@@ -237,49 +231,6 @@ def _nearest_dir(path: str) -> str:
     return path
 
 
-def _inside(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
-
-
-def _resolved_dir(dir_fd: int, directory: str) -> str:
-    """Where the open directory really is (no race on Linux: the kernel names the descriptor)."""
-    if sys.platform.startswith("linux"):
-        return os.readlink(f"/proc/self/fd/{dir_fd}")
-    return os.path.realpath(directory)
-
-
-def open_output(path: str, root: str | None) -> int:
-    """A read-only descriptor on the task output file at ``path``; see the module doc.
-
-    Raises ``FileNotFoundError`` while it does not exist, :class:`NotOutput` for anything that
-    is not a regular file (a symbolic link, a FIFO) in a directory inside ``root``.
-    """
-    directory, name = os.path.split(path)
-    dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        if root is not None and not _inside(_resolved_dir(dir_fd, directory), os.path.realpath(root)):
-            raise NotOutput(errno.EACCES, f"outside Claude Code's task directory {root}", path)
-        try:
-            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
-        except OSError as exc:
-            if exc.errno == errno.ELOOP:
-                raise NotOutput(exc.errno, "a symbolic link (a subagent's transcript, say)", path) from None
-            raise
-    finally:
-        os.close(dir_fd)
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise NotOutput(errno.EINVAL, "not a regular file", path)
-    return fd
-
-
-def _file_tail(fd: int) -> tuple[bytes, bool]:
-    """The last ``MAX_TRAILER`` bytes of the file and whether they start it."""
-    size = os.fstat(fd).st_size
-    start = max(0, size - MAX_TRAILER)
-    return os.pread(fd, size - start, start), start == 0
-
-
 @dataclass(frozen=True, slots=True)
 class ReadPlan:
     """Read ``length`` bytes at ``start``; a snapshot replaces everything delivered before."""
@@ -310,7 +261,8 @@ def plan_read(
 class OutputTailer:
     """Follows many output files and hands their bytes to one consumer; see the module doc.
 
-    ``root``: the directory every followed file must resolve inside (``None``: anywhere);
+    ``root``: the directory every followed file must lie below (``None``: anywhere; see
+    :mod:`~claude_bg_acp.task_output`);
     ``grid``: the times looks fall on, shared with the agent's other tailers.
     """
 
@@ -520,7 +472,7 @@ class OutputTailer:
         )
         if plan is None or followed.fd is None:
             return None
-        data = os.pread(followed.fd, plan.length, plan.start)
+        data = read_at(followed.fd, plan.length, plan.start)
         if plan.snapshot:
             followed.gate = TrailerGate(at_start=plan.start == 0)
             followed.offset = plan.start + len(data)
@@ -606,7 +558,7 @@ class OutputTailer:
         if followed.fd is None:
             return False
         try:
-            tail, whole = _file_tail(followed.fd)
+            tail, whole = latest(followed.fd, MAX_TRAILER)
         except OSError:
             return False
         gate = TrailerGate(at_start=whole)

@@ -7,13 +7,13 @@ How it works:
   directory that was written, created, deleted or moved (or for a watched directory that went
   away), and ``on_rescan()`` when changes may have been missed (a watcher (re)started, the
   kernel's queue overflowed), so the owner looks at everything again.
-- On Linux, :class:`InotifyWatcher` asks the kernel itself (``inotify``, through ``ctypes``): one
-  descriptor per watcher, read by the event loop when it becomes readable, so a write is seen
-  within a loop iteration and nothing runs while nothing changes. Adding and removing
-  directories takes effect at once, so a change made after :meth:`Watcher.watch` returns is
-  never missed. Each watched directory's parent is watched too, for its subdirectories only:
-  the kernel reports a directory's own removal only once nothing holds it, and an open file in
-  it does.
+- On Linux (``platform.host().linux``), :class:`InotifyWatcher` asks the kernel itself
+  (``inotify``, through ``ctypes``): one descriptor per watcher, read by the event loop when it
+  becomes readable, so a write is seen within a loop iteration and nothing runs while nothing
+  changes. Adding and removing directories takes effect at once, so a change made after
+  :meth:`Watcher.watch` returns is never missed. Each watched directory's parent is watched too,
+  for its subdirectories only: the kernel reports a directory's own removal only once nothing
+  holds it, and an open file in it does.
   While the owner looks on a timer anyway, it holds the watcher: changes then wait in the
   kernel until the owner collects them, so a busy file costs one wake-up per timer tick rather
   than one per write.
@@ -21,10 +21,11 @@ How it works:
   them): a directory the kernel refuses to watch (``ENOSPC``) is looked at every ``poll_ms``
   instead (a rescan), and watching it is tried again each time. Without an inotify descriptor
   at all (the user's instances used up), watchfiles polls.
-- Elsewhere, :class:`WatchfilesWatcher` runs watchfiles' ``awatch`` (a Rust thread that looks
-  every ``step_ms``, slowing to ``idle_step_ms`` after ``idle_after`` seconds without a change).
-  A new set of directories restarts it, the new watcher before the old one stops; a watcher that
-  fails to start is retried after ``retry_interval`` seconds.
+- Elsewhere (macOS, Windows, and Linux in the portable mode), :class:`WatchfilesWatcher` runs
+  watchfiles' ``awatch`` (a Rust thread that asks the system's own notifications, FSEvents on
+  macOS, and looks every ``step_ms``, slowing to ``idle_step_ms`` after ``idle_after`` seconds
+  without a change). A new set of directories restarts it, the new watcher before the old one
+  stops; a watcher that fails to start is retried after ``retry_interval`` seconds.
 
 Both are used the same way, inside a task group::
 
@@ -43,13 +44,14 @@ import errno
 import logging
 import os
 import struct
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Literal, Protocol
 
 import anyio
 import anyio.abc
+
+from claude_bg_acp.platform import host
 
 log = logging.getLogger(__name__)
 
@@ -103,9 +105,9 @@ class Watcher(Protocol):
 
 
 def make_watcher(on_change: OnChange, on_rescan: OnRescan, options: WatchOptions | None = None) -> Watcher:
-    """inotify where the kernel has it (unless ``options.backend`` says otherwise), else watchfiles."""
+    """inotify on Linux (``options.backend`` may ask for either), else watchfiles."""
     options = options or WatchOptions()
-    if options.backend != "watchfiles" and sys.platform.startswith("linux"):
+    if options.backend == "inotify" or (options.backend == "auto" and host().linux):
         try:
             return InotifyWatcher(on_change, on_rescan, options.poll_ms / 1000)
         except OSError as exc:
@@ -135,8 +137,8 @@ IN_MOVE_SELF = 0x00000800
 IN_Q_OVERFLOW = 0x00004000
 IN_IGNORED = 0x00008000
 IN_ONLYDIR = 0x01000000
-IN_NONBLOCK = os.O_NONBLOCK
-IN_CLOEXEC = os.O_CLOEXEC
+IN_NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # os has neither on Windows, which has no inotify
+IN_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 SUBDIRECTORY_EVENTS = IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_ONLYDIR
 DIRECTORY_EVENTS = SUBDIRECTORY_EVENTS | IN_MODIFY | IN_DELETE_SELF | IN_MOVE_SELF
 _EVENT = struct.Struct("iIII")  # wd, mask, cookie, len; then len bytes of NUL-padded name

@@ -18,7 +18,8 @@ bytes go through the closing-line rule the tailer applies, then back to the core
 
 ``stored_conversation`` reads what a recording kept of Claude Code's stored conversation the
 way the agent does (the SDK's readers through ``claude.store``), for ``recall``: a client
-loading the session; ``resync`` is a client (re)attaching.
+loading the session (the parts of a conversation, or all of it as one); ``resync`` is a client
+(re)attaching.
 
 ``effect_json`` and ``as_jsonrpc`` show the effects as golden lines and as the JSON-RPC
 messages they become on the wire; ``check_transcript`` validates those against the schema and
@@ -33,6 +34,7 @@ import hashlib
 import itertools
 import json
 import os
+import re
 import zlib
 from collections import deque
 from collections.abc import Mapping
@@ -45,6 +47,7 @@ from claude_agent_sdk._internal.message_parser import parse_message
 
 from claude_bg_acp.acp.schema import ContentBlock, air_capabilities
 from claude_bg_acp.claude import store
+from claude_bg_acp.claude.conventions import tasks_base
 from claude_bg_acp.claude.server_info import Applied, read_server_info
 from claude_bg_acp.closing_line import ExitInfo, TrailerGate
 from claude_bg_acp.core import events as ev
@@ -114,9 +117,11 @@ class CoreDriver:
         session_id: str = SESSION_ID,
         tasks_root: str | None = None,
         echo_uuids: bool = False,
+        allow_bypass: bool = True,
     ) -> None:
         self.session_id = session_id
-        self.core = SessionCore(session_id, presenter_for(version, capabilities or {}), CWD, tasks_root)
+        presenter = presenter_for(version, capabilities or {})
+        self.core = SessionCore(session_id, presenter, CWD, tasks_root, allow_bypass)
         self.now = 0.0
         self.echo_uuids = echo_uuids
         self.stops_tasks = "asyncTasks" in (air_capabilities(capabilities or {}) or ())
@@ -187,10 +192,16 @@ class CoreDriver:
         return self.handle(ev.CancelTurn(), 0.01)
 
     def start(
-        self, server_info: dict[str, Any], model: str | None = None, effort: str | None = None
+        self,
+        server_info: dict[str, Any],
+        model: str | None = None,
+        effort: str | None = None,
+        disabled: frozenset[str] = frozenset(),
     ) -> list[Effect]:
-        """Claude Code started: its initialize answer, and what it has in effect."""
-        return self.handle(ev.ClaudeStarted(read_server_info(server_info), Applied(model, effort)))
+        """Claude Code started: its initialize answer, and what it has in effect (``disabled``:
+        the permission modes its settings disable)."""
+        applied = Applied(model, effort, disabled)
+        return self.handle(ev.ClaudeStarted(read_server_info(server_info), applied))
 
     def open(self) -> tuple[dict[str, Any], list[Effect]]:
         """``session/new``'s answer fields, then what follows once the client has it."""
@@ -203,9 +214,11 @@ class CoreDriver:
         self.requests[ticket] = "session/set_config_option"
         return ticket, self.handle(ev.ChooseOption(ticket, config_id, value), 0.01)
 
-    def settings_read(self, model: str | None, effort: str | None) -> list[Effect]:
+    def settings_read(
+        self, model: str | None, effort: str | None, disabled: frozenset[str] = frozenset()
+    ) -> list[Effect]:
         """Claude Code's answer to a ``ReadSettings``."""
-        return self.handle(ev.SettingsRead(Applied(model, effort)))
+        return self.handle(ev.SettingsRead(Applied(model, effort, disabled)))
 
     def stop_task(self, task_id: str) -> tuple[int, list[Effect]]:
         """AIR's ``_session/async_task/stop``; its ticket names the answer."""
@@ -233,8 +246,12 @@ class CoreDriver:
     def drained(self, task_id: str, rest: bytes = b"", exit_info: ExitInfo | None = None) -> list[Effect]:
         return self.handle(ev.OutputEnded(task_id, rest, exit_info))
 
-    def recall(self, conversation: ev.StoredConversation) -> list[Effect]:
-        return self.handle(ev.Recall(conversation))
+    def recall(self, *parts: ev.StoredConversation) -> list[Effect]:
+        """A stored conversation replayed: its parts in order, then its end."""
+        effects: list[Effect] = []
+        for part in parts:
+            effects += self.handle(ev.Recall(part))
+        return effects + self.handle(ev.Recalled())
 
     def resync(self) -> list[Effect]:
         return self.handle(ev.Resync())
@@ -258,8 +275,8 @@ class CoreDriver:
     # --- replaying a recording -------------------------------------------------------------------
 
     def replay(self, recorded: list[Frame]) -> list[Effect]:
-        """Play a recording; the effects come back with each drain's right after its
-        ``FinishTail``, as a tailer that reads at once would answer."""
+        """Play a recording; the effects come back with each drain's right after the effects of
+        the frame that asked for it, as a tailer that reads at once would answer."""
         files = {frame["path"]: _file_bytes(frame) for frame in recorded if frame["dir"] == "file"}
         replayed: list[Effect] = []
         for frame in recorded:
@@ -274,12 +291,14 @@ class CoreDriver:
         return replayed
 
     def _with_drains(self, effects: list[Effect], files: dict[str, bytes]) -> list[Effect]:
-        answered: list[Effect] = []
+        """The effects, then what the drains they ask for answer: as the host performs a
+        ``FinishTail`` (its drain starts once the effects of the event are out)."""
+        answered = list(effects)
         for effect in effects:
-            answered.append(effect)
             if isinstance(effect, Tail):
                 self._paths[effect.task_id] = effect.path
-            elif isinstance(effect, FinishTail):
+        for effect in effects:
+            if isinstance(effect, FinishTail):
                 data = files.get(self._paths.get(effect.task_id, ""), b"")
                 answered += self._with_drains(self._drain(effect.task_id, data), files)
         return answered
@@ -344,18 +363,51 @@ class CoreDriver:
 
 def stored_conversation(recorded: list[Frame], config_dir: Path) -> ev.StoredConversation:
     """What the recording kept of the stored conversation, written under ``config_dir`` as Claude
-    Code lays it out and read back as the agent reads it; output files are the recorded ones."""
+    Code lays it out (``store_recorded``) and read back as the agent reads it, as one part."""
+    with mock.patch.dict(os.environ, store_recorded(recorded, config_dir)):
+        return read_whole()
+
+
+def read_whole(session_id: str = RECORDED_SESSION, cwd: str = CWD) -> ev.StoredConversation:
+    """A stored conversation as the agent reads it (``store``), its parts joined into one."""
+    return joined(list(store._parts(session_id, cwd)))
+
+
+def joined(parts: list[ev.StoredConversation]) -> ev.StoredConversation:
+    """The parts of a conversation as one, as a replay of it in one go takes it."""
+    return ev.StoredConversation(
+        [message for part in parts for message in part.messages],
+        [child for part in parts for child in part.children],
+        {task_id: output for part in parts for task_id, output in part.outputs.items()},
+        [note for part in parts for note in part.notes],
+    )
+
+
+def store_recorded(recorded: list[Frame], config_dir: Path, *, rename: bool = False) -> dict[str, str]:
+    """Write the transcripts the recording kept under ``config_dir/projects``, and its output
+    files in Claude Code's task directory under ``config_dir/tmp`` (the recorder's uid is not
+    ours); the environment that names both (``CLAUDE_CONFIG_DIR``, ``CLAUDE_CODE_TMPDIR``).
+    With ``rename`` the transcripts name the output files where they now are (the goldens keep
+    the recorded paths)."""
+    env = {"CLAUDE_CONFIG_DIR": str(config_dir), "CLAUDE_CODE_TMPDIR": str(config_dir / "tmp")}
+    files = [line for line in recorded if line["dir"] == "file"]
+    bases = {re.sub(r"(/claude-\d+)/.*$", r"\1", line["path"]) for line in files}
+    for line in files:
+        for base in bases:
+            if line["path"].startswith(base + "/"):
+                path = Path(tasks_base(env) + line["path"][len(base) :])
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_bytes(_file_bytes(line))
     project = config_dir / "projects" / CWD.replace("/", "-")
     for line in (line for line in recorded if line["dir"] == "stored"):
         path = project / line["path"]
         path.parent.mkdir(parents=True, exist_ok=True)
+        record = json.dumps(line["record"])
+        for base in bases if rename else ():
+            record = record.replace(base + "/", tasks_base(env) + "/")
         with path.open("a") as file:
-            file.write(json.dumps(line["record"]) + ("\n" if path.suffix == ".jsonl" else ""))
-    files = {line["path"]: _file_bytes(line) for line in recorded if line["dir"] == "file"}
-    with mock.patch.dict(os.environ, {"CLAUDE_CONFIG_DIR": str(config_dir)}):
-        return store._conversation(
-            RECORDED_SESSION, CWD, lambda path: (files[path], True) if path in files else None
-        )
+            file.write(record + ("\n" if path.suffix == ".jsonl" else ""))
+    return env
 
 
 def _blocks(content: str | list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -29,6 +29,16 @@ def processes_with(marker: str) -> dict[int, str]:
     return found
 
 
+def running(pid: int) -> bool:
+    """Whether ``pid`` runs: a zombie (waiting for a parent, or for an init that never reaps) has
+    ended."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"
+
+
 def survivors(marker: str, grace: float = 5.0) -> dict[int, str]:
     """What still runs after ``grace`` seconds; those are killed so they leak no further."""
     deadline = time.monotonic() + grace

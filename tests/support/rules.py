@@ -19,9 +19,15 @@ replay golden, every live transcript and the property tests go through it. Per s
 6. (JetBrains AIR) an async task is spawned once, before its progress and state updates, and
    nothing follows its final state (``completed``, ``failed``, ``stopped``);
 7. (the draft subagent form) a child's ``subagent_state_update`` and its own updates (stamped
-   ``_meta.claudeCode.parentToolUseId``) come after its ``subagent_spawned``.
+   ``_meta.claudeCode.parentToolUseId``) come after its ``subagent_spawned``;
+8. (a session that reports its state) between two completed turns there is an ``idle``
+   (RFD v2 prompt lifecycle: consecutive completed turns have an idle boundary). A turn's end
+   is its ``usage_update``: the agent sends one at the end of each turn of the main conversation
+   (``core/usage.py``), so two of them with no ``idle`` between are two turns without one;
+9. a tool call's ``rawInput`` and ``rawOutput`` are JSON objects when they are there, and no
+   update carries ``_meta: null`` (strictly typed clients such as Toad reject anything else).
 
-v1 transcripts have no snapshots: rules 3 (final statuses, exits, cancel), 5, 6 and 7 still
+v1 transcripts have no snapshots: rules 3 (final statuses, exits, cancel), 5, 6, 7 and 9 still
 apply, also to the terminals of the ``_meta`` extension (Zed's): announced by
 ``terminal_info`` on a ``tool_call``, fed by ``terminal_output`` / ``terminal_output_delta``,
 ended by ``terminal_exit``.
@@ -69,6 +75,8 @@ class SessionView:
     reports_background: bool = False
     last_state: str | None = None
     snapshots: int = 0
+    turn_ended: bool = False
+    """A turn ended (its ``usage_update``) and no ``idle`` came since."""
 
 
 @dataclass
@@ -101,6 +109,7 @@ class BackgroundRules:
     def see(self, session_id: str, update: dict[str, Any]) -> None:
         view = self.view(session_id)
         kind = update.get("sessionUpdate")
+        typed(update)
         if kind == "terminal_update":
             self._terminal(view, update)
         elif kind == "terminal_output_chunk":
@@ -124,6 +133,8 @@ class BackgroundRules:
             self._capabilities(view, ("subagent", child), update)
         elif kind == "state_update":
             self._snapshot(session_id, view, update)
+        elif kind == "usage_update":
+            self._turn_ended(session_id, view)
         elif kind is not None and str(kind).startswith("async_task_"):
             self._task(view, update)
         elif kind == "subagent_spawned":
@@ -231,9 +242,17 @@ class BackgroundRules:
     def ref(item: dict[str, Any]) -> str:
         return str(item.get("terminalId") or item.get("toolCallId") or item.get("sessionId"))
 
+    @staticmethod
+    def _turn_ended(session_id: str, view: SessionView) -> None:
+        if view.turn_ended and view.last_state is not None:
+            raise Violation(f"rule 8: two turns of {session_id} ended with no idle between them")
+        view.turn_ended = True
+
     def _snapshot(self, session_id: str, view: SessionView, update: dict[str, Any]) -> None:
         view.snapshots += 1
         view.last_state = update["state"]
+        if view.last_state == "idle":
+            view.turn_ended = False
         background = update.get("background")
         if not isinstance(background, list):
             if view.reports_background or self.lists:
@@ -260,6 +279,17 @@ class BackgroundRules:
 
     def listing(self, view: SessionView, item: dict[str, Any], background: list[dict[str, Any]]) -> None:
         """A hook for checks of one listed item that need more than the transcript."""
+
+
+def typed(update: dict[str, Any]) -> None:
+    """Rule 9."""
+    if "_meta" in update and not isinstance(update["_meta"], dict):
+        raise Violation(f"rule 9: _meta that is not an object: {update}")
+    if update.get("sessionUpdate") not in ("tool_call", "tool_call_update"):
+        return
+    for key in ("rawInput", "rawOutput"):
+        if key in update and not isinstance(update[key], dict):
+            raise Violation(f"rule 9: {key} that is not an object: {update}")
 
 
 def check_updates(updates: Iterable[tuple[str, dict[str, Any]]], version: int) -> BackgroundRules:

@@ -22,6 +22,10 @@ Methods starting with ``_`` are extensions and accept any params. For a JetBrain
 are checked against AIR's contract instead of the ACP schema, which does not have them; every
 other message of such a transcript is checked as usual.
 
+A v1 transcript is also checked against Toad's rules (``tests.support.toad``), which are stricter
+than the schema in places (``rawOutput`` must be an object, say), for the messages of the kinds
+Toad takes.
+
 Strict mode (the default) additionally rejects what the schema only tolerates for forward
 compatibility: a value that matches nothing but a union's ``other`` fallback must begin with
 ``_`` (ACP reserves unknown non-underscore values such as ``"state": "finished"`` or an unknown
@@ -44,6 +48,7 @@ from jsonschema import Draft202012Validator, validators
 from jsonschema.exceptions import ValidationError
 
 from . import air as air_contract
+from . import toad
 
 SDK_VERSION = "2.4.0"
 CLIENT_DIR = Path(__file__).resolve().parent.parent / "client"
@@ -429,4 +434,6 @@ def validate_transcript(
         else:
             label = "?"
         violations.extend(f"agent line {index} [{label}]: {problem}" for problem in found)
+    if version == 1:
+        violations.extend(toad.check_transcript(agent_lines))
     return violations

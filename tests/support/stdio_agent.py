@@ -2,7 +2,8 @@
 what no well-behaved client would (malformed JSON, unknown methods, huge lines).
 
 A reader thread collects every line the agent writes; ``next_message`` waits on it with a
-deadline. Every line the agent wrote is kept in ``lines`` so the test can validate them all
+deadline. ``pause_reading`` makes it stop reading (a client that stalls), ``resume_reading``
+go on. Every line the agent wrote is kept in ``lines`` so the test can validate them all
 against the official schema at the end.
 """
 
@@ -40,6 +41,8 @@ class StdioAgent:
         self._inbox: queue.Queue[dict[str, Any] | None] = queue.Queue()
         self._stderr: list[bytes] = []
         self._hanging_up = False
+        self._reading = threading.Event()
+        self._reading.set()
         threading.Thread(target=self._read, daemon=True).start()
         threading.Thread(target=self._read_stderr, daemon=True).start()
 
@@ -55,6 +58,7 @@ class StdioAgent:
     def _read(self) -> None:
         assert self.proc.stdout is not None
         for raw in self.proc.stdout:
+            self._reading.wait()
             if self._hanging_up:
                 break
             message = json.loads(raw)  # a line that is not JSON fails the test here
@@ -66,6 +70,14 @@ class StdioAgent:
         if self._hanging_up:
             self.proc.stdout.close()
         self._inbox.put(None)
+
+    def pause_reading(self) -> None:
+        """Stop reading the agent's stdout (after the line being read): once the pipe is full,
+        the agent's writes wait, as they do for a client that stalls."""
+        self._reading.clear()
+
+    def resume_reading(self) -> None:
+        self._reading.set()
 
     def hang_up_stdout(self) -> None:
         """Stop reading the agent's stdout and close our end, when the next line comes: the

@@ -4,6 +4,9 @@ A page's ``nextCursor`` names the last session it holds by its position in that 
 (``updatedAt``, then ``sessionId``), and the next page starts after it. So a session that
 changes between two requests does not shift the pages: it moves to the top, where the client
 sees it when it lists again, and nothing is listed twice or skipped because of it.
+
+The sessions come from where they are stored, asked for from a position on (``start``), one
+more than a page holds: that one tells whether a next page exists.
 """
 
 from __future__ import annotations
@@ -19,27 +22,33 @@ PAGE_SIZE = 100
 
 SessionInfo = dict[str, Any]
 """ACP's ``SessionInfo``: ``sessionId``, ``cwd``, ``title``, ``updatedAt`` (RFC 3339)."""
+Position = tuple[str, str]
+"""``(updatedAt, sessionId)``: the latest first."""
 
 
-def page(infos: list[SessionInfo], cursor: str | None, size: int = PAGE_SIZE) -> dict[str, Any]:
-    """The page after ``cursor`` of ``infos`` (ordered latest first, as ``_position`` sorts)."""
-    after = _decode(cursor) if cursor is not None else None
-    remaining = [info for info in infos if after is None or _position(info) < after]
-    result: dict[str, Any] = {"sessions": remaining[:size]}
-    if len(remaining) > size:
-        result["nextCursor"] = _encode(_position(remaining[size - 1]))
+def start(cursor: str | None) -> Position | None:
+    """Where the page after ``cursor`` starts: its sessions come after this position (None: the
+    first page); -32602 for a cursor this agent did not give."""
+    return _decode(cursor) if cursor is not None else None
+
+
+def page(infos: list[SessionInfo], size: int = PAGE_SIZE) -> dict[str, Any]:
+    """The page of ``infos``: the sessions after the cursor in order, up to ``size + 1`` of them."""
+    result: dict[str, Any] = {"sessions": infos[:size]}
+    if len(infos) > size:
+        result["nextCursor"] = _encode(_position(infos[size - 1]))
     return result
 
 
-def _position(info: SessionInfo) -> tuple[str, str]:
+def _position(info: SessionInfo) -> Position:
     return (str(info.get("updatedAt") or ""), str(info["sessionId"]))
 
 
-def _encode(position: tuple[str, str]) -> str:
+def _encode(position: Position) -> str:
     return base64.urlsafe_b64encode(json.dumps(list(position)).encode()).decode("ascii")
 
 
-def _decode(cursor: str) -> tuple[str, str]:
+def _decode(cursor: str) -> Position:
     try:
         position = json.loads(base64.urlsafe_b64decode(cursor.encode("ascii")))
     except (ValueError, binascii.Error, UnicodeEncodeError):

@@ -4,7 +4,7 @@ Each was observed on the Claude Code CLI 2.1.332 (bundled with claude-agent-sdk 
 the lock file). None is documented, so a CLI upgrade is reviewed here, in one file:
 
 - the tools that run a shell command, and what a foreground one's result says of it;
-- the hand-off text of a tool result that sent work to the background;
+- the hand-off of a tool result that sent work to the background;
 - the exit code in a task notification's summary;
 - the closing line appended to a background shell's output file, and the signal it implies;
 - where task output files and stored conversations live;
@@ -20,7 +20,11 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
+
+from claude_bg_acp.platform import host
 
 OBSERVED_ON = "2.1.332"
 """The Claude Code CLI version every convention below was observed on."""
@@ -55,9 +59,9 @@ def shell_result(text: str, is_error: bool) -> tuple[str, int | None]:
 # --- the hand-off -----------------------------------------------------------------------------
 
 HANDOFF = re.compile(
-    r"running in background with ID: (\S+?)\.? Output is being written to: (\S+?)\.?(?:\s|$)"
+    r"running in background with ID: ([A-Za-z0-9_-]+)\.? Output is being written to: (\S+?)\.?(?:\s|$)"
 )
-"""A Bash (or Monitor) tool result that backgrounded its command, e.g. ``Command running in
+"""The text of a Bash tool result that backgrounded its command, e.g. ``Command running in
 background with ID: bash01. Output is being written to: /tmp/.../bash01.output``."""
 
 
@@ -67,10 +71,22 @@ class HandOff:
     output_file: str
 
 
-def hand_off(text: str) -> HandOff | None:
-    """The task and output file a tool result hands its work to, if it does."""
+def hand_off(tool_input: dict[str, Any], text: str, is_error: bool, structured: Any) -> HandOff | None:
+    """The background task a tool result hands its work to, if it does.
+
+    The words alone prove nothing: a foreground command can print them (with a path of its
+    choosing). Claude Code's structured form of the result decides when it is known (its
+    ``backgroundTaskId`` names the task; a stored conversation keeps it as ``toolUseResult``);
+    without one (a subagent's result, one of several in a message) the tool use must have asked
+    for the background (``run_in_background``).
+    """
     match = HANDOFF.search(text)
-    return HandOff(match[1], match[2]) if match else None
+    if match is None or is_error:
+        return None
+    handed = HandOff(match[1], match[2])
+    if isinstance(structured, dict):
+        return handed if structured.get("backgroundTaskId") == handed.task_id else None
+    return handed if tool_input.get("run_in_background") is True else None
 
 
 # --- the summary of a task notification -------------------------------------------------------
@@ -114,13 +130,28 @@ symbolic link put in its place gets none either."""
 OUTPUT_SUFFIX = ".output"
 
 
-def tasks_base(environ: dict[str, str] | None = None) -> str:
-    """``$CLAUDE_CODE_TMPDIR/claude-<uid>``: every task output file of this user is below it."""
+def tasks_base(environ: Mapping[str, str] | None = None) -> str:
+    """``<Claude Code's temp directory>/claude-<uid>``: every task output file of this user is
+    below it.
+
+    The temp directory is ``$CLAUDE_CODE_TMPDIR``, else the runtime's ``os.tmpdir()``: on POSIX
+    ``$TMPDIR``, ``$TMP``, ``$TEMP``, else ``/tmp`` (macOS sets ``TMPDIR`` for every user, to a
+    folder of its own); on Windows ``%TEMP%``, ``%TMP%``, else ``%SystemRoot%\\temp``. The uid
+    is 0 where there is none (Windows).
+    """
     env = os.environ if environ is None else environ
-    return os.path.join(env.get("CLAUDE_CODE_TMPDIR") or "/tmp", f"claude-{os.getuid()}")
+    getuid = getattr(os, "getuid", None)
+    return os.path.join(env.get("CLAUDE_CODE_TMPDIR") or _tmpdir(env), f"claude-{getuid() if getuid else 0}")
 
 
-def tasks_root(cwd: str, environ: dict[str, str] | None = None) -> str:
+def _tmpdir(env: Mapping[str, str]) -> str:
+    if host().posix:
+        return env.get("TMPDIR") or env.get("TMP") or env.get("TEMP") or "/tmp"
+    system_root = env.get("SystemRoot") or env.get("windir") or ""
+    return env.get("TEMP") or env.get("TMP") or f"{system_root}\\temp"
+
+
+def tasks_root(cwd: str, environ: Mapping[str, str] | None = None) -> str:
     """``tasks_base()/<cwd, each non-alphanumeric character as ->``.
 
     Below it: ``<CLI session id>/tasks/<task id>.output`` (see :func:`output_file`), a regular

@@ -10,17 +10,22 @@ logged in. A logout runs ``auth logout``.
 from __future__ import annotations
 
 import os
+import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
 import anyio
 
 from claude_bg_acp.claude.options import claude_cli
+from claude_bg_acp.platform import host
 
 
 def login(cli_path: str | Path | None, args: Sequence[str]) -> None:
-    """Become Claude Code's interactive login (never returns)."""
+    """Become Claude Code's interactive login (never returns). Windows has no ``exec`` that
+    keeps the process: there the login runs as a child, and its status is ours."""
     cli = claude_cli(cli_path)
+    if not host().posix:
+        raise SystemExit(subprocess.run([cli, "auth", "login", *args], check=False).returncode)
     os.execv(cli, [cli, "auth", "login", *args])
 
 

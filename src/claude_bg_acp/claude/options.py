@@ -8,6 +8,12 @@ of it we switch on the session-state events, which the SDK otherwise swallows, a
 our own transport so that its ``initialize`` request declares ``perTaskStopAffordance``. The
 CLI's stderr goes to the log (INFO) with anything that looks like a credential blanked out
 first (``redact``).
+
+Claude Code starts in the ``default`` permission mode and may later be switched to
+``bypassPermissions`` only if it was started with ``--allow-dangerously-skip-permissions``
+(which makes that mode a choice and changes nothing else; its settings may still disable it).
+It refuses that flag to root and exits, unless ``IS_SANDBOX=1`` or ``CLAUDE_CODE_BUBBLEWRAP`` says
+it runs in a sandbox: it gets the flag whenever it would take it (``may_bypass_permissions``).
 """
 
 from __future__ import annotations
@@ -19,7 +25,6 @@ import os
 import re
 import shlex
 import shutil
-import sys
 import tempfile
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import replace
@@ -31,10 +36,13 @@ from claude_agent_sdk.types import CanUseTool, ClaudeAgentOptions
 
 from claude_bg_acp.acp.schema import McpServer, McpServerStdio
 from claude_bg_acp.claude.transport import AffordanceTransport, FrameObserver
+from claude_bg_acp.platform import host, is_root
 
 log = logging.getLogger("claude_bg_acp.cli")
 
 SESSION_ENV = {"CLAUDE_CODE_EMIT_SESSION_STATE_EVENTS": "1"}
+ALLOW_BYPASS = {"allow-dangerously-skip-permissions": None}
+"""The CLI flag that lets the session be switched to ``bypassPermissions`` later."""
 SECRET_VARIABLES = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
 """Variables whose values never reach the log."""
 API_KEY = re.compile(r"sk-ant-[A-Za-z0-9_-]+")
@@ -64,11 +72,19 @@ def session_options(
         can_use_tool=can_use_tool,
         # The editor is the user's approval surface: ask it rather than a model classifier.
         permission_mode="default",
+        extra_args=dict(ALLOW_BYPASS) if may_bypass_permissions(os.environ) else {},
         setting_sources=["user", "project", "local"],
         include_partial_messages=True,
         forward_subagent_text=True,
         stderr=stderr_logger(os.environ),
     )
+
+
+def may_bypass_permissions(environ: Mapping[str, str] = os.environ) -> bool:
+    """Whether Claude Code takes ``--allow-dangerously-skip-permissions`` from this process: not
+    from root outside a sandbox it recognizes."""
+    sandbox = environ.get("IS_SANDBOX") == "1" or bool(environ.get("CLAUDE_CODE_BUBBLEWRAP"))
+    return not is_root() or sandbox
 
 
 def stderr_logger(environ: Mapping[str, str]) -> Callable[[str], None]:
@@ -141,10 +157,10 @@ def tied_to_us(cli: str) -> str:
     Closing sessions stops Claude Code, but a SIGKILL of the agent runs no cleanup, and Claude
     Code outlives a closed stdin while a background task runs. On Linux ``setpriv`` sets the
     parent-death signal before it execs the CLI; on SIGTERM Claude Code stops its own tasks.
-    Elsewhere the CLI runs as it is.
+    Elsewhere (``platform``) the CLI runs as it is.
     """
-    setpriv = shutil.which("setpriv")
-    if setpriv is None or sys.platform != "linux":
+    setpriv = shutil.which("setpriv") if host().linux else None
+    if setpriv is None:
         return cli
     return _wrapper(setpriv, cli)
 

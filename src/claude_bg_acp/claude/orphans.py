@@ -20,7 +20,8 @@ transport names every Claude Code it starts (``spawned``, until asyncio has its 
 process group (the SDK starts it there), and ``reap_strays``, which collects the zombies that
 ended on their own at each SIGCHLD, takes none of that group. Signalling Claude Code goes
 through ``send_signal``, which takes no status either (``Popen.send_signal`` does: it polls
-first). Without ``/proc`` (not Linux) there is nothing to find and every function does nothing.
+first; it serves on every POSIX host). Without ``/proc`` (not Linux) there is nothing to find,
+and every other function does nothing.
 """
 
 from __future__ import annotations
@@ -30,7 +31,6 @@ import ctypes
 import logging
 import os
 import signal
-import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
@@ -38,6 +38,7 @@ import anyio
 
 from claude_bg_acp.claude.conventions import task_of_output_file
 from claude_bg_acp.closing_line import ExitInfo
+from claude_bg_acp.platform import host
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +91,7 @@ def _ended(pid: int) -> bool:
 
 def become_subreaper() -> bool:
     """Make orphaned descendants our children (Linux); whether that worked."""
-    if sys.platform != "linux":
+    if not host().linux:
         return False
     try:
         libc = ctypes.CDLL(None, use_errno=True)

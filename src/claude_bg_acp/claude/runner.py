@@ -7,7 +7,8 @@ in the order they are given. A frame Claude Code marks as a replay (``isReplay``
 model switch, a compaction's) repeats what the conversation has, and is not delivered. ``stop``
 ends the CLI in bounded time: its input closes (it exits by itself once nothing runs), then
 SIGTERM, then SIGKILL. The CLI and everything it starts carry the runner's ``owner`` token in
-their environment, which tells its orphans apart (``orphans``).
+their environment, which tells its orphans apart (``orphans``, on Linux); elsewhere its process
+is handed to the ``lifeline`` while it runs, which stops it should the agent die.
 
 Claude Code may be started before the session that will own the runner exists (its start is
 most of a first session's wait): ``start`` begins ``connect`` in a task of its own, whoever calls
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import logging
 import signal
 import uuid
@@ -34,6 +36,7 @@ from dataclasses import replace
 from typing import Any
 
 import anyio
+from anyio.abc import Process
 from claude_agent_sdk._errors import MessageParseError
 from claude_agent_sdk._internal.message_parser import parse_message
 from claude_agent_sdk.client import ClaudeSDKClient
@@ -46,8 +49,9 @@ from claude_agent_sdk.types import (
 )
 
 from claude_bg_acp.acp.schema import McpServer
-from claude_bg_acp.claude import orphans
+from claude_bg_acp.claude import lifeline, orphans
 from claude_bg_acp.claude.options import build_transport, session_options
+from claude_bg_acp.platform import host
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +70,7 @@ class ClaudeRunner:
         self._client = ClaudeSDKClient(options=options, transport=self._transport)
         self._started: anyio.Event | None = None
         self._start_error: Exception | None = None
+        self._tied: Process | None = None
         self.cli_session_id: str | None = None
         self.delivered = False
 
@@ -77,6 +82,7 @@ class ClaudeRunner:
             self._started = anyio.Event()
             try:
                 await self._client.connect()
+                self._tie()
             except BaseException as exc:
                 self._start_error = exc if isinstance(exc, Exception) else RuntimeError("start cancelled")
                 raise
@@ -181,16 +187,18 @@ class ClaudeRunner:
 
         Its input closes first; when it is ``idle`` (nothing of it runs any more) it exits by
         itself, else it would wait for its tasks, and SIGTERM follows at once. SIGKILL comes
-        last. What it leaves running is the business of ``orphans``.
+        last (``terminate`` and ``kill``: TerminateProcess, on Windows). What it leaves running is
+        the business of ``leftovers``.
         """
         process = self._transport.process
         if process is not None and process.returncode is None:
             with anyio.move_on_after(grace):
                 await self._transport.end_input()
-            signals = [None, signal.SIGTERM, signal.SIGKILL] if idle else [signal.SIGTERM, signal.SIGKILL]
-            for signum in signals:
-                if signum is not None:
-                    orphans.send_signal(process.pid, signum)
+            steps = [None, *_ending(process)] if idle else _ending(process)
+            for step in steps:
+                if step is not None:
+                    with contextlib.suppress(ProcessLookupError):
+                        step()
                 with anyio.move_on_after(grace):
                     await process.wait()
                 if process.returncode is not None:
@@ -201,6 +209,15 @@ class ClaudeRunner:
         """Stop the CLI and everything it runs; bounded, and safe to call more than once."""
         with anyio.move_on_after(DISCONNECT_BOUND, shield=True):
             await self._client.disconnect()
+        if self._tied is not None and self._tied.returncode is not None:
+            lifeline.untie(self._tied.pid)
+            self._tied = None
+
+    def _tie(self) -> None:
+        """Claude Code is to stop if the agent dies (``lifeline``: where no parent-death signal is)."""
+        self._tied = self._transport.process
+        if self._tied is not None:
+            lifeline.tie(self._tied.pid)
 
 
 def starting(
@@ -216,6 +233,17 @@ def starting(
         cwd, None, cli_path, mcp_servers=mcp_servers, add_dirs=add_dirs, session_id=session_id
     )
     return ClaudeRunner(options)
+
+
+def _ending(process: Process) -> list[Callable[[], None] | None]:
+    """SIGTERM, then SIGKILL, sent so that Claude Code's exit status stays asyncio's
+    (``orphans.send_signal``: ``Popen.send_signal`` polls first, and may take it); on Windows
+    ``terminate`` and ``kill`` (TerminateProcess, which polls nothing)."""
+    if not host().posix:
+        return [process.terminate, process.kill]
+    return [
+        functools.partial(orphans.send_signal, process.pid, sig) for sig in (signal.SIGTERM, signal.SIGKILL)
+    ]
 
 
 def start_failure(exc: BaseException) -> str:

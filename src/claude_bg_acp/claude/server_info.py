@@ -5,10 +5,14 @@ on CLI 2.1.332):
 
 - its answer to the SDK's ``initialize`` request (``ClaudeSDKClient.get_server_info()``):
   ``models`` (``value`` for ``set_model``, ``displayName``, ``description``, ``resolvedModel``,
-  ``supportsEffort``, ``supportedEffortLevels``), ``commands`` (``name``, ``description``,
-  ``argumentHint``) and ``current_permission_mode``;
+  ``supportsEffort``, ``supportedEffortLevels``, ``supportsAutoMode``), ``commands`` (``name``,
+  ``description``, ``argumentHint``) and ``current_permission_mode``;
 - its answer to the ``get_settings`` control request, whose ``applied`` part names the model
-  id the next request uses and the effort level in effect (``null`` when the model has none).
+  id the next request uses and the effort level in effect (``null`` when the model has none),
+  and whose ``effective`` settings may disable permission modes: ``auto`` with
+  ``disableAutoMode: "disable"`` (at the top or under ``permissions``), ``bypassPermissions``
+  with ``permissions.disableBypassPermissionsMode: "disable"`` (Claude Code refuses a switch to
+  either then; a top-level ``disableBypassPermissionsMode`` it ignores).
 
 ``system/commands_changed`` carries the whole command list again in the same shape. Reading is
 lenient: an entry without a usable name or value is left out, a missing field is empty, never
@@ -19,6 +23,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+
+DISABLE = "disable"
 
 
 @dataclass(frozen=True)
@@ -33,6 +39,8 @@ class Model:
     """The model id requests use for it."""
     efforts: tuple[str, ...]
     """The effort levels it supports (none when it has no effort setting)."""
+    auto: bool = False
+    """It can run in the ``auto`` permission mode."""
 
 
 @dataclass(frozen=True)
@@ -59,6 +67,8 @@ class Applied:
     model: str | None
     """The model id the next request uses."""
     effort: str | None
+    disabled_modes: frozenset[str] = frozenset()
+    """The permission modes the settings disable."""
 
 
 def read_server_info(raw: dict[str, Any]) -> ServerInfo:
@@ -73,9 +83,22 @@ def read_commands(raw: Any) -> tuple[Command, ...]:
 
 def read_applied(raw: dict[str, Any]) -> Applied:
     applied = raw.get("applied")
+    disabled = _disabled_modes(raw.get("effective"))
     if not isinstance(applied, dict):
-        return Applied(None, None)
-    return Applied(_text(applied.get("model")), _text(applied.get("effort")))
+        return Applied(None, None, disabled)
+    return Applied(_text(applied.get("model")), _text(applied.get("effort")), disabled)
+
+
+def _disabled_modes(effective: Any) -> frozenset[str]:
+    effective = effective if isinstance(effective, dict) else {}
+    permissions = effective.get("permissions")
+    permissions = permissions if isinstance(permissions, dict) else {}
+    disabled: set[str] = set()
+    if DISABLE in (effective.get("disableAutoMode"), permissions.get("disableAutoMode")):
+        disabled.add("auto")
+    if permissions.get("disableBypassPermissionsMode") == DISABLE:
+        disabled.add("bypassPermissions")
+    return frozenset(disabled)
 
 
 def _model(entry: dict[str, Any]) -> Model | None:
@@ -90,6 +113,7 @@ def _model(entry: dict[str, Any]) -> Model | None:
         _text(entry.get("description")),
         _text(entry.get("resolvedModel")),
         efforts,
+        entry.get("supportsAutoMode") is True,
     )
 
 

@@ -1,16 +1,29 @@
-"""Claude Code's stored conversations: find, list, read, fork and delete them.
+"""Claude Code's stored conversations: find, read, fork and delete them (``listing`` lists them).
 
 Claude Code writes each conversation to ``projects/<cwd>/<session id>.jsonl`` under its config
 directory (``conventions.projects_dir``) once the first prompt is sent, and each subagent's
 beside it. The SDK's session functions read and change those files. They are plain blocking
-file I/O (listing reads the head and tail of every file of a project), so each call here runs
-in a worker thread; and they find the files through ``CLAUDE_CONFIG_DIR`` in this process's
-environment, which is the environment the CLI gets too.
+file I/O, so each call here runs in a worker thread; and they find the files through
+``CLAUDE_CONFIG_DIR`` in this process's environment, which is the environment the CLI gets too.
 
 It knows nothing of ACP: it answers with sessions (id, cwd, title, last change) and with
 conversations in the form the core replays (``StoredConversation``), the SDK's own parser
-having made typed messages of the stored ones. A background shell's output file is read back
-(its latest ``RECALL_LIMIT`` bytes, through the closing-line rule) while it is still there.
+having made typed messages of the stored ones, with Claude Code's structured form of each tool
+result (``toolUseResult``, which the SDK's readers leave out) kept. A background shell's output
+file is read back (its latest ``RECALL_LIMIT`` bytes, through the closing-line rule) while it is
+still there, under the rules the live tailer reads it by (``task_output``), from this
+conversation's own task directory only: a shell is a background one when Claude Code's
+structured result or the tool use says so (``conventions.hand_off``), never by the words of its
+output, and its file is the task's own there, never a path the words name.
+
+A conversation is read in parts (``conversation``), for the core to replay each as it comes.
+Which messages are the conversation is known only once the whole transcript is read: a prompt
+edited or rewound starts a branch, and the conversation is the branch of its latest message
+(the SDK's chain, whose functions find it). So the transcript's lines are decoded first, and
+the messages are then made ``PART_SIZE`` at a time, each part with the output files of the
+shells its messages hand off. The first part also has what the whole replay needs from the
+start: the subagents' conversations (each replayed where its Agent tool use is) and the task
+notifications (a shell's end is told at its hand-off, before the notification that says it).
 """
 
 from __future__ import annotations
@@ -19,9 +32,9 @@ import glob
 import logging
 import os
 import uuid
-from collections.abc import Callable
-from dataclasses import dataclass
-from datetime import UTC, datetime
+from collections import deque
+from collections.abc import AsyncGenerator, Iterable, Iterator
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -29,32 +42,44 @@ from claude_agent_sdk._errors import MessageParseError
 from claude_agent_sdk._internal.message_parser import parse_message
 from claude_agent_sdk._internal.session_mutations import delete_session, fork_session
 from claude_agent_sdk._internal.sessions import (
+    _build_conversation_chain,
+    _build_subagent_chain,
+    _collect_agent_files,
+    _is_visible_message,
+    _parent_ids_from_agent_metadata,
+    _parse_transcript_entries,
+    _read_agent_metadata_sidecar,
+    _read_session_file,
+    _resolve_subagents_dir,
+    _validate_uuid,
     get_session_info,
-    get_session_messages,
-    get_subagent_messages,
-    list_sessions,
-    list_subagents,
 )
-from claude_agent_sdk.types import SessionMessage
+from claude_agent_sdk.types import AssistantMessage, ToolUseBlock, UserMessage
 
-from claude_bg_acp.claude.conventions import hand_off, projects_dir
+from claude_bg_acp.claude.conventions import (
+    TaskNote,
+    hand_off,
+    output_file,
+    projects_dir,
+    task_notes,
+    tasks_base,
+    tasks_root,
+)
+from claude_bg_acp.claude.listing import StoredSession, timestamp, title_of
 from claude_bg_acp.closing_line import TrailerGate
 from claude_bg_acp.core.events import StoredChild, StoredConversation, StoredMessage, StoredOutput
+from claude_bg_acp.core.transcript import Transcript
+from claude_bg_acp.task_output import recall
 
 log = logging.getLogger(__name__)
 
 RECALL_LIMIT = 256 * 1024
-TITLE_LIMIT = 256
+PART_SIZE = 200
+"""Messages per part of a conversation read back: the core replays a part and the client is
+sent it while the next is made, and no more of it is held at a time."""
 
-
-@dataclass(frozen=True)
-class StoredSession:
-    session_id: str
-    cwd: str
-    title: str | None
-    """Claude Code's name for it, else its first prompt (on one line, cut to ``TITLE_LIMIT``)."""
-    updated_at: str
-    """When its transcript last changed (RFC 3339, UTC)."""
+Entry = dict[str, Any]
+"""A decoded line of a transcript."""
 
 
 class NotStored(LookupError):
@@ -71,17 +96,15 @@ async def find(session_id: str) -> StoredSession:
     return await anyio.to_thread.run_sync(_find, session_id)
 
 
-async def listed(cwd: str | None) -> list[StoredSession]:
-    """The sessions stored for ``cwd`` (every one when None), the latest change first."""
-    return await anyio.to_thread.run_sync(_listed, cwd)
-
-
 async def exists(session_id: str, cwd: str) -> bool:
     return await anyio.to_thread.run_sync(lambda: get_session_info(session_id, directory=cwd) is not None)
 
 
-async def conversation(session_id: str, cwd: str) -> StoredConversation:
-    return await anyio.to_thread.run_sync(_conversation, session_id, cwd)
+async def conversation(session_id: str, cwd: str) -> AsyncGenerator[StoredConversation, None]:
+    """The stored conversation in parts, in order, each read in a worker thread when asked for."""
+    parts = _parts(session_id, cwd)
+    while (part := await anyio.to_thread.run_sync(next, parts, None)) is not None:
+        yield part
 
 
 async def title(session_id: str, cwd: str) -> tuple[str | None, str | None]:
@@ -90,7 +113,7 @@ async def title(session_id: str, cwd: str) -> tuple[str | None, str | None]:
     info = await anyio.to_thread.run_sync(lambda: get_session_info(session_id, directory=cwd))
     if info is None:
         return None, None
-    return info.custom_title, _timestamp(info.last_modified)
+    return info.custom_title, timestamp(info.last_modified)
 
 
 async def fork(session_id: str, cwd: str) -> str:
@@ -122,8 +145,8 @@ def _find(session_id: str) -> StoredSession:
         return StoredSession(
             info.session_id,
             info.cwd,
-            _title(info.custom_title or info.first_prompt),
-            _timestamp(info.last_modified),
+            title_of(info.custom_title, info.first_prompt),
+            timestamp(info.last_modified),
         )
     files = glob.glob(os.path.join(glob.escape(projects_dir()), "*", f"{session_id}.jsonl"))
     if files:
@@ -131,87 +154,135 @@ def _find(session_id: str) -> StoredSession:
     raise NotStored(session_id)
 
 
-def _listed(cwd: str | None) -> list[StoredSession]:
-    infos = (
-        list_sessions(directory=cwd, include_worktrees=False)
-        if cwd
-        else list_sessions(include_worktrees=False)
-    )
-    wanted = os.path.realpath(cwd) if cwd else None
-    infos = [i for i in infos if i.cwd and (wanted is None or os.path.realpath(i.cwd) == wanted)]
-    infos.sort(key=lambda i: (i.last_modified, i.session_id), reverse=True)
+def _parts(session_id: str, cwd: str, size: int = PART_SIZE) -> Iterator[StoredConversation]:
+    """The conversation ``size`` messages at a time; the first part (there is always one) has
+    the children and the notes."""
+    entries = deque(_conversation_entries(session_id, cwd))
+    children, notes = _children(session_id, cwd)
+    notes = _notes(entries) + notes
+    outputs = _Outputs(session_id, cwd)
+    messages = _messages(entries, size)
+    yield StoredConversation(messages, children, outputs.left_by(messages, children), notes)
+    while entries:
+        messages = _messages(entries, size)
+        yield StoredConversation(messages, [], outputs.left_by(messages, []), [])
+
+
+def _conversation_entries(session_id: str, cwd: str) -> list[Entry]:
+    """The conversation's messages as its transcript holds them, in order (what the SDK's
+    ``get_session_messages`` reads, with every field kept)."""
+    content = _read_session_file(session_id, cwd) if _validate_uuid(session_id) else None
+    if not content:
+        return []
     return [
-        StoredSession(
-            i.session_id, str(i.cwd), _title(i.custom_title or i.first_prompt), _timestamp(i.last_modified)
-        )
-        for i in infos
+        entry
+        for entry in _build_conversation_chain(_parse_transcript_entries(content))
+        if _is_visible_message(entry)
     ]
 
 
-def _conversation(
-    session_id: str, cwd: str, read: Callable[[str], tuple[bytes, bool] | None] | None = None
-) -> StoredConversation:
-    """``read``: a file's latest ``RECALL_LIMIT`` bytes and whether they start it (None: gone)."""
-    read = read or _latest_bytes
-    messages = _stored(get_session_messages(session_id, directory=cwd))
+def _children(session_id: str, cwd: str) -> tuple[list[StoredChild], list[TaskNote]]:
+    """The subagents' conversations (what the SDK's ``get_subagent_messages`` reads, with every
+    field kept), each with the Agent tool use that launched it; and their task notifications."""
+    subagents = _resolve_subagents_dir(session_id, cwd) if _validate_uuid(session_id) else None
+    found: dict[str, Path] = {}
+    for agent_id, path in _collect_agent_files(subagents) if subagents is not None else []:
+        found.setdefault(agent_id, path)
     children: list[StoredChild] = []
-    for agent_id in list_subagents(session_id, directory=cwd):
-        raw = get_subagent_messages(session_id, agent_id, directory=cwd)
-        launched_by = next((m.parent_tool_use_id for m in raw if m.parent_tool_use_id), None)
-        if launched_by is not None:
-            children.append(StoredChild(agent_id, launched_by, _stored(raw)))
-    outputs: dict[str, StoredOutput] = {}
-    for stored in messages + [m for child in children for m in child.messages]:
-        for text in _result_texts(stored.content):
-            handed = hand_off(text)
-            latest = read(handed.output_file) if handed is not None else None
-            if handed is not None and latest is not None:
-                outputs[handed.task_id] = _output(*latest)
-    return StoredConversation(messages, children, outputs)
-
-
-def _stored(messages: list[SessionMessage]) -> list[StoredMessage]:
-    stored: list[StoredMessage] = []
-    for message in messages:
-        frame = {
-            "type": message.type,
-            "message": message.message,
-            "uuid": message.uuid,
-            "session_id": message.session_id,
-            "parent_tool_use_id": message.parent_tool_use_id,
-        }
+    notes: list[TaskNote] = []
+    for agent_id, path in found.items():
         try:
-            parsed = parse_message(frame)
-        except MessageParseError as exc:
-            log.warning("skipped a stored message the SDK cannot parse (%s)", exc)
+            content = path.read_text(encoding="utf-8")
+            meta = _read_agent_metadata_sidecar(path)
+        except OSError:
             continue
-        if parsed is not None:
-            content = message.message.get("content") if isinstance(message.message, dict) else None
-            stored.append(StoredMessage(message.uuid, parsed, content))
-    return stored
+        launched_by, _ = _parent_ids_from_agent_metadata(meta)
+        chain = [
+            entry
+            for entry in _build_subagent_chain(_parse_transcript_entries(content))
+            if entry.get("type") in ("user", "assistant")
+        ]
+        if launched_by is not None and chain:
+            messages = [message for entry in chain if (message := _stored(entry, launched_by)) is not None]
+            children.append(StoredChild(agent_id, launched_by, messages))
+            notes += _notes(chain)
+    return children, notes
 
 
-def _result_texts(content: Any) -> list[str]:
-    """The texts of the tool results in a stored user message."""
-    texts: list[str] = []
-    for block in content if isinstance(content, list) else []:
-        if isinstance(block, dict) and block.get("type") == "tool_result":
-            inner = block.get("content")
-            if isinstance(inner, str):
-                texts.append(inner)
-            elif isinstance(inner, list):
-                texts += [b["text"] for b in inner if isinstance(b, dict) and isinstance(b.get("text"), str)]
-    return texts
+def _messages(entries: deque[Entry], size: int) -> list[StoredMessage]:
+    """The next ``size`` entries as messages (those the SDK cannot parse left out)."""
+    taken = [entries.popleft() for _ in range(min(size, len(entries)))]
+    return [message for entry in taken if (message := _stored(entry)) is not None]
 
 
-def _latest_bytes(path: str) -> tuple[bytes, bool] | None:
+def _stored(entry: Entry, launched_by: str | None = None) -> StoredMessage | None:
+    """The SDK's typed message of a transcript entry, with Claude Code's structured form of its
+    tool result; ``launched_by``: the Agent tool use whose subagent wrote it."""
+    message = entry.get("message")
+    frame = {
+        "type": "user" if entry.get("type") == "user" else "assistant",
+        "message": message,
+        "uuid": entry.get("uuid", ""),
+        "session_id": entry.get("sessionId", ""),
+        "parent_tool_use_id": launched_by,
+        "tool_use_result": entry.get("toolUseResult"),
+    }
     try:
-        with open(path, "rb") as file:
-            start = max(0, os.fstat(file.fileno()).st_size - RECALL_LIMIT)
-            file.seek(start)
-            return file.read(RECALL_LIMIT), start == 0
-    except OSError:
+        parsed = parse_message(frame)
+    except MessageParseError as exc:
+        log.warning("skipped a stored message the SDK cannot parse (%s)", exc)
         return None
+    if parsed is None:
+        return None
+    content = message.get("content") if isinstance(message, dict) else None
+    return StoredMessage(frame["uuid"], parsed, content)
+
+
+def _notes(entries: Iterable[Entry]) -> list[TaskNote]:
+    """The task notifications among a conversation's messages, read from their entries (before
+    their messages are made)."""
+    notes: list[TaskNote] = []
+    for entry in entries:
+        message = entry.get("message")
+        content = message.get("content") if isinstance(message, dict) else None
+        if entry.get("type") == "user" and isinstance(content, str):
+            notes += task_notes(content)
+    return notes
+
+
+class _Outputs:
+    """What each background shell of the conversation left in its output file: the task's own
+    file in this conversation's task directory (never a path a tool result names), read under
+    the live tailer's rules from Claude Code's temp directory down."""
+
+    def __init__(self, session_id: str, cwd: str) -> None:
+        self._session_id = session_id
+        self._cwd = cwd
+        self._inputs: dict[str, dict[str, Any]] = {}
+        """Every tool use's input so far, by its id (a result needs it, a part or more later)."""
+
+    def left_by(self, messages: list[StoredMessage], children: list[StoredChild]) -> dict[str, StoredOutput]:
+        """The outputs of the shells that ``messages`` and ``children`` hand off."""
+        outputs: dict[str, StoredOutput] = {}
+        for stored in messages + [m for child in children for m in child.messages]:
+            message = stored.message
+            if isinstance(message, AssistantMessage):
+                self._inputs |= {b.id: b.input for b in message.content if isinstance(b, ToolUseBlock)}
+            elif isinstance(message, UserMessage):
+                for result in Transcript(self._session_id).tool_results(message):
+                    tool_input = self._inputs.get(result.tool_use_id, {})
+                    handed = hand_off(tool_input, result.text, result.is_error, result.structured)
+                    if handed is None:
+                        continue
+                    path = output_file(tasks_root(self._cwd), self._session_id, handed.task_id)
+                    # Claude Code removes a conversation's task directory when it ends: one look
+                    # spares the walk down to a file that is not there (nothing is read on it).
+                    if not os.path.isdir(os.path.dirname(path)):
+                        continue
+                    latest = recall(path, tasks_base(), RECALL_LIMIT)
+                    if latest is not None:
+                        outputs[handed.task_id] = _output(*latest)
+        return outputs
 
 
 def _output(data: bytes, whole: bool) -> StoredOutput:
@@ -228,14 +299,3 @@ def _is_uuid(text: str) -> bool:
     except ValueError:
         return False
     return True
-
-
-def _title(text: str | None) -> str | None:
-    if not text:
-        return None
-    line = " ".join(text.split())
-    return line if len(line) <= TITLE_LIMIT else line[: TITLE_LIMIT - 1] + "…"
-
-
-def _timestamp(ms: int) -> str:
-    return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")

@@ -19,8 +19,10 @@ each one is to the client and keeps the RFD's ordering rules:
   root's.
 - When a task ends, its terminal's file is read to the end first; then its exit (or the tool
   call's final status, or the child's end); only then the list without it.
-- A task that ended by itself makes Claude Code start a follow-up turn
-  (``FollowUpExpected``), so the snapshot that removes it already says ``running``.
+- A task that ended by itself makes Claude Code start a follow-up turn: ``FollowUpExpected``
+  goes out as soon as Claude Code reports the end (before a terminal's file is read to its
+  end), so the snapshot that removes the item already says ``running`` unless that turn is over
+  by then; it names the task's run, which the follow-up turn's result names too.
 - Every task but a subagent is also reported as a task of its own (``TaskOpened``, then what
   changed, then ``TaskEnded``), whatever item shows it, hidden ones included: clients that
   follow tasks as such (JetBrains AIR's async tasks) read those, the others ignore them.
@@ -352,7 +354,12 @@ class ChildEnded:
 
 @dataclass(frozen=True)
 class FollowUpExpected:
-    """A task ended by itself: Claude Code will start a turn about it."""
+    """A task ended by itself: Claude Code will start a turn about it.
+
+    ``run`` is the task's run id (its task id when it has none): the ``origin.runId`` of that
+    turn's result."""
+
+    run: str
 
 
 @dataclass(frozen=True)
@@ -539,8 +546,8 @@ class Background:
             if item.phase is Phase.DRAINING:
                 return []
             item.phase = Phase.DRAINING
-            return [*self._follow(item, task.output_file), FinishTail(task.task_id)]
-        return self._finalize(item, None, now)
+            return [*self._follow(item, task.output_file), FinishTail(task.task_id), *_follow_up(item, task)]
+        return self._finalize(item, None, now) + _follow_up(item, task)
 
     def drained(
         self, task_id: str, rest: bytes, exit_info: ExitInfo | None, now: float
@@ -580,8 +587,6 @@ class Background:
             )
             out += self._progressed(item)
             out.append(TaskEnded(item.session_id, item.task.task_id, ended, task.summary if task else None))
-        if task is not None and task.end_status in FOLLOW_UP_STATUSES and item.stop_sent_at is None:
-            out.append(FollowUpExpected())
         return out
 
     def _corrected(self, item: Item) -> list[BackgroundOut]:
@@ -815,6 +820,13 @@ class Background:
             return []
         item.path = path
         return [Tail(item.task.task_id, path)]
+
+
+def _follow_up(item: Item, task: Task) -> list[BackgroundOut]:
+    """The follow-up turn of a task that ended by itself (not stopped by us), if one is owed."""
+    if task.end_status in FOLLOW_UP_STATUSES and item.stop_sent_at is None:
+        return [FollowUpExpected(task.run_id or task.task_id)]
+    return []
 
 
 def _run_state(task: Task) -> RunState:

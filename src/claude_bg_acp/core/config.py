@@ -8,7 +8,8 @@ after each switch we ask for and after each turn (a ``/model`` or ``/effort`` pr
 too), and from the model and mode each turn starts with. A client's choice goes to Claude Code
 as a command ahead of anything sent after it, so the next model request uses it, followed by a
 read that confirms it; until that read answers, Claude Code's reports may predate the switch
-and are not taken.
+and are not taken. The settings and the current model also tell facts about the permission
+modes (``disabled_modes``, ``runs_auto``), from which ``permission_modes`` decides what to offer.
 
 What the client knows of the options:
 
@@ -85,6 +86,8 @@ class Config:
         self.models: tuple[Model, ...] = ()
         self.model: str | None = None
         self.effort: str | None = None
+        self.disabled_modes: frozenset[str] = frozenset()
+        """The permission modes Claude Code's settings disable."""
         self.chosen_model: str | None = None
         self.chosen_effort: str | None = None
         """The client's choices: a Claude Code started again after a crash starts with them."""
@@ -115,12 +118,20 @@ class Config:
     def model_reported(self, model_id: str) -> None:
         """The model a turn starts with (``system/init``)."""
         if self.settled:
-            self._apply(Applied(model_id, self.effort))
+            self.model = self._value_of(model_id)
 
     def _apply(self, applied: Applied) -> None:
         if applied.model is not None:
             self.model = self._value_of(applied.model)
         self.effort = applied.effort
+        self.disabled_modes = applied.disabled_modes
+
+    @property
+    def runs_auto(self) -> bool:
+        """The current model can run the ``auto`` permission mode, as far as Claude Code said (of
+        a model it did not describe, or before it named one, it said nothing against it)."""
+        current = self._model(self.model)
+        return current is None or current.auto
 
     def _value_of(self, model_id: str) -> str:
         """The choice for a model id: the current one while it resolves to it, else the first

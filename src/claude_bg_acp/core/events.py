@@ -7,12 +7,12 @@ perform. They are small immutable values, grouped by where they come from:
   per-item cancels, a stop by task id, a permission-mode switch, a config option's choice, a
   permission answer, the close and its timeout (with how the processes the agent stopped
   itself ended), a client (re)attaching to the session (``session/load``,
-  ``session/resume``): the stored conversation to replay, and the request for the current
-  state, and having the answer that tells it of the session;
-- Claude Code: its start (what it offers), what it has in effect, a message, a permission
-  question, a question it stopped waiting for, its death (with how the processes it left
-  running ended, once the agent stopped them), and the conversation's title as its stored
-  session names it;
+  ``session/resume``): the stored conversation to replay (part by part, then its end), and
+  the request for the current state, and having the answer that tells it of the session;
+- Claude Code: that it starts on the stored conversation, its start (what it offers), what it
+  has in effect, a message, a permission question, a question it stopped waiting for, its death
+  (with how the processes it left running ended, once the agent stopped them), and the
+  conversation's title as its stored session names it;
 - the output tailer: bytes of a task's output file, a snapshot of it, and its end;
 - the clock: a tick at the core's next deadline.
 
@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from claude_bg_acp.acp.schema import ContentBlock
+from claude_bg_acp.claude.conventions import TaskNote
 from claude_bg_acp.claude.server_info import Applied, ServerInfo
 from claude_bg_acp.closing_line import ExitInfo
 from claude_bg_acp.core.effects import Ticket
@@ -163,17 +164,29 @@ class StoredOutput:
 
 @dataclass(frozen=True)
 class StoredConversation:
+    """A stored conversation, or a part of one (a long one is read and replayed in parts)."""
+
     messages: list[StoredMessage]
     children: list[StoredChild]
     outputs: dict[str, StoredOutput]
-    """By task id, for the background shells whose output file is still there."""
+    """By task id, for the background shells whose output file is still there that these
+    messages (or children) hand off."""
+    notes: list[TaskNote] = field(default_factory=list)
+    """The task notifications of the whole conversation (a part after the first has none):
+    a task's end is told where it was handed off, before its notification comes."""
 
 
 @dataclass(frozen=True)
 class Recall:
-    """Replay a stored conversation to the client, before it hears anything current."""
+    """Replay a stored conversation, or its next part, to the client, before it hears anything
+    current; ``Recalled`` follows the last."""
 
     conversation: StoredConversation
+
+
+@dataclass(frozen=True)
+class Recalled:
+    """The replay is complete: what never got a result ended with its turn."""
 
 
 @dataclass(frozen=True)
@@ -182,6 +195,12 @@ class Resync:
 
 
 # --- Claude Code ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ClaudeResuming:
+    """Claude Code is starting on the stored conversation, which another Claude Code left (an
+    earlier agent process, or one that crashed): it may first replay what that one left."""
 
 
 @dataclass(frozen=True)
@@ -197,6 +216,13 @@ class SettingsRead:
     """Claude Code's answer to ``ReadSettings`` (None when it could not say)."""
 
     applied: Applied | None
+
+
+@dataclass(frozen=True)
+class ModeRefused:
+    """Claude Code refused to switch to the permission mode ``mode_id``."""
+
+    mode_id: str
 
 
 @dataclass(frozen=True)
@@ -292,9 +318,12 @@ Event = (
     | Close
     | CloseTimedOut
     | Recall
+    | Recalled
     | Resync
+    | ClaudeResuming
     | ClaudeStarted
     | SettingsRead
+    | ModeRefused
     | ClaudeMessage
     | PermissionAsked
     | PermissionAbandoned

@@ -10,27 +10,38 @@ phase            what happens                                              next 
 ``IDLE``,        Claude Code says ``running``, or output of the main       ``CLAUDE_TURN``
 ``EXPECTING``    conversation arrives (a turn Claude Code started itself)
 ``CLAUDE_TURN``  a result, or Claude Code says ``idle``                    ``IDLE``
-``IDLE``         finished background work promises a follow-up turn       ``EXPECTING``
-``PROMPTED``,    its result, when background work finished during it       ``EXPECTING``
-``CLAUDE_TURN``  (Claude Code follows it up right away)
+``IDLE``         a task ended by itself: its follow-up turn is owed        ``EXPECTING``
+``PROMPTED``,    its result while a follow-up is owed (a task ended        ``IDLE``, then
+``CLAUDE_TURN``  during it, and Claude Code follows it up right away)      ``EXPECTING``
 ``EXPECTING``    ``FOLLOW_UP_WAIT`` passes without one                     ``IDLE``
 any              Claude Code died, or the session closes                   ``IDLE``
 ===============  ========================================================  ===============
 
-After a crash, the Claude Code that takes over may start with an empty turn of its own (it
-replays the notification of a task the crash cut short): until it shows work, says ``idle`` or
-a prompt goes in (``restarted``), its ``running`` is not shown, so no empty ``running`` →
-``idle`` pair follows the error. Once the session closes, no turn runs any more: neither what
-Claude Code still does before it stops nor a follow-up turn is shown.
+Follow-ups are owed per task run (``owed``), from the moment Claude Code reports the task's end
+(its own message, which comes before the turn it starts about it); the result of a follow-up
+turn names the run it follows up (``origin.runId``), which then is owed no more. What the agent
+learns later from its own pipes (a terminal's file read to its end, however far behind) moves
+nothing here. Consecutive turns have an idle boundary: the ``idle`` of the turn that ended (with
+its stop reason and usage), then ``running`` for the follow-up.
+
+A Claude Code that takes over the stored conversation (after a crash, or resuming it in a new
+agent process) may start with an empty turn of its own: it replays the notification of a task
+that the previous one's end cut short, without a model request. Until it shows work or says
+``idle`` (``restarted``), such a turn is ``hidden``: the client keeps seeing ``idle`` (so no
+empty ``running`` → ``idle`` pair reaches it, nor an ``idle`` between a prompt it sent and that
+prompt's insertion), and a prompt waits for the turn's end to be inserted. Once it shows work
+it is a turn like any other. Once the session closes, no turn runs any more: neither what Claude
+Code still does before it stops (its answer included) nor a follow-up turn is shown.
 
 A result whose ``origin`` names a task notification belongs to a follow-up turn, never to a
 prompt; Claude Code lists the prompts a result covers (``user_message_uuids``), so a prompt it
 took into a turn it started itself is settled by that turn's result.
 
-The state a client sees is ``running`` in every phase but ``IDLE`` (``requires_action`` while a
-foreground permission question is open), ``idle`` otherwise with the stop reason of the last
-result. A result ends the phase at once, so ``idle`` follows the result without waiting for
-Claude Code's own trailing ``idle``; a late trailing ``idle`` cannot end a newer prompt.
+The state a client sees is ``running`` in every phase but ``IDLE`` and a ``hidden`` turn
+(``requires_action`` while a foreground permission question is open), ``idle`` otherwise with
+the stop reason of the last result. A result ends the phase at once, so ``idle`` follows the
+result without waiting for Claude Code's own trailing ``idle``; a late trailing ``idle`` cannot
+end a newer prompt.
 
 Prompts that arrive while the foreground is busy wait and are inserted in order once it is
 idle. ``session/cancel`` cancels the waiting prompts and the foreground work, whichever phase
@@ -178,9 +189,8 @@ class Foreground:
         """A foreground permission question is open."""
         self.cancelled = False
         """``session/cancel`` came for the work of the current phase (not ``IDLE``)."""
-        self.follow_up_owed = False
-        """A task ended by itself while the foreground was busy: Claude Code owes a follow-up
-        turn after the running one."""
+        self.owed: set[str] = set()
+        """The runs of tasks that ended by themselves whose follow-up turn has not ended yet."""
         self.waiting: deque[WaitingPrompt] = deque()
         self.reported: State = "idle"
         self.last_outcome: Outcome | None = None
@@ -191,14 +201,25 @@ class Foreground:
         self.holding: PromptTurn | None = None
         self.release_at: float | None = None
         self.restarted = False
-        """A new Claude Code took over after a crash and has shown no work yet."""
+        """A new Claude Code took over the stored conversation and has shown no work yet."""
 
     @property
     def busy(self) -> bool:
         return self.phase is not Phase.IDLE
 
+    @property
+    def hidden(self) -> bool:
+        """The running turn is the empty one of a Claude Code that took over (see above)."""
+        return self.restarted and self.phase is Phase.CLAUDE_TURN
+
+    @property
+    def unseen(self) -> bool:
+        """What Claude Code reports now is no turn of the client's: a hidden turn runs, or the
+        session is closed (or Claude Code gone for good)."""
+        return self.hidden or self.gone is not None
+
     def state(self) -> State:
-        if not self.busy:
+        if not self.busy or self.hidden:
             return "idle"
         return "requires_action" if self.blocked else "running"
 
@@ -214,14 +235,14 @@ class Foreground:
 
     @property
     def muted(self) -> bool:
-        """The running turn was cancelled: what it still says is not shown."""
-        return self.cancelled and self.phase in (Phase.PROMPTED, Phase.CLAUDE_TURN)
+        """The running turn was cancelled, or the session closed: what it still says is not shown."""
+        closed = self.gone is not None
+        return closed or (self.cancelled and self.phase in (Phase.PROMPTED, Phase.CLAUDE_TURN))
 
     def cli_state(self, state: str) -> list[ForegroundOut]:
         out: list[ForegroundOut] = []
         if state in ("running", "requires_action"):
-            if not self.restarted:
-                out += self._claude_turn()
+            out += self._claude_turn()
         elif state == "idle":
             self.restarted = False
             if self.cancelled and self.phase is not Phase.EXPECTING:
@@ -246,9 +267,9 @@ class Foreground:
         A follow-up turn may start with output and no ``running``; from here on it is the
         turn's own result, not a timer, that ends the wait for it.
         """
-        self.restarted = False
+        self.restarted = False  # a hidden turn shows itself now
         if self.phase in (Phase.PROMPTED, Phase.CLAUDE_TURN):
-            return []
+            return self._report()
         return self._claude_turn() + self._report()
 
     def outcome_of(
@@ -287,7 +308,12 @@ class Foreground:
             return self.prompt.uuid in uuids
         return origin_kind == "human"
 
-    def result(self, outcome: Outcome, follow_up: bool, now: float) -> list[ForegroundOut]:
+    def result(
+        self, outcome: Outcome, follow_up: bool, now: float, run: str | None = None
+    ) -> list[ForegroundOut]:
+        """A result; ``run``: the task run a follow-up turn's result names (``origin.runId``)."""
+        if run is not None:
+            self.owed.discard(run)
         if follow_up and self.prompt is not None:
             if self.phase is not Phase.PROMPTED:
                 self.phase = Phase.IDLE
@@ -343,25 +369,29 @@ class Foreground:
         self.blocked = blocked
         return self._report()
 
-    def expect_follow_up(self, now: float) -> None:
-        """Finished background work will start a turn: report it ``running`` from now on.
+    def expect_follow_up(self, run: str, now: float) -> None:
+        """A task run ended by itself: Claude Code will start a turn about it; report it
+        ``running`` from now on (once the running turn is over, if one runs).
 
         Claude Code starts that turn by itself a few milliseconds later; if it does not within
         ``FOLLOW_UP_WAIT``, ``tick`` reports ``idle`` again, with no stop reason.
         """
         if self.gone is not None:
             return  # the session closed (or Claude Code is gone for good): nothing follows
-        if self.busy:
-            self.follow_up_owed = True  # Claude Code starts it right after the running turn
-        else:
-            self.phase = Phase.EXPECTING
-            self.follow_up_until = now + FOLLOW_UP_WAIT
-            self.last_outcome = None
+        self.owed.add(run)
+        if not self.busy:
+            self._expect(now)
+
+    def resuming(self) -> None:
+        """Claude Code starts on the stored conversation: a turn it runs before it shows work is
+        its replay of what the previous one left (see the module docstring)."""
+        self.restarted = True
 
     def tick(self, now: float) -> list[ForegroundOut]:
         out: list[ForegroundOut] = []
         if self.follow_up_until is not None and now >= self.follow_up_until:
             self.phase, self.follow_up_until = Phase.IDLE, None
+            self.owed.clear()  # none came: Claude Code owes nothing we still wait for
             if self.cancelled:
                 self.cancelled, self.last_outcome = False, Outcome("cancelled")
         if self.release_at is not None and now >= self.release_at:
@@ -424,7 +454,8 @@ class Foreground:
         if self.phase is not Phase.PROMPTED:
             self.phase = Phase.IDLE
             self.cancelled = False
-        self.follow_up_until, self.follow_up_owed = None, False
+        self.follow_up_until = None
+        self.owed.clear()
 
     def _insert_next(self) -> list[ForegroundOut]:
         # The next prompt hands a held turn off, also when it waited while that turn ran.
@@ -449,20 +480,23 @@ class Foreground:
         prompt, self.prompt = self.prompt, None
         self.phase, self.cancelled, self.follow_up_until = Phase.IDLE, False, None
         self.last_outcome = outcome
-        if self.follow_up_owed and now is not None and outcome.stop_reason != "cancelled":
-            # Work that ended during this turn is followed up at once: no idle in between.
-            self.phase, self.follow_up_until, self.follow_up_owed = (
-                Phase.EXPECTING,
-                now + FOLLOW_UP_WAIT,
-                False,
-            )
         if prompt is not None:
             spawned_live = prompt.spawned & self.live_subagents
             if self.holds_turns and spawned_live and outcome.stop_reason != "cancelled":
                 prompt.outcome, self.holding = outcome, prompt
             else:
                 out.append(PromptAnswered(prompt.ticket, outcome))
+        if self.owed and now is not None and outcome.stop_reason != "cancelled":
+            # Work that ended during this turn is followed up at once: this turn's idle, then
+            # running again, with no prompt inserted in between.
+            out += self._report(insert=False)
+            self._expect(now)
         return out + self._report()
+
+    def _expect(self, now: float) -> None:
+        self.phase = Phase.EXPECTING
+        self.follow_up_until = now + FOLLOW_UP_WAIT
+        self.last_outcome = None
 
     def _hold_needed(self) -> bool:
         return self.holding is not None and bool(self.holding.spawned & self.live_subagents)
@@ -482,7 +516,7 @@ class Foreground:
             out.append(PromptCancelled(self.waiting.popleft().ticket))
         return out
 
-    def _report(self) -> list[ForegroundOut]:
+    def _report(self, insert: bool = True) -> list[ForegroundOut]:
         """Report a changed state; once idle, insert the next waiting prompt (after the idle)."""
         out: list[ForegroundOut] = []
         state = self.state()
@@ -490,7 +524,7 @@ class Foreground:
             self.reported = state
             outcome = self.last_outcome if state == "idle" else None
             out.append(StateReported(self.session_id, state, self.background, outcome))
-        if not self.busy and self.waiting and self.gone is None:
+        if insert and not self.busy and self.waiting and self.gone is None:
             out += self._insert_next()
         return out
 

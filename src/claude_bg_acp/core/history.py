@@ -11,7 +11,9 @@ what history cannot say differs:
 
 - a background shell is a terminal that has ended: opened, what is left of its output, and its
   exit (the file's closing line, else the notification; unknown when neither says); work
-  without a process is a tool call with the status its notification gives;
+  without a process is a tool call with the status its notification gives. Work went to the
+  background when Claude Code says so (``conventions.hand_off``), never by the words of a
+  result: a foreground command that prints the hand-off sentence is an ordinary tool call;
 - a child is announced without controls (``cancel`` belongs to live children), its own
   messages follow, and it ends as its notification says, or idle with no stop reason when
   nothing does (it is not running: the Claude Code that ran it is gone); its first message
@@ -22,6 +24,11 @@ what history cannot say differs:
 - what still runs in this process (a client re-attaching) is left to the live session: its
   terminals are not opened, its tool calls and children not ended; the session core restates
   them after the replay.
+
+A long conversation comes in parts, as it is read (``replay`` each in order, then ``cut``):
+what the whole replay needs from the start comes with the first part (every task
+notification, every subagent's conversation), a shell's output with the part that hands it
+off; what a part leaves open (a tool call whose result comes later) is carried to the next.
 
 Claude Code's own messages (task notifications, local command output, interruption markers,
 compaction summaries) are not shown as the user's; a prompt keeps the id it is stored under,
@@ -43,7 +50,7 @@ from claude_bg_acp.core.background import (
     TerminalOutput,
     exit_of,
 )
-from claude_bg_acp.core.events import StoredChild, StoredConversation, StoredMessage
+from claude_bg_acp.core.events import StoredChild, StoredConversation, StoredMessage, StoredOutput
 from claude_bg_acp.core.plan import PLAN_TOOLS, Plan, PlanChanged
 from claude_bg_acp.core.prompts import from_claude_content
 from claude_bg_acp.core.subagents import ChildAnnounced, ChildFact, Subagents
@@ -101,6 +108,9 @@ HistoryFact = (
 
 
 class History:
+    """One replay: the parts of a stored conversation, in order (``replay``), then its end
+    (``cut``)."""
+
     def __init__(self, root_id: str, cwd: str, children_shown: bool, live: Live) -> None:
         self.root_id = root_id
         self.cwd = cwd
@@ -110,22 +120,28 @@ class History:
         self.subagents = Subagents(root_id)
         self.ended: dict[str, Task] = {}
         self.plans: dict[str, Plan] = {}
-        self.conversation = StoredConversation([], [], {})
+        self._outputs: dict[str, StoredOutput] = {}
+        """Those not yet shown (a child's are shown when its Agent tool use comes)."""
         self._children: dict[str, StoredChild] = {}
+        self._root = Transcript(root_id)
 
     def replay(self, conversation: StoredConversation) -> list[HistoryFact]:
-        self.conversation = conversation
-        self._children = {child.tool_use_id: child for child in conversation.children}
-        stored = conversation.messages + [m for child in conversation.children for m in child.messages]
-        for message in stored:
-            if isinstance(message.message, UserMessage) and isinstance(message.content, str):
-                for note in conventions.task_notes(message.content):
-                    self.ended[note.task_id] = _ended_task(note)
-        return self._messages(self.root_id, conversation.messages, child=False) + self._cut()
+        """The facts of a part of the conversation (the first has the notes and the children)."""
+        self._outputs |= conversation.outputs
+        self._children |= {child.tool_use_id: child for child in conversation.children}
+        for note in conversation.notes:
+            self.ended[note.task_id] = _ended_task(note)
+        return self._messages(self._root, conversation.messages, child=False)
 
-    def _messages(self, session_id: str, messages: list[StoredMessage], child: bool) -> list[HistoryFact]:
+    def cut(self) -> list[HistoryFact]:
+        """Tool calls that never got a result ended with their turn, unless they still run."""
+        return list(self.tool_uses.cut_all(failed=False, keep=self.live.tool_uses))
+
+    def _messages(
+        self, transcript: Transcript, messages: list[StoredMessage], child: bool
+    ) -> list[HistoryFact]:
         """One session's messages; a child's first prompt came with its announcement."""
-        transcript = Transcript(session_id)
+        session_id = transcript.session_id
         prompted = not child
         facts: list[HistoryFact] = []
         for stored in messages:
@@ -136,7 +152,7 @@ class History:
                         session_id, fact, planned=not child or session_id != self.root_id
                     )
             elif isinstance(message, UserMessage):
-                results = [r for r in transcript.tool_results(message) if isinstance(r, ToolResulted)]
+                results = transcript.tool_results(message)
                 for result in results:
                     facts += self._result(session_id, result)
                 prompt = None if results else _prompt(stored.content)
@@ -168,7 +184,7 @@ class History:
 
     def _child(self, child: StoredChild, tool: ToolUse) -> list[HistoryFact]:
         if not self.children_shown:
-            return self._messages(self.root_id, child.messages, child=True)
+            return self._messages(Transcript(self.root_id), child.messages, child=True)
         task = self.ended.get(child.agent_id) or Task(child.agent_id, "local_agent")
         task.tool_use_id = child.tool_use_id
         announced = self.subagents.announce(task, tool)
@@ -178,7 +194,7 @@ class History:
             replace(fact, cancellable=False) if isinstance(fact, ChildAnnounced) else fact
             for fact in announced
         ]
-        facts += self._messages(child.agent_id, child.messages, child=True)
+        facts += self._messages(Transcript(child.agent_id), child.messages, child=True)
         if child.agent_id not in self.live.children:
             facts += self.subagents.ended(task)
         return facts
@@ -190,9 +206,9 @@ class History:
         use = self.tool_uses.get(result.tool_use_id)
         if use is None or use.final:
             return []
-        handed = conventions.hand_off(result.text)
+        handed = conventions.hand_off(use.tool_input, result.text, result.is_error, result.structured)
         if handed is None:
-            return list(self.tool_uses.result(use, result.is_error, result.text, result.raw, result.images))
+            return list(self.tool_uses.result(use, result.is_error, result.text, result.images))
         self.tool_uses.finish(use.call_id)
         task = self.ended.get(handed.task_id)
         live = handed.task_id in self.live.tasks
@@ -201,7 +217,7 @@ class History:
                 return [ToolCallHandedOff(session_id, use.call_id, result.text, None, "in_progress")]
             summary = f"\n\n{task.summary}" if task is not None and task.summary else ""
             failed = task is not None and task.end_status == "failed"
-            return [ToolCallFinished(session_id, use.call_id, failed, result.text + summary, result.raw)]
+            return [ToolCallFinished(session_id, use.call_id, failed, result.text + summary)]
         handoff = ToolCallHandedOff(session_id, use.call_id, result.text, handed.task_id, "in_progress")
         if live:
             return [handoff]
@@ -212,16 +228,12 @@ class History:
     ) -> list[HistoryFact]:
         command = use.tool_input.get("command")
         opened = TerminalOpened(session_id, task_id, use.call_id, str(command or ""), self.cwd, False)
-        output = self.conversation.outputs.get(task_id)
+        output = self._outputs.pop(task_id, None)
         facts: list[HistoryFact] = [opened]
         if output is not None and output.data:
             facts.append(TerminalOutput(session_id, task_id, use.call_id, output.data))
         exit = exit_of(task, output.exit if output is not None else None)
         return [*facts, handoff, TerminalExited(session_id, task_id, use.call_id, exit)]
-
-    def _cut(self) -> list[HistoryFact]:
-        """Tool calls that never got a result ended with their turn, unless they still run."""
-        return list(self.tool_uses.cut_all(failed=False, keep=self.live.tool_uses))
 
 
 def _ended_task(note: conventions.TaskNote) -> Task:

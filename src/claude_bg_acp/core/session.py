@@ -12,20 +12,24 @@ this module routes them and never lets the parts call each other:
 - Task events go to the ``TaskRegistry``; each change it reports goes to ``Subagents`` (a
   subagent the client sees as a child), to ``Background`` (everything else) and, for
   subagents, to the ``Foreground`` (held turns).
-- Results and ``session_state_changed`` drive the ``Foreground``; ``can_use_tool`` becomes a
-  permission question, asked under the session the tool use belongs to.
+- Results and ``session_state_changed`` drive the ``Foreground``; a task that ended by itself
+  owes it a follow-up turn, which that turn's result (naming the task's run) pays;
+  ``can_use_tool`` becomes a permission question, asked under the session the tool use
+  belongs to.
 - After task changes, the ``background`` list goes to the foreground, which sends it with the
   state when the client keeps one.
 - A client attaching to a stored or live session gets the stored conversation replayed by
-  ``History`` (apart from everything live) and then the current state: each listed item
-  restated by its owner, and the state snapshot.
+  ``History`` (apart from everything live; part by part as it is read, other events may come
+  in between) and then the current state: each listed item restated by its owner, and the
+  state snapshot.
 - The title comes from the stored session (``Title``): read when Claude Code announces a
   rename, after turns while none is known, and when a client attaches.
 - A prompt that would make Claude Code start a new conversation under another id (``/clear``)
   is refused: the session id is Claude Code's, and must stay so.
 - What Claude Code offers and has in effect (its start, ``system/init`` and ``status``, the
-  settings read after switches and turns) goes to ``Config`` and ``PermissionModes`` (the
-  config options) and to ``Commands``; streamed usage and results go to ``Usage``; the todo and
+  settings read after switches and turns, a mode switch it refused) goes to ``Config`` and
+  ``PermissionModes`` (the config options; the modes offered follow what ``Config`` read of the
+  settings and the model) and to ``Commands``; streamed usage and results go to ``Usage``; the todo and
   task tools go to the session's ``Plan`` instead of becoming tool calls.
 
 Every fact meant for the client goes through the ``Presenter`` chosen for the client kind at
@@ -96,7 +100,7 @@ from claude_bg_acp.core.effects import (
 )
 from claude_bg_acp.core.foreground import Foreground, ForegroundOut, Phase, WaitingPrompt
 from claude_bg_acp.core.history import History, Live
-from claude_bg_acp.core.permission_modes import ModeChanged, PermissionModes
+from claude_bg_acp.core.permission_modes import ModeChanged, PermissionModes, closed_modes
 from claude_bg_acp.core.plan import PLAN_TOOLS, Plan
 from claude_bg_acp.core.presenting import Fact, Presenter
 from claude_bg_acp.core.prompts import to_claude_content
@@ -160,6 +164,8 @@ class SessionCore:
         self.commands = Commands(session_id)
         self.usage = Usage(session_id)
         self.plans: dict[str, Plan] = {}
+        self.history: History | None = None
+        """The replay under way, between its first part and its end."""
         self.transcripts = {session_id: Transcript(session_id)}
         self.questions: dict[Ticket, Question] = {}
         self._buffered: defaultdict[str, list[Message]] = defaultdict(list)
@@ -201,15 +207,21 @@ class SessionCore:
                 outs, stopped = self.background.stop(task_id, now)
                 return self._background(outs, now) + self._present([TaskStopAnswered(ticket, stopped)])
             case ev.ChooseMode(mode_id):
-                commands, changed = self.modes.choose(mode_id)
+                commands, changed = self.modes.choose(mode_id, self._closed_modes)
                 return self._switched(commands, changed)
+            case ev.ModeRefused(mode_id):
+                return self._present(self.modes.refused(mode_id)) + self._settings_changed()
             case ev.ChooseOption(ticket, config_id, value):
                 return self._choose(ticket, config_id, value)
             case ev.Opened():
                 opened = self.config.opened(self.options())
                 return self._present([*opened, *self.commands.tell(again=True)])
+            case ev.ClaudeResuming():
+                self.foreground.resuming()
+                return []
             case ev.ClaudeStarted(info, applied):
                 self.config.started(info.models, applied)
+                self.modes.started(info.permission_mode)
                 self.commands.listed(info.commands)
                 return self._settings_changed()
             case ev.SettingsRead(applied):
@@ -224,6 +236,8 @@ class SessionCore:
                 return self._abandon(now, stopped)
             case ev.Recall(conversation):
                 return self._recall(conversation)
+            case ev.Recalled():
+                return self._recalled()
             case ev.Resync():
                 return self._resync()
             case ev.TitleRead(title, updated_at):
@@ -276,7 +290,11 @@ class SessionCore:
 
     def options(self) -> Options:
         """The session's config options as they are now."""
-        return self.config.options(self.modes.available, self.modes.current)
+        return self.config.options(self.modes.available(self._closed_modes), self.modes.current)
+
+    @property
+    def _closed_modes(self) -> frozenset[str]:
+        return closed_modes(self.config.disabled_modes, self.config.runs_auto)
 
     def answer(self) -> Options:
         """The options for an answer that tells the client of the session (``session/new``,
@@ -295,8 +313,9 @@ class SessionCore:
         """``session/set_config_option``: the switch goes to Claude Code, the answer carries the
         options (a mode switch also shows in the v1 modes)."""
         if config_id == MODE:
-            offered(MODE, value, [mode["id"] for mode in self.modes.available])
-            commands, changed = self.modes.choose(str(value))
+            shut = self._closed_modes
+            offered(MODE, value, [mode["id"] for mode in self.modes.available(shut)])
+            commands, changed = self.modes.choose(str(value), shut)
             effects: list[Effect] = [*commands, *(self.config.confirm() if commands else [])]
             effects += self._present(changed)
         else:
@@ -398,7 +417,7 @@ class SessionCore:
 
     def _translate(self, session_id: str, message: Message, now: float) -> list[Effect]:
         transcript = self.transcripts[session_id]
-        facts: list[TranscriptFact]
+        facts: Sequence[TranscriptFact]
         if isinstance(message, StreamEvent):
             facts = transcript.stream_event(message.event)
         elif isinstance(message, AssistantMessage):
@@ -502,8 +521,12 @@ class SessionCore:
             # What the turn left unfinished ends with it: cancelled, or failed with the turn.
             failed = outcome.stop_reason != "cancelled"
             effects += self._present(self.tool_uses.cut(self.session_id, failed))
-        effects += self._present(self.usage.result(message.model_usage, message.total_cost_usd))
-        effects += self._foreground(self.foreground.result(outcome, follow_up, now))
+        if not self.foreground.unseen:  # a turn the client does not see has no usage to show
+            effects += self._present(self.usage.result(message.model_usage, message.total_cost_usd))
+        run = origin.get("runId")  # the task run a follow-up turn is about
+        effects += self._foreground(
+            self.foreground.result(outcome, follow_up, now, run if isinstance(run, str) else None)
+        )
         # A turn may have switched the model or the effort (``/model``, ``/effort``, a fallback).
         effects += self.config.confirm()
         return effects + ([ReadTitle()] if self.title.wanted else [])
@@ -532,16 +555,24 @@ class SessionCore:
     # --- a client attaching ----------------------------------------------------------------------
 
     def _recall(self, conversation: ev.StoredConversation) -> list[Effect]:
-        live = Live(
-            tasks=self.background.unfinished() | {task.task_id for task in self.registry.live()},
-            tool_uses=frozenset(use.tool_use_id for use in self.tool_uses.unfinished()),
-            children=self.subagents.working(),
-        )
-        history = History(self.session_id, self.background.cwd, self._visibility.children, live)
-        replayed = self._present(history.replay(conversation))
+        """A part of the stored conversation; the first says what runs here now (left to the
+        live session), as of the replay's start."""
+        if self.history is None:
+            live = Live(
+                tasks=self.background.unfinished() | {task.task_id for task in self.registry.live()},
+                tool_uses=frozenset(use.tool_use_id for use in self.tool_uses.unfinished()),
+                children=self.subagents.working(),
+            )
+            self.history = History(self.session_id, self.background.cwd, self._visibility.children, live)
+        return self._present(self.history.replay(conversation))
+
+    def _recalled(self) -> list[Effect]:
+        history, self.history = self.history, None
+        if history is None:
+            return []
         for session_id, plan in history.plans.items():
             self.plans.setdefault(session_id, plan)  # the task tools fold into what is known
-        return replayed
+        return self._present(history.cut())
 
     def _resync(self) -> list[Effect]:
         """Each listed item as it is now, then the state with the list (RFD: resume restores it)."""
@@ -573,7 +604,7 @@ class SessionCore:
         if use is None or use.final:
             return []
         effects: list[Effect] = []
-        handed = conventions.hand_off(fact.text)
+        handed = conventions.hand_off(use.tool_input, fact.text, fact.is_error, fact.structured)
         if handed is not None:
             changes = self.registry.learned(handed.task_id, fact.tool_use_id, handed.output_file, now)
             effects += self._task_changes(changes, now)
@@ -592,9 +623,8 @@ class SessionCore:
                 self.tool_uses.detach(use.call_id)
                 handoff = ToolCallHandedOff(session_id, use.call_id, fact.text, None, "pending")
                 return effects + self._present([handoff]) + self._publish()
-        return effects + self._present(
-            self.tool_uses.result(use, fact.is_error, fact.text, fact.raw, fact.images)
-        )
+        finished = self.tool_uses.result(use, fact.is_error, fact.text, fact.images, handed is not None)
+        return effects + self._present(finished)
 
     def _schedules_ended(self, ended: list[ScheduleEnded], publish: bool = True) -> list[Effect]:
         for end in ended:
@@ -742,8 +772,8 @@ class SessionCore:
                     effects.append(out)
                 case ToolCallDetached(call_id):
                     self.tool_uses.detach(call_id)
-                case FollowUpExpected():
-                    self.foreground.expect_follow_up(now)
+                case FollowUpExpected(run):
+                    self.foreground.expect_follow_up(run, now)
                 case ChildEnded(task):
                     effects += self._children(self.subagents.ended(task))
                 case WorkEnded():

@@ -115,7 +115,6 @@ class ToolCallFinished:
     tool_call_id: str
     failed: bool
     text: str
-    raw_output: Any
     command: CommandEnded | None = None
     images: tuple[Image, ...] = ()
 
@@ -208,15 +207,17 @@ class ToolUses:
         return True
 
     def result(
-        self, use: ToolUse, failed: bool, text: str, raw_output: Any, images: tuple[Image, ...] = ()
+        self, use: ToolUse, failed: bool, text: str, images: tuple[Image, ...] = (), handed_off: bool = False
     ) -> list[ToolCallFinished]:
+        """``handed_off``: the result only says that a background shell runs the command (so it
+        tells no exit)."""
         if not self.finish(use.call_id):
             return []
         command = None
-        if use.shell:
+        if use.shell and not handed_off:
             output, code = shell_result(text, failed)
             command = CommandEnded(output, None if code is None else ExitInfo(code, None))
-        return [ToolCallFinished(use.session_id, use.call_id, failed, text, raw_output, command, images)]
+        return [ToolCallFinished(use.session_id, use.call_id, failed, text, command, images)]
 
     def unfinished(self) -> list[ToolUse]:
         """Every tool call without its final status."""

@@ -69,7 +69,6 @@ class ToolResulted:
     tool_use_id: str
     text: str
     is_error: bool
-    raw: Any
     images: tuple[Image, ...] = ()
     structured: dict[str, Any] | None = None
     """Claude Code's ``tool_use_result`` (e.g. the id of a created task)."""
@@ -135,7 +134,7 @@ class Transcript:
                 )
         return facts
 
-    def tool_results(self, message: UserMessage) -> list[TranscriptFact]:
+    def tool_results(self, message: UserMessage) -> list[ToolResulted]:
         if isinstance(message.content, str):
             return []
         blocks = [block for block in message.content if isinstance(block, ToolResultBlock)]
@@ -146,7 +145,6 @@ class Transcript:
                 block.tool_use_id,
                 result_text(block.content),
                 bool(block.is_error),
-                block.content,
                 result_images(block.content),
                 structured,
             )

@@ -164,8 +164,10 @@ class BasePresenter:
                     session_update="tool_call_update",
                     tool_call_id=fact.tool_call_id,
                     status="failed" if fact.failed else "completed",
-                    raw_output=fact.raw_output,
                 )
+                exit_info = fact.command.exit if fact.command is not None else None
+                if fact.text or exit_info is not None:
+                    update.raw_output = raw_output(fact.text, exit_info)
                 content = [tool_views.text_content(fact.text)] if fact.text else []
                 content += [tool_views.image_content(image) for image in fact.images]
                 if content:
@@ -314,6 +316,17 @@ def usage_update(fact: UsageReported) -> UsageUpdate:
 def plan_entries(fact: PlanChanged) -> list[dict[str, Any]]:
     """Claude Code's lists have no priorities: every entry is ``medium``."""
     return [{"content": e.content, "priority": "medium", "status": e.status} for e in fact.entries]
+
+
+def raw_output(text: str, exit_info: ExitInfo | None = None) -> dict[str, Any]:
+    """A tool call's ``rawOutput``: an object, as strictly typed clients (Toad) require, whose
+    ``output`` is the text its content shows, the same to the character (acpx prints the text
+    under ``output`` and leaves it out only when it repeats the content exactly); a command's
+    exit beside it, under keys acpx does not print."""
+    raw: dict[str, Any] = {"output": text}
+    if exit_info is not None:
+        raw |= exit_status(exit_info)
+    return raw
 
 
 def exit_status(exit_info: ExitInfo | None) -> dict[str, Any]:

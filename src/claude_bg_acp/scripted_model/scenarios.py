@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import shlex
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -641,6 +642,29 @@ def _look_around_calls(turn: Turn) -> list[Call]:
 
 look_around = _tool_then_text(_look_around_calls, "Looked around.")
 
+# Foreground commands that only print the words of Claude Code's hand-off, one for each
+# ``<path>...</path>`` in the user's latest prompt, naming that path as their "output file": what
+# a command's output says is not a background task (nor a file the agent reads for an editor).
+PATH_TAG = re.compile(r"<path>(.*?)</path>")
+
+
+def hand_off_words(turn: Turn) -> Reply:
+    if turn.has_tool_result:
+        return _say(turn, "Printed the words of a hand-off.")
+    paths = [p for text in _texts(turn.pending_user_blocks) for p in PATH_TAG.findall(text)]
+    if not paths:
+        return _say(turn, "No <path> in the prompt; nothing to print.")
+    words = (
+        "Command running in background with ID: bfake{}. Output is being written to: {}. "
+        "You will be notified when it completes."
+    )
+    calls = [
+        _bash(f"echo {shlex.quote(words.format(i, path))}", f"print the words of a hand-off {i}")
+        for i, path in enumerate(paths)
+    ]
+    return _use(turn, *calls)
+
+
 # In plan mode: the model presents its plan, and leaving plan mode is the user's to approve.
 PLAN = "1. Write the parser\n2. Test it"
 exit_plan = _tool_then_text(_fixed(("ExitPlanMode", {"plan": PLAN})), "On it.")
@@ -674,4 +698,5 @@ SCENARIOS: dict[str, Scenario] = {
     "tasks": tasks,
     "exit_plan": exit_plan,
     "look_around": look_around,
+    "hand_off_words": hand_off_words,
 }

@@ -1,0 +1,228 @@
+"""Claude Code's stored conversations listed a page at a time, the latest change first.
+
+A listing reads only what its page needs. The transcripts of the project directory (of every
+project, for a listing without a directory) are only stat'ed first: a session's place in the
+order is its transcript's modification time (what the SDK dates it by) and its id, both known
+without opening the file. Then, from the page's start on, the sessions are taken in that order
+until the page is full and one more is listable (it tells that a next page exists).
+
+What a transcript says of its session (its directory, its title, and whether it is one to list
+at all: a sidechain or a transcript without a prompt is not) is read as the SDK's own
+``list_sessions`` reads it, from the file's head and tail (64 KiB each), by the SDK's own
+functions, so a listing shows what the SDK's would; a file that cannot be read or holds no
+conversation is left out, as the SDK leaves it out. That summary is kept (``summaries``: in
+this process, and on disk for the next) under the transcript's size and modification time: a
+transcript that has not changed since is not opened again, and one that has (Claude Code in a
+terminal went on with the conversation, renamed it) is read again and listed with its new
+title and time.
+
+Memory: the name, size and time of every transcript of the directory (the order needs them
+all), the head and tail of one transcript at a time, and the summaries kept (a bounded number).
+
+``listed`` reads in a worker thread (plain blocking file I/O).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from itertools import islice
+from pathlib import Path
+
+import anyio
+from claude_agent_sdk._internal.sessions import (
+    LITE_READ_BUF_SIZE,
+    _canonicalize_path,
+    _extract_first_prompt_from_head,
+    _extract_json_string_field,
+    _extract_last_json_string_field,
+    _find_project_dir,
+    _get_projects_dir,
+    _validate_uuid,
+)
+
+from claude_bg_acp.claude import summaries
+
+TITLE_LIMIT = 256
+
+Position = tuple[str, str]
+"""Where a session stands in the order: ``(updated_at, session_id)``, the latest first."""
+
+
+@dataclass(frozen=True)
+class StoredSession:
+    session_id: str
+    cwd: str
+    title: str | None
+    """Claude Code's name for it, else its first prompt (on one line, cut to ``TITLE_LIMIT``)."""
+    updated_at: str
+    """When its transcript last changed (RFC 3339, UTC)."""
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    path: str
+    session_id: str
+    mtime_ms: int
+    """The SDK's own rounding of the time, so that both date a session alike."""
+    key: summaries.Key
+    project: str | None
+    """The directory the listing asked for: the session's, if its transcript names none (as the
+    SDK's listing has it)."""
+
+    @property
+    def updated_at(self) -> str:
+        return timestamp(self.mtime_ms)
+
+    @property
+    def position(self) -> Position:
+        return (self.updated_at, self.session_id)
+
+
+@dataclass
+class _Window:
+    """The head or the tail of a transcript, as bytes, decoded only when it must be searched."""
+
+    raw: bytes
+    _text: str | None = None
+
+    @property
+    def text(self) -> str:
+        if self._text is None:
+            self._text = self.raw.decode("utf-8", errors="replace")
+        return self._text
+
+    def last(self, key: str) -> str | None:
+        """The SDK's ``_extract_last_json_string_field``; at once None when the key's name is
+        not in the bytes (an ASCII string decodes to itself, whatever surrounds it)."""
+        return _extract_last_json_string_field(self.text, key) if f'"{key}"'.encode() in self.raw else None
+
+
+NOT_LISTED = summaries.Summary(False, None, None)
+
+
+async def listed(cwd: str | None, after: Position | None, count: int) -> list[StoredSession]:
+    """``page``, in a worker thread."""
+    return await anyio.to_thread.run_sync(page, cwd, after, count)
+
+
+def page(cwd: str | None, after: Position | None, count: int) -> list[StoredSession]:
+    """At most ``count`` of the sessions stored for ``cwd`` (every one when None) that come after
+    ``after`` in the order, latest change first."""
+    summaries.refresh()
+    found = list(islice(_sessions(cwd, after), count))
+    summaries.save()
+    return found
+
+
+def _sessions(cwd: str | None, after: Position | None) -> Iterator[StoredSession]:
+    """Each transcript is looked at as its session's turn comes."""
+    wanted = os.path.realpath(cwd) if cwd else None
+    candidates = sorted(_candidates(cwd), key=lambda c: (c.mtime_ms, c.session_id), reverse=True)
+    skipped: dict[str, list[_Candidate]] = {}
+    decided: set[str] = set()
+    for candidate in candidates:
+        if after is not None and candidate.position >= after:
+            skipped.setdefault(candidate.session_id, []).append(candidate)
+            continue
+        if candidate.session_id in decided:
+            continue
+        # Listed without a directory, a session whose transcript is in two projects is the one
+        # of its latest listable transcript, as the SDK's listing has it (which may be the one
+        # of an earlier page).
+        if any(_summary(earlier).listable for earlier in skipped.pop(candidate.session_id, [])):
+            decided.add(candidate.session_id)
+            continue
+        summary = _summary(candidate)
+        if not summary.listable:
+            continue
+        decided.add(candidate.session_id)
+        session_cwd = summary.cwd or candidate.project
+        if session_cwd and (wanted is None or os.path.realpath(session_cwd) == wanted):
+            yield StoredSession(candidate.session_id, session_cwd, summary.title, candidate.updated_at)
+
+
+def title_of(custom_title: str | None, first_prompt: str | None) -> str | None:
+    """A session's title as a client is shown it: Claude Code's name, else the first prompt."""
+    text = custom_title or first_prompt
+    if not text:
+        return None
+    line = " ".join(text.split())
+    return line if len(line) <= TITLE_LIMIT else line[: TITLE_LIMIT - 1] + "…"
+
+
+def timestamp(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _candidates(cwd: str | None) -> Iterator[_Candidate]:
+    """Every transcript the SDK's listing would look at, stat'ed and not opened."""
+    if cwd:
+        canonical = _canonicalize_path(cwd)
+        project_dir = _find_project_dir(canonical)
+        if project_dir is not None:
+            yield from _transcripts(project_dir, canonical)
+        return
+    try:
+        projects = [entry for entry in _get_projects_dir().iterdir() if entry.is_dir()]
+    except OSError:
+        return
+    for project_dir in projects:
+        yield from _transcripts(project_dir, None)
+
+
+def _transcripts(project_dir: Path, project: str | None) -> Iterator[_Candidate]:
+    try:
+        entries = list(os.scandir(project_dir))
+    except OSError:
+        return
+    for entry in entries:
+        session_id = _validate_uuid(entry.name[:-6]) if entry.name.endswith(".jsonl") else None
+        if session_id is None:
+            continue
+        try:
+            stat = entry.stat()
+        except OSError:
+            continue
+        key = (stat.st_size, stat.st_mtime_ns)
+        yield _Candidate(entry.path, session_id, int(stat.st_mtime * 1000), key, project)
+
+
+def _summary(candidate: _Candidate) -> summaries.Summary:
+    """What the transcript says, unless it is kept."""
+    kept = summaries.get(candidate.path, candidate.key)
+    if kept is not None:
+        return kept
+    summary = _read(candidate.path)
+    summaries.put(candidate.path, candidate.key, summary)
+    return summary
+
+
+def _read(path: str) -> summaries.Summary:
+    """What the transcript's head and tail say, as the SDK's listing reads them
+    (``_read_session_lite``, ``_parse_session_info_from_lite``), of what a listing shows: each
+    field by the SDK's own function, and none that a listing does not show (the git branch, the
+    tag, the time of the first message)."""
+    try:
+        with open(path, "rb") as file:
+            size = os.fstat(file.fileno()).st_size
+            head = _Window(file.read(LITE_READ_BUF_SIZE))
+            if size > LITE_READ_BUF_SIZE:
+                file.seek(size - LITE_READ_BUF_SIZE)
+            tail = _Window(file.read(LITE_READ_BUF_SIZE)) if size > LITE_READ_BUF_SIZE else head
+    except OSError:
+        return NOT_LISTED
+    first_line = head.raw.split(b"\n", 1)[0]
+    if not head.raw or b'"isSidechain":true' in first_line or b'"isSidechain": true' in first_line:
+        return NOT_LISTED
+    custom_title = (
+        tail.last("customTitle") or head.last("customTitle") or tail.last("aiTitle") or head.last("aiTitle")
+    )
+    first_prompt = _extract_first_prompt_from_head(head.text)
+    if not (custom_title or first_prompt or tail.last("lastPrompt") or tail.last("summary")):
+        return NOT_LISTED  # metadata only
+    return summaries.Summary(
+        True, _extract_json_string_field(head.text, "cwd"), title_of(custom_title, first_prompt)
+    )
