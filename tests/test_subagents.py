@@ -205,7 +205,7 @@ def child_work_orders(draw: st.DrawFn) -> tuple[list[TaskSpec], list[tuple[str, 
     return work, steps
 
 
-@settings(max_examples=80, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(child_work_orders())
 def test_a_subagents_work_is_announced_listed_and_cancelled_in_its_session(
     order: tuple[list[TaskSpec], list[tuple[str, Any]]],
