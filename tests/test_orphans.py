@@ -15,6 +15,7 @@ import sys
 import textwrap
 import uuid
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -32,7 +33,7 @@ def owner() -> str:
 
 
 def spawn(
-    spawned: list[subprocess.Popen[bytes]], command: str, owner: str, own_group: bool = True, **kwargs: object
+    spawned: list[subprocess.Popen[bytes]], command: str, owner: str, own_group: bool = True, **kwargs: Any
 ) -> subprocess.Popen[bytes]:
     env = {**os.environ, orphans.OWNER_ENV: owner}
     process = subprocess.Popen(
