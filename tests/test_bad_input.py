@@ -3,10 +3,12 @@ every case a valid request is still answered.
 
 One ``claude-bg-acp`` process (offline: no model is reachable) serves the whole corpus, with an
 ACP v2 connection and one live session, so that unknown terminals and tool calls are asked of a
-session that exists. Each case writes its bytes, then a probe (``initialize``, which a client may
-send again at any time); the test collects every answer up to the probe's and compares the
-errors with the case's expectation: none for notifications and responses, the code and id the
-spec asks for otherwise. At the end every line the agent wrote is validated against the schema.
+session that exists; a second one, speaking v1, serves the cases of v1's own shapes. Each case
+writes its bytes, then a probe (``initialize``, which a client may send again at any time, with
+the version the connection speaks); the test collects every answer up to the probe's and
+compares the errors with the case's expectation: none for notifications and responses, the code
+and id the spec asks for otherwise, and the field the error must name. At the end every line
+the agent wrote is validated against the schema.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from tests.support.schema import validate_transcript
 from tests.support.stdio_agent import StdioAgent
 
 V2_INIT = {"protocolVersion": 2, "info": {"name": "corpus", "version": "1"}}
+V1_INIT = {"protocolVersion": 1, "clientCapabilities": {}}
 SESSION = "@SESSION@"
 """Stands for the live session's id in a case's bytes."""
 WORKDIR = "@WORKDIR@"
@@ -45,6 +48,8 @@ class Case:
     data: bytes
     answers: tuple[tuple[RequestId, int], ...] = ()
     """The error answers it gets: (id, code); none for what is not answered."""
+    names: str = ""
+    """What the error message must name (a field's path)."""
 
 
 def raw(text: str | bytes) -> bytes:
@@ -66,9 +71,9 @@ def request(
     return message(frame), the_id
 
 
-def refused(name: str, method: str, params: Any, code: int) -> Case:
+def refused(name: str, method: str, params: Any, code: int, names: str = "") -> Case:
     data, request_id = request(method, params)
-    return Case(name, data, ((request_id, code),))
+    return Case(name, data, ((request_id, code),), names)
 
 
 def notification(name: str, method: str, params: Any = None) -> Case:
@@ -98,7 +103,6 @@ def json_shapes() -> Iterator[Case]:
         ("trailing comma", '{"jsonrpc":"2.0","id":"unanswered",}'),
         ("single quotes", "{'jsonrpc':'2.0'}"),
         ("two objects on one line", '{"jsonrpc":"2.0"}{"jsonrpc":"2.0"}'),
-        ("integer literal of 5000 digits", "9" * 5000),
         ("unterminated string", '{"jsonrpc":"2.0","method":"x","params":{"a":"' + "x" * 1000),
         ("control character in a string", '{"jsonrpc":"2.0","id":"unanswered","method":"a\x01b"}'),
     ]:
@@ -115,6 +119,7 @@ def json_shapes() -> Iterator[Case]:
     for name, text in [
         ("a string", '"just a string"'),
         ("a number", "42"),
+        ("an integer literal of 5000 digits, more than the decoder takes", "9" * 5000),
         ("null", "null"),
         ("true", "true"),
         ("an empty array", "[]"),
@@ -144,12 +149,16 @@ def json_shapes() -> Iterator[Case]:
 
 
 def nesting() -> Iterator[Case]:
-    """Defect 1: a line of about 1,000 nested ``[`` ended the agent."""
-    yield Case("1,000 nested arrays", raw(nested(1000)), ((None, PARSE),))
+    """Defect 1: a line of about 1,000 nested ``[`` ended the agent. Issue 19, defect 5: a request
+    deeper than the decoder goes was answered with ``id: null``, so the client's request waited
+    forever; JSON too deep for the decoder is now refused as any call deeper than 100 levels is
+    (-32600), with the top-level object's id, and only a line that is not JSON is a parse error."""
+    yield Case("1,000 nested arrays", raw(nested(1000)), ((None, INVALID),))
     yield Case("100,000 nested arrays, unclosed", raw("[" * 100_000), ((None, PARSE),))
-    yield Case("1,000 nested objects", raw('{"a":' * 1000 + "1" + "}" * 1000), ((None, PARSE),))
+    yield Case("1,000 nested objects", raw('{"a":' * 1000 + "1" + "}" * 1000), ((None, INVALID),))
     deep_params = '{"jsonrpc":"2.0","id":"deep-1","method":"initialize","params":{"x":' + nested(1000) + "}}"
-    yield Case("1,000 levels inside a request", raw(deep_params), ((None, PARSE),))
+    yield Case("1,000 levels inside a request", raw(deep_params), (("deep-1", INVALID),))
+    yield from deeper_than_the_decoder()
     for depth in (150, 500):
         data, request_id = request("initialize", json.loads(nested(depth)))
         yield Case(f"params {depth} levels deep", data, ((request_id, INVALID),))
@@ -169,6 +178,88 @@ def nesting() -> Iterator[Case]:
     # Within the limit: the request reaches its method, whose params check refuses it.
     deep_id = {"sessionId": SESSION, "terminalId": json.loads(nested(97))}
     yield refused("params 99 levels deep", "terminal/cancel", deep_id, PARAMS)
+
+
+def deep_call(request_id: str, params: str, after: str = "") -> bytes:
+    """A call of ``request_id`` (JSON string content) with ``params`` (JSON text), then ``after``."""
+    return raw(f'{{"jsonrpc":"2.0","id":"{request_id}","method":"session/prompt","params":{params}{after}}}')
+
+
+def deeper_than_the_decoder() -> Iterator[Case]:
+    text = nested(3000, '"hi"')
+    prompt = f'{{"sessionId":"{SESSION}","prompt":[{{"type":"text","text":{text}}}]}}'
+    yield Case("a prompt 3,000 levels deep", deep_call("deep-2", prompt), (("deep-2", INVALID),))
+    yield Case("a call 100,000 levels deep", deep_call("deep-3", nested(100_000)), (("deep-3", INVALID),))
+    objects = '{"a":' * 3000 + "1" + "}" * 3000
+    yield Case(
+        "3,000 levels of objects before the id",
+        raw('{"params":' + objects + ',"jsonrpc":"2.0","method":"x","id":"deep-4"}'),
+        (("deep-4", INVALID),),
+    )
+    yield Case(
+        "two ids around 3,000 levels: the last wins",
+        raw('{"id":"deep-5","params":' + nested(3000) + ',"jsonrpc":"2.0","method":"x","id":"deep-6"}'),
+        (("deep-6", INVALID),),
+    )
+    yield Case(
+        "an id around 3,000 levels replaced by one that is no id",
+        raw('{"id":"deep-7","params":' + nested(3000) + ',"jsonrpc":"2.0","method":"x","id":[1]}'),
+        ((None, INVALID),),
+    )
+    yield Case(
+        "an id whose key is escaped, 3,000 levels",
+        raw('{"jsonrpc":"2.0","\\u0069d":"deep-8","method":"x","params":' + nested(3000) + "}"),
+        (("deep-8", INVALID),),
+    )
+    yield Case(
+        "an integer id, 3,000 levels",
+        raw('{"jsonrpc":"2.0","id":31337,"method":"x","params":' + nested(3000) + "}"),
+        ((31337, INVALID),),
+    )
+    yield Case(
+        "a fractional id, 3,000 levels",
+        raw('{"jsonrpc":"2.0","id":1.5,"method":"x","params":' + nested(3000) + "}"),
+        ((None, INVALID),),
+    )
+    yield Case(
+        "brackets, quotes and backslashes in strings, 3,000 levels",
+        deep_call(r"deep-\"9\\", nested(3000, r'"]]}}\\\"[[{{"')),
+        (('deep-"9\\', INVALID),),
+    )
+    yield Case(
+        "an id only inside the params, 3,000 levels",
+        raw('{"jsonrpc":"2.0","method":"x","params":{"id":"deep-10","x":' + nested(3000) + "}}"),
+        ((None, INVALID),),
+    )
+    yield Case(
+        "a notification 3,000 levels deep",
+        raw('{"jsonrpc":"2.0","method":"x","params":' + nested(3000) + "}"),
+        ((None, INVALID),),
+    )
+    # Not JSON: its id could only be guessed.
+    whole = deep_call("unanswered", nested(3000))
+    yield Case("3,000 levels, cut short", whole[:-3] + b"\n", ((None, PARSE),))
+    yield Case("3,000 levels and a second value", whole[:-1] + b"{}\n", ((None, PARSE),))
+    yield Case(
+        "3,000 levels and a trailing comma",
+        deep_call("unanswered", nested(3000), after=","),
+        ((None, PARSE),),
+    )
+    yield Case(
+        "3,000 levels and a bracket that does not match",
+        deep_call("unanswered", "[" * 3000 + "]" * 2999 + "}"),
+        ((None, PARSE),),
+    )
+    yield Case(
+        "3,000 levels and a control character in a string",
+        deep_call("unanswered", nested(3000, '"a\x01b"')),
+        ((None, PARSE),),
+    )
+    yield Case(
+        "an integer of 5,000 digits in a call",
+        raw('{"jsonrpc":"2.0","id":"digits","method":"x","params":[' + "9" * 5000 + "]}"),
+        (("digits", INVALID),),
+    )
 
 
 def rpc_shapes() -> Iterator[Case]:
@@ -375,6 +466,124 @@ def params_of_every_method() -> Iterator[Case]:
     )
 
 
+STDIO = {"type": "stdio", "name": "probe", "command": "/bin/true", "args": [], "env": []}
+HTTP = {"type": "http", "name": "web", "url": "http://127.0.0.1:9/mcp", "headers": []}
+V1_STDIO = {"name": "probe", "command": "/bin/true", "args": [], "env": []}
+"""v1's stdio entry has no ``type``."""
+
+
+def changed(entry: dict[str, Any], **fields: Any) -> dict[str, Any]:
+    """``entry`` with ``fields`` set, and those given as ``...`` left out."""
+    return {key: value for key, value in {**entry, **fields}.items() if value is not ...}
+
+
+def mcp_servers_v2() -> Iterator[Case]:
+    """Issue 19, defect 2: one malformed ``mcpServers`` entry ended the agent. Every field of v2's
+    stdio and http entries, for every method that takes the list, refused naming the field."""
+    bad: list[tuple[str, Any, str]] = [
+        ("an env entry without name", [changed(STDIO, env=[{"value": "x"}])], "mcpServers[0].env[0].name"),
+        ("an env entry without value", [changed(STDIO, env=[{"name": "A"}])], "mcpServers[0].env[0].value"),
+        (
+            "an env name a number",
+            [changed(STDIO, env=[{"name": 1, "value": "x"}])],
+            "mcpServers[0].env[0].name",
+        ),
+        (
+            "an env value a number",
+            [changed(STDIO, env=[{"name": "A", "value": 1}])],
+            "mcpServers[0].env[0].value",
+        ),
+        ("an env entry a string", [changed(STDIO, env=["A=x"])], "mcpServers[0].env[0]"),
+        ("env an object", [changed(STDIO, env={"A": "x"})], "mcpServers[0].env"),
+        ("env a string", [changed(STDIO, env="A=x")], "mcpServers[0].env"),
+        ("args a string", [changed(STDIO, args="--flag")], "mcpServers[0].args"),
+        ("an arg a number", [changed(STDIO, args=["--n", 1])], "mcpServers[0].args[1]"),
+        ("no command", [changed(STDIO, command=...)], "mcpServers[0].command"),
+        ("command a number", [changed(STDIO, command=5)], "mcpServers[0].command"),
+        ("command null", [changed(STDIO, command=None)], "mcpServers[0].command"),
+        ("no name", [changed(STDIO, name=...)], "mcpServers[0].name"),
+        ("name a number", [changed(STDIO, name=7)], "mcpServers[0].name"),
+        ("a stdio entry without type", [V1_STDIO], "mcpServers[0].type"),
+        ("type null", [changed(STDIO, type=None)], "mcpServers[0].type"),
+        ("type a number", [changed(STDIO, type=1)], "mcpServers[0].type"),
+        ("an unknown type", [changed(STDIO, type="ws")], "mcpServers[0].type"),
+        ("type sse, which v2 has not", [changed(HTTP, type="sse")], "mcpServers[0].type"),
+        ("type acp, not offered", [{"type": "acp", "name": "a", "serverId": "s"}], "mcpServers[0].type"),
+        ("an extension's type", [changed(STDIO, type="_vendor")], "mcpServers[0].type"),
+        ("an http entry without url", [changed(HTTP, url=...)], "mcpServers[0].url"),
+        ("url a number", [changed(HTTP, url=80)], "mcpServers[0].url"),
+        ("url no URI", [changed(HTTP, url="localhost mcp")], "mcpServers[0].url"),
+        ("an http entry without name", [changed(HTTP, name=...)], "mcpServers[0].name"),
+        ("headers a string", [changed(HTTP, headers="A: x")], "mcpServers[0].headers"),
+        ("headers an object", [changed(HTTP, headers={"A": "x"})], "mcpServers[0].headers"),
+        ("a header without name", [changed(HTTP, headers=[{"value": "x"}])], "mcpServers[0].headers[0].name"),
+        (
+            "a header without value",
+            [changed(HTTP, headers=[{"name": "A"}])],
+            "mcpServers[0].headers[0].value",
+        ),
+        (
+            "a header value a number",
+            [changed(HTTP, headers=[{"name": "A", "value": 1}])],
+            "mcpServers[0].headers[0].value",
+        ),
+        ("an entry a number", [1], "mcpServers[0]"),
+        ("an entry a string", ["probe"], "mcpServers[0]"),
+        ("an entry null", [None], "mcpServers[0]"),
+        ("an entry an array", [[STDIO]], "mcpServers[0]"),
+        (
+            "a bad second entry",
+            [STDIO, changed(HTTP, headers=[{"value": "x"}])],
+            "mcpServers[1].headers[0].name",
+        ),
+        ("the list an object", {"probe": STDIO}, "mcpServers"),
+        ("the list a number", 3, "mcpServers"),
+    ]
+    yield from mcp_refusals("", ("session/new", "session/resume", "session/fork"), bad)
+
+
+def mcp_servers_v1() -> Iterator[Case]:
+    """v1's shapes: stdio without ``type``, every list required, SSE besides HTTP."""
+    sse = changed(HTTP, type="sse")
+    bad: list[tuple[str, Any, str]] = [
+        (
+            "the issue's entry: an env entry without name",
+            [{"name": "bad", "command": "/bin/true", "args": [], "env": [{"value": "x"}]}],
+            "mcpServers[0].env[0].name",
+        ),
+        ("a stdio entry without args", [changed(V1_STDIO, args=...)], "mcpServers[0].args"),
+        ("a stdio entry without env", [changed(V1_STDIO, env=...)], "mcpServers[0].env"),
+        (
+            "an env value a number",
+            [changed(V1_STDIO, env=[{"name": "A", "value": 1}])],
+            "mcpServers[0].env[0].value",
+        ),
+        ("an http entry without headers", [changed(HTTP, headers=...)], "mcpServers[0].headers"),
+        ("an sse entry without headers", [changed(sse, headers=...)], "mcpServers[0].headers"),
+        (
+            "an sse header without name",
+            [changed(sse, headers=[{"value": "x"}])],
+            "mcpServers[0].headers[0].name",
+        ),
+        ("an sse url a number", [changed(sse, url=1)], "mcpServers[0].url"),
+        ("an unknown type", [changed(V1_STDIO, type="ws")], "mcpServers[0].type"),
+        ("type acp, not offered", [{"type": "acp", "name": "a", "serverId": "s"}], "mcpServers[0].type"),
+        ("type a number", [changed(V1_STDIO, type=2)], "mcpServers[0].type"),
+        ("an entry a string", ["probe"], "mcpServers[0]"),
+    ]
+    yield from mcp_refusals("v1 ", ("session/new", "session/load", "session/resume", "session/fork"), bad)
+
+
+def mcp_refusals(label: str, methods: tuple[str, ...], bad: list[tuple[str, Any, str]]) -> Iterator[Case]:
+    """Each of ``bad`` (a name, the list, the path its error names) sent with each method."""
+    for method in methods:
+        for name, servers, path in bad:
+            params = {"cwd": WORKDIR, "mcpServers": servers}
+            if method != "session/new":
+                params["sessionId"] = SESSION
+            yield refused(f"{label}{method} with mcpServers: {name}", method, params, PARAMS, path)
+
+
 def sizes() -> Iterator[Case]:
     yield Case("a 2 MB line of garbage", raw("g" * 2_000_000), ((None, PARSE),))
     wide = {f"key{i}": i for i in range(100_000)}
@@ -391,48 +600,68 @@ def sizes() -> Iterator[Case]:
 @dataclass
 class Served:
     agent: StdioAgent
+    init: dict[str, Any]
     session_id: str
     workdir: Path
-    marker: str
     probes: count[int] = field(default_factory=lambda: count(1))
 
 
-CASES = [*json_shapes(), *nesting(), *rpc_shapes(), *params_of_every_method(), *sizes()]
+CASES = [*json_shapes(), *nesting(), *rpc_shapes(), *params_of_every_method(), *mcp_servers_v2(), *sizes()]
+V1_CASES = list(mcp_servers_v1())
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+def serve(tmp_path_factory: pytest.TempPathFactory, init: dict[str, Any]) -> Iterator[Served]:
+    """An offline agent that speaks the version ``init`` asks for, with one live session."""
     root = tmp_path_factory.mktemp("corpus")
     workdir = root / "work"
     workdir.mkdir()
     env = offline_env("http://127.0.0.1:9", root / "offline")
     agent = StdioAgent(env=env)
-    assert "result" in agent.call(0, "initialize", V2_INIT)
+    assert "result" in agent.call(0, "initialize", init)
     session = agent.call(1, "session/new", {"cwd": str(workdir), "mcpServers": []})
-    served = Served(
-        agent, session["result"]["sessionId"], workdir, "CLAUDE_CODE_TMPDIR=" + env["CLAUDE_CODE_TMPDIR"]
-    )
-    yield served
+    yield Served(agent, init, session["result"]["sessionId"], workdir)
     assert agent.close() == 0, agent.stderr
-    assert not survivors(served.marker)
-    violations = validate_transcript(agent.lines, agent.sent, 2)
+    assert not survivors("CLAUDE_CODE_TMPDIR=" + env["CLAUDE_CODE_TMPDIR"])
+    violations = validate_transcript(agent.lines, agent.sent, init["protocolVersion"])
     assert not violations, "\n".join(violations[:20])
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    yield from serve(tmp_path_factory, V2_INIT)
+
+
+@pytest.fixture(scope="module")
+def served_v1(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    yield from serve(tmp_path_factory, V1_INIT)
 
 
 def test_the_corpus_is_large_enough() -> None:
     assert len(CASES) >= 100
-    assert len({case.name for case in CASES}) == len(CASES)
+    names = [case.name for case in CASES + V1_CASES]
+    assert len(set(names)) == len(names)
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
 def test_bad_input_gets_its_answer_and_the_agent_keeps_serving(served: Served, case: Case) -> None:
+    answered(served, case)
+
+
+@pytest.mark.parametrize("case", V1_CASES, ids=[case.name for case in V1_CASES])
+def test_bad_input_in_v1_shapes_gets_its_answer(served_v1: Served, case: Case) -> None:
+    answered(served_v1, case)
+
+
+def answered(served: Served, case: Case) -> None:
+    """Send ``case``, then a probe; the errors are the case's, and the probe is answered."""
     data = case.data.replace(SESSION.encode(), served.session_id.encode())
     data = data.replace(WORKDIR.encode(), str(served.workdir).encode())
     probe = f"probe-{next(served.probes)}"
     served.agent.send_raw(data)
-    served.agent.request(probe, "initialize", V2_INIT)
+    served.agent.request(probe, "initialize", served.init)
     expected = Counter(case.answers)
     answers: Counter[tuple[RequestId, int]] = Counter()
+    messages: list[str] = []
     probe_answer: dict[str, Any] | None = None
     # Requests are answered concurrently: one may be answered after the probe.
     while probe_answer is None or sum(answers.values()) < sum(expected.values()):
@@ -441,6 +670,10 @@ def test_bad_input_gets_its_answer_and_the_agent_keeps_serving(served: Served, c
             probe_answer = reply
         else:
             answers[(reply.get("id"), reply.get("error", {}).get("code"))] += 1
-    assert probe_answer.get("result", {}).get("protocolVersion") == 2, probe_answer
+            messages.append(reply.get("error", {}).get("message", ""))
+    assert probe_answer.get("result", {}).get("protocolVersion") == served.init["protocolVersion"], (
+        probe_answer
+    )
     assert answers == expected
+    assert all(f": {case.names}: " in message for message in messages if case.names), messages
     assert served.agent.proc.poll() is None

@@ -25,7 +25,7 @@ def test_editor_mcp_servers_and_directories_reach_claude(
     extra.mkdir()
     agent = StdioAgent(env=live.env)
     agent.call(0, "initialize", {"protocolVersion": 2, "info": {"name": "setup-test", "version": "1"}})
-    mcp = [{"name": "probe", "command": sys.executable, "args": [str(PROBE)], "env": []}]
+    mcp = [{"type": "stdio", "name": "probe", "command": sys.executable, "args": [str(PROBE)], "env": []}]
     new = {"cwd": str(workdir), "mcpServers": mcp, "additionalDirectories": [str(extra)]}
     session_id = agent.call(1, "session/new", new)["result"]["sessionId"]
     prompt = {"sessionId": session_id, "prompt": [{"type": "text", "text": "[scenario:text] hi"}]}

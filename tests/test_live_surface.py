@@ -276,6 +276,8 @@ def test_tool_calls_read_as_what_they_do(live: LiveModel, workdir: Path, client:
     (workdir / "notes.txt").write_text("one\ntwo\nthree TODO\nfour\n")
     (workdir / "dot.png").write_bytes(base64.b64decode(DOT))
     probe = {"name": "probe", "command": sys.executable, "args": [str(PROBE)], "env": []}
+    if client == "v2":
+        probe["type"] = "stdio"  # v1 names no transport for stdio, v2 names every one
     steps = prompt(f"[scenario:look_around] Look around <dir>{workdir}</dir>", client, "p")
     run = run_client({**script(live, client, workdir, steps), "session": {"mcpServers": [probe]}})
     calls: dict[str, dict[str, Any]] = {}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import select
+import signal
 import subprocess
 import sys
 import textwrap
@@ -112,6 +113,41 @@ def test_a_stray_zombie_is_reaped_but_one_in_our_group_is_left_to_its_waiter(
         os.waitpid(stray.pid, os.WNOHANG)
     # Like a Claude Code whose exit asyncio waits for: its status is still there to take.
     assert ours.wait(5) == 7
+
+
+def test_a_child_the_agent_started_is_never_taken_for_an_orphan(
+    spawned: list[subprocess.Popen[bytes]], owner: str
+) -> None:
+    """Claude Code carries its owner's token too, and asyncio waits for its exit status."""
+    claude = spawn(spawned, "exec sleep 60", owner)
+    stray = spawn(spawned, "exit 0", owner)
+    ended(stray.pid)
+    orphans.spawned(claude.pid)
+    orphans.spawned(stray.pid)
+    try:
+        assert orphans.find(owner) == []
+        assert anyio.run(orphans.stop_left_by, owner, None) == {}
+        orphans.reap_strays()
+        assert claude.poll() is None
+        assert stray.wait(5) == 0, "its status was taken"
+    finally:
+        orphans.collected(claude.pid)
+        orphans.collected(stray.pid)
+    assert [orphan.pid for orphan in orphans.find(owner)] == [claude.pid]
+
+
+def test_a_signal_to_a_child_that_ended_leaves_its_status_to_its_waiter(
+    spawned: list[subprocess.Popen[bytes]], owner: str
+) -> None:
+    """``Popen.send_signal`` polls first, and so takes the status asyncio's watcher waits for."""
+    done = spawn(spawned, "exit 3", owner)
+    running = spawn(spawned, "exec sleep 60", owner)
+    ended(done.pid)
+    orphans.send_signal(done.pid, signal.SIGTERM)
+    orphans.send_signal(running.pid, signal.SIGTERM)
+    assert os.waitpid(done.pid, 0)[1] == 3 << 8
+    done.returncode = 3  # taken above, for the fixture
+    assert running.wait(5) == -signal.SIGTERM
 
 
 ADOPTER = textwrap.dedent(

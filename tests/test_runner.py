@@ -24,7 +24,7 @@ def broken_cli(tmp_path: Path) -> Path:
 
 
 def test_a_start_that_fails_is_told_to_everyone_who_connects(tmp_path: Path, broken_cli: Path) -> None:
-    runner = starting(str(tmp_path), str(broken_cli), "00000000-0000-4000-8000-000000000001", None, None)
+    runner = starting(str(tmp_path), str(broken_cli), "00000000-0000-4000-8000-000000000001", (), None)
     errors: list[Exception] = []
 
     async def connect() -> None:

@@ -15,8 +15,15 @@ A session's answer carries its config options, which only Claude Code can tell (
 their effort levels): ``session/new`` waits for its Claude Code to start (at most
 ``READY_BOUND``), unless a session of this process in the same directory already started one,
 whose answer it goes by (the session corrects it with ``config_option_update`` if its own
-Claude Code says otherwise); load, resume and fork wait for Claude Code anyway (a replay is
-read and sent meanwhile). Its commands follow the answer.
+Claude Code says otherwise) once its own Claude Code runs as a process (a few milliseconds);
+load, resume and fork wait for Claude Code anyway (a replay is read and sent meanwhile). Its
+commands follow the answer. A Claude Code that cannot start before the answer (the system
+refuses its process, or it exits at once) fails the request, with why, and the session is gone;
+after the answer a failed start is retried (``session_host``).
+
+Every session runs in a task of its own, which keeps whatever the session raises from the
+agent's other sessions: a session that failed is forgotten (its host stopped what it started),
+and the next request that names it is told why (-32603), until it is closed or deleted.
 
 Claude Code logs itself in. A client that can run terminal auth methods is offered one: it
 runs this agent's command with ``login``, which runs Claude Code's own login. A v1 client that
@@ -62,6 +69,7 @@ from claude_bg_acp.acp.schema import (
     StopAsyncTaskParams,
     air_capabilities,
     parse_params,
+    session_params,
 )
 from claude_bg_acp.core import events as ev
 from claude_bg_acp.stdio import Endpoint
@@ -106,6 +114,8 @@ class Agent:
         self._air: frozenset[str] = frozenset()
         self._early_cancels: deque[jsonrpc.RequestId] = deque(maxlen=64)
         self._sessions: dict[str, SessionHost] = {}
+        self._failures: dict[str, RpcError] = {}
+        """By session id: why a session the client had ended without being closed."""
         self._started: dict[str, ev.ClaudeStarted] = {}
         """By directory: what the first Claude Code started there said."""
         self._grid: Grid | None = None
@@ -122,7 +132,8 @@ class Agent:
             await self._logout()
             return {}
         if method == "session/new":
-            return await self._new_session(parse_params(NewSessionParams, params), request_id)
+            new = parse_params(session_params(NewSessionParams, self._version), params)
+            return await self._new_session(new, request_id)
         if method == "session/prompt":
             request = parse_params(PromptParams, params)
             if request_id in self._early_cancels:
@@ -158,12 +169,14 @@ class Agent:
         if method == "session/list":
             return await self._list_sessions(parse_params(ListSessionsParams, params))
         if method == "session/load" and self._version == 1:
-            return await self._open(parse_params(LoadSessionParams, params), True, request_id)
+            load = parse_params(session_params(LoadSessionParams, self._version), params)
+            return await self._open(load, True, request_id)
         if method == "session/resume":
-            resume = parse_params(ResumeSessionParams, params)
+            resume = parse_params(session_params(ResumeSessionParams, self._version), params)
             return await self._open(resume, self._replays(resume), request_id)
         if method == "session/fork":
-            return await self._fork(parse_params(LoadSessionParams, params), request_id)
+            fork = parse_params(session_params(LoadSessionParams, self._version), params)
+            return await self._fork(fork, request_id)
         if method == "session/delete":
             return await self._delete(parse_params(SessionParams, params).session_id)
         raise RpcError(jsonrpc.METHOD_NOT_FOUND, f"Method not found: {method}")
@@ -295,27 +308,34 @@ class Agent:
         if not await logout(self._cli_path):
             raise RpcError(jsonrpc.INTERNAL_ERROR, "Claude Code could not log out")
 
-    async def _new_session(self, params: NewSessionParams, request_id: jsonrpc.RequestId) -> dict[str, Any]:
+    async def _new_session(
+        self, params: NewSessionParams[Any], request_id: jsonrpc.RequestId
+    ) -> dict[str, Any]:
         _check_directories(params)
         session_id = str(uuid.uuid4())
-        # The first session in a directory waits for its Claude Code's start: it starts before
-        # the rest of the session is loaded (worker threads keep the loop serving meanwhile).
-        starting = None if params.cwd in self._started else await self._start_claude(session_id, params)
+        # Claude Code starts before the rest of the session is loaded (worker threads keep the
+        # loop serving meanwhile). The first session in a directory waits for it to say what it
+        # offers; a later one only for its process, so that a start the system refuses (too
+        # long a command line, no file descriptors left), which fails at once, fails the request.
+        first = params.cwd not in self._started
+        starting = await self._start_claude(session_id, params)
         try:
             await anyio.to_thread.run_sync(_import_claude_side)
             session = self._start_session(session_id, params, starting)
         except BaseException:
-            if starting is not None:
-                self._tg.start_soon(starting.disconnect)
+            self._tg.start_soon(starting.disconnect)
             raise
-        if params.cwd not in self._started:
-            with anyio.move_on_after(READY_BOUND):
-                await session.ready()
+        with anyio.move_on_after(READY_BOUND):
+            await (session.ready() if first else session.spawned())
+        if session.start_error is not None:
+            self._sessions.pop(session_id, None)
+            raise session.start_error
+        if first:
             self._remember(session)
         return {"sessionId": session.session_id, **self._opened(session, request_id)}
 
     async def _open(
-        self, params: LoadSessionParams, replay: bool, request_id: jsonrpc.RequestId
+        self, params: LoadSessionParams[Any], replay: bool, request_id: jsonrpc.RequestId
     ) -> dict[str, Any]:
         """``session/load`` and ``session/resume``: re-attach to the session if it is open here,
         else have Claude Code resume the stored one; replay it if asked, then the current state."""
@@ -332,6 +352,7 @@ class Agent:
         # Checked again: another request may have opened it meanwhile.
         session = self._sessions.get(session_id)
         if session is not None:
+            session = self._session(session_id)  # unless it failed meanwhile
             _same_directory(session_id, session.cwd, params.cwd)
         cwd = session.cwd if session is not None else params.cwd
         history = store.conversation(session_id, cwd) if replay else None
@@ -341,7 +362,7 @@ class Agent:
             await session.attach(history)
         return self._opened(session, request_id)
 
-    async def _fork(self, params: LoadSessionParams, request_id: jsonrpc.RequestId) -> dict[str, Any]:
+    async def _fork(self, params: LoadSessionParams[Any], request_id: jsonrpc.RequestId) -> dict[str, Any]:
         """A new session with a copy of the conversation (and none of its background work)."""
         _check_directories(params)
         await anyio.to_thread.run_sync(_import_claude_side)
@@ -364,7 +385,7 @@ class Agent:
 
         if self._parent_of(session_id) is not None:
             raise RpcError(jsonrpc.INVALID_REQUEST, "A subagent session cannot be deleted")
-        open_here = session_id in self._sessions
+        open_here = session_id in self._sessions or session_id in self._failures
         if open_here:
             await self._close_session(session_id)
         if not await store.delete(session_id) and not open_here:
@@ -386,7 +407,7 @@ class Agent:
         ]
         return session_list.page(infos)
 
-    def _replays(self, params: ResumeSessionParams) -> bool:
+    def _replays(self, params: ResumeSessionParams[Any]) -> bool:
         """v2 ``replayFrom``: only ``{"type": "start"}`` is a cursor this agent can replay from."""
         if self._version == 1 or params.replay_from is None:
             return False
@@ -413,7 +434,7 @@ class Agent:
     async def _resumed(
         self,
         session_id: str,
-        params: NewSessionParams,
+        params: NewSessionParams[Any],
         history: AsyncGenerator[ev.StoredConversation, None] | None = None,
     ) -> SessionHost:
         """A session for a stored conversation, attached once Claude Code has resumed it, and
@@ -427,7 +448,7 @@ class Agent:
         self._remember(session)
         return session
 
-    async def _start_claude(self, session_id: str, params: NewSessionParams) -> ClaudeRunner:
+    async def _start_claude(self, session_id: str, params: NewSessionParams[Any]) -> ClaudeRunner:
         await anyio.to_thread.run_sync(_import_claude_runner)
         from claude_bg_acp.claude.runner import starting
 
@@ -438,7 +459,7 @@ class Agent:
         return runner
 
     def _start_session(
-        self, session_id: str, params: NewSessionParams, starting: ClaudeRunner | None = None
+        self, session_id: str, params: NewSessionParams[Any], starting: ClaudeRunner | None = None
     ) -> SessionHost:
         from claude_bg_acp.presenters.choice import presenter_for
         from claude_bg_acp.session_host import SessionHost
@@ -461,8 +482,21 @@ class Agent:
             starting=starting,
         )
         self._sessions[session_id] = session
-        self._tg.start_soon(session.run)
+        self._failures.pop(session_id, None)
+        self._tg.start_soon(self._run_session, session)
         return session
+
+    async def _run_session(self, session: SessionHost) -> None:
+        """Run ``session`` until it is closed or fails; a failure ends it alone."""
+        try:
+            await session.run()
+        except Exception:
+            log.exception("session %s failed", session.session_id)
+        if session.failure is None or self._sessions.get(session.session_id) is not session:
+            return  # closed, or its request was refused
+        del self._sessions[session.session_id]
+        if session.open:
+            self._failures[session.session_id] = session.failure
 
     def _remember(self, session: SessionHost) -> None:
         """What the first Claude Code started in a directory said: the next session/new there
@@ -474,13 +508,17 @@ class Agent:
         """What the answer that tells the client of ``session`` carries besides its id (its
         config options, and v1's modes); what the client is told next (its commands, options
         that changed meanwhile) follows once the answer is written."""
+        session.open = True
         self._endpoint.after_reply(request_id, lambda: session.handle(ev.Opened()))
         return session.answer_fields()
 
     async def _close_session(self, session_id: str) -> dict[str, Any]:
-        session = self._session(session_id)
-        await session.close()
+        session = self._sessions.get(session_id)
+        failed = session.failure is not None if session is not None else session_id in self._failures
+        if not failed:  # a session that failed stops what it started by itself
+            await self._session(session_id).close()
         self._sessions.pop(session_id, None)
+        self._failures.pop(session_id, None)
         return {}
 
     def _parent_of(self, session_id: str) -> SessionHost | None:
@@ -493,12 +531,15 @@ class Agent:
 
     def _session(self, session_id: str) -> SessionHost:
         session = self._sessions.get(session_id)
+        failure = session.failure if session is not None else self._failures.get(session_id)
+        if failure is not None:
+            raise failure
         if session is None:
             raise RpcError(RESOURCE_NOT_FOUND, f"Unknown session {session_id}", {"sessionId": session_id})
         return session
 
 
-def _check_directories(params: NewSessionParams) -> None:
+def _check_directories(params: NewSessionParams[Any]) -> None:
     if not os.path.isabs(params.cwd) or not os.path.isdir(params.cwd):
         raise RpcError(
             jsonrpc.INVALID_PARAMS,

@@ -14,9 +14,16 @@ its client to live in one task); a prompt that arrives while Claude Code starts 
 the command queue. The session id is Claude Code's: each start resumes the stored conversation
 of that id, or names a new one with it while nothing is stored yet. A stored conversation
 Claude Code cannot resume fails the session at its first start (``started`` says why), instead
-of starting over. Once connected, Claude Code says what it offers (models, commands) and what
-it has in effect (``ready`` and ``started`` wait for that, so that an answer can carry real
-options); the settings are read again whenever the core asks.
+of starting over; so does a first start that fails before the client was told of the session
+(``open``): the answer then says why, in terms a user can act on (``start_failure``). Once
+connected, Claude Code says what it offers (models, commands) and what it has in effect
+(``ready`` and ``started`` wait for that, so that an answer can carry real options; ``spawned``
+only for its process to exist); the settings are read again whenever the core asks.
+
+A session fails alone. An exception in any of its tasks ends it, and only it: Claude Code and
+what it left running are stopped, the client's open permission requests are withdrawn, every
+request waiting on the session fails with the reason (``failure``), and the exception goes to
+the agent, which forgets the session and gives the reason to the next request that names it.
 
 When Claude Code dies, or the session closes and it is stopped, what it left running (a
 background shell lives in a process group of its own) is stopped too (``leftovers``), and the
@@ -36,7 +43,7 @@ from __future__ import annotations
 import logging
 import math
 import uuid
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Callable, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from itertools import count
@@ -53,12 +60,12 @@ from claude_agent_sdk.types import (
 )
 
 from claude_bg_acp.acp.jsonrpc import INTERNAL_ERROR, RequestId, RpcError
-from claude_bg_acp.acp.schema import PermissionResponse, PromptParams
+from claude_bg_acp.acp.schema import McpServer, PermissionResponse, PromptParams
 from claude_bg_acp.acp.updates import session_update_line
 from claude_bg_acp.claude import leftovers, store
 from claude_bg_acp.claude.conventions import tasks_base, tasks_root
 from claude_bg_acp.claude.options import may_bypass_permissions, session_options
-from claude_bg_acp.claude.runner import ClaudeRunner
+from claude_bg_acp.claude.runner import ClaudeRunner, start_failure
 from claude_bg_acp.claude.server_info import Applied, read_applied, read_server_info
 from claude_bg_acp.closing_line import ExitInfo
 from claude_bg_acp.core import events as ev
@@ -151,7 +158,7 @@ class SessionHost:
         cli_path: str | None = None,
         tailer_options: TailerOptions | None = None,
         grid: Grid | None = None,
-        mcp_servers: list[dict[str, Any]] | None = None,
+        mcp_servers: Sequence[McpServer] = (),
         add_dirs: list[str] | None = None,
         clock: Callable[[], float] = anyio.current_time,
         known: ev.ClaudeStarted | None = None,
@@ -159,8 +166,8 @@ class SessionHost:
     ) -> None:
         """``known``: what another session's Claude Code said at its start, to go by until this
         one's says otherwise; ``starting``: this new session's Claude Code, already starting
-        (``runner.starting``), which only a session without ``known`` can take."""
-        self._mcp_servers = mcp_servers or []
+        (``runner.starting``)."""
+        self._mcp_servers = mcp_servers
         self._add_dirs = add_dirs or []
         self.session_id = session_id
         self.cwd = cwd
@@ -200,6 +207,14 @@ class SessionHost:
         self._claude_running = False
         """Claude Code runs, and so may still append a closing line to a shell's output file."""
         self._ready = anyio.Event()
+        self._spawned = anyio.Event()
+        self._draining: set[str] = set()
+        """Tasks whose output file is being read to its end."""
+        self.open = False
+        """The client has been told of the session: a failed start is retried from then on."""
+        self.failure: RpcError | None = None
+        """Why the session ended without being closed (its Claude Code could not start, or one
+        of its tasks raised): the error a request naming it gets."""
         self.started_with: ev.ClaudeStarted | None = None
         """What this session's Claude Code said when it first started."""
         if known is not None:
@@ -209,7 +224,9 @@ class SessionHost:
     # --- life cycle -------------------------------------------------------------------------------
 
     async def run(self) -> None:
-        """Serve the session until ``close``; Claude Code is stopped before this returns."""
+        """Serve the session until ``close`` (or until it failed: ``failure``); Claude Code is
+        stopped before this returns. An exception in a task of the session is raised once what
+        the session started is stopped (see the module docstring)."""
         try:
             async with anyio.create_task_group() as tg:
                 self._tg = tg
@@ -226,14 +243,80 @@ class SessionHost:
                 self._outbox_in.close()
                 self._commands_in.close()
                 tg.cancel_scope.deadline = anyio.current_time() + FLUSH_BOUND
+        except Exception as exc:
+            why = f"an internal error ended it ({_innermost(exc)!r}); the agent's log has the details"
+            message = f"Session {self.session_id} failed: {why}"
+            self.failure = RpcError(INTERNAL_ERROR, message, {"sessionId": self.session_id})
+            with anyio.CancelScope(shield=True):
+                await self._abandon(message)
+            raise
         finally:
-            self._ready.set()
-            self._failed_start("The session was closed before Claude Code started")
+            if self.failure is not None:
+                self._fail_waiting(self.failure)
+            self._failed_start(
+                self.failure or RpcError(INTERNAL_ERROR, "The session was closed before Claude Code started")
+            )
             self._finished.set()
+
+    async def _abandon(self, reason: str) -> None:
+        """After a failure, which no task of the session outlived: withdraw the client's
+        permission requests, stop Claude Code and what it left running, and tell the end."""
+        for ticket in list(self._asks):
+            await self._withdraw(ticket)
+        runner = self._runner or self._starting
+        stopped: dict[str, ExitInfo] = {}
+        if runner is not None:
+            try:
+                await runner.stop(EXIT_GRACE, idle=False)
+            finally:
+                stopped = await self._stop_left_by(runner)
+        await self._tell_the_end(reason, stopped)
+
+    async def _tell_the_end(self, reason: str, stopped: dict[str, ExitInfo]) -> None:
+        """Write the updates left to write, then what the failure ended, told as the death of a
+        Claude Code that is not replaced (the turn ends with an error, and its tool calls and
+        background work with it), as far as the core can still tell it. No file is read any
+        more: a terminal whose end was being read ends with what was read of it."""
+        unread = set(self._draining)
+        effects: list[Effect | anyio.Event] = list(iter(self._next_effect, None))
+        event: ev.Event | None = ev.ClaudeDied(reason, True, stopped)
+        while True:
+            for effect in effects:
+                if isinstance(effect, Notify | Reply | Fail):
+                    await self._perform_safely(effect)
+                elif isinstance(effect, FinishTail):
+                    unread.add(effect.task_id)
+                elif isinstance(effect, anyio.Event):
+                    effect.set()  # nothing more will be written: whoever waits for it goes on
+            if event is None and unread:
+                event = ev.OutputEnded(unread.pop(), b"", None)
+            if event is None:
+                break
+            try:
+                effects = [*self.core.handle(event, self._clock())]
+            except Exception:
+                log.exception("session %s: could not tell how it ended", self.session_id)
+                break
+            event = None
+        await self._flush()
+
+    def _fail_waiting(self, error: RpcError) -> None:
+        for waiter in self._prompts.values():
+            if not waiter.done.is_set():
+                waiter.settle(error=error)
 
     async def ready(self) -> None:
         """Wait until Claude Code said what it offers (or could not start)."""
         await self._ready.wait()
+
+    async def spawned(self) -> None:
+        """Wait until this session's Claude Code runs as a process (or could not start)."""
+        await self._spawned.wait()
+
+    @property
+    def start_error(self) -> RpcError | None:
+        """Why Claude Code could not start, once that is known (the session is over then)."""
+        return self._start.error
 
     async def _run_claude(self, tg: TaskGroup) -> None:
         """Run Claude Code until the session closes, starting it again if it dies.
@@ -261,24 +344,27 @@ class SessionHost:
                 options.model = self.core.config.chosen_model
                 options.effort = self.core.config.chosen_effort  # type: ignore[assignment]
                 runner = ClaudeRunner(options)
+            self._runner = runner
             if stored:
                 self.handle(ev.ClaudeResuming())
             runner.on_message = lambda message: self.handle(ev.ClaudeMessage(message))
             runner.can_use_tool = self._can_use_tool
             reason = await self._serve_runner(tg, runner)
-            self._ready.set()
             if reason is None:
                 return
-            if stored and not self._start.done.is_set():
-                self._failed_start(f"Claude Code cannot resume session {self.session_id}: {reason}")
+            stopped = await self._stop_left_by(runner)
+            if not self._start.done.is_set() and (stored or not self.open):
+                resumed = f"Claude Code cannot resume session {self.session_id}: {reason}"
+                self.failure = RpcError(INTERNAL_ERROR, resumed if stored else reason)
+                self._failed_start(self.failure)
                 return
+            self._ready.set()
             failures = 0 if runner.delivered else failures + 1
             fatal = failures >= MAX_RESTARTS
             log.warning("session %s: %s%s", self.session_id, reason, "" if fatal else "; restarting")
-            stopped = await self._stop_left_by(runner)
             self.handle(ev.ClaudeDied(reason, fatal, stopped))
             if fatal:
-                self._failed_start(reason)
+                self._failed_start(RpcError(INTERNAL_ERROR, reason))
                 await self._closing.wait()
                 return
             with anyio.move_on_after(RESTART_DELAY * failures):
@@ -287,11 +373,11 @@ class SessionHost:
     async def _serve_runner(self, tg: TaskGroup, runner: ClaudeRunner) -> str | None:
         """Serve one Claude Code process; the reason it died, or None once the session closed."""
         try:
-            await runner.connect()
+            await self._connect(tg, runner)
         except Exception as exc:
             log.debug("Claude Code did not start", exc_info=True)
             await runner.disconnect()
-            return f"Claude Code did not start: {exc}"
+            return start_failure(exc)
         exited = anyio.Event()
         reason = "Claude Code exited"
 
@@ -303,7 +389,6 @@ class SessionHost:
 
         self._claude_running = True
         tg.start_soon(read)
-        self._runner = runner
         self._runner_ready.set()
         await self._started(runner)
         if not self._start.done.is_set():
@@ -320,6 +405,20 @@ class SessionHost:
         self._command_scope.cancel()
         await runner.disconnect()
         return reason
+
+    async def _connect(self, tg: TaskGroup, runner: ClaudeRunner) -> None:
+        """``runner.connect``, telling ``spawned`` as soon as the process exists."""
+        watch = anyio.CancelScope()
+
+        async def tell() -> None:
+            with watch:
+                await _set_on(runner.spawned, self._spawned)
+
+        tg.start_soon(tell)
+        try:
+            await runner.connect()
+        finally:
+            watch.cancel()
 
     async def _started(self, runner: ClaudeRunner) -> None:
         started = ev.ClaudeStarted(read_server_info(await runner.server_info()), await _applied(runner))
@@ -346,9 +445,11 @@ class SessionHost:
         session_id = runner.cli_session_id or self.session_id
         return await leftovers.stop_left_by(runner.owner, self._tasks_root, session_id)
 
-    def _failed_start(self, reason: str) -> None:
+    def _failed_start(self, error: RpcError) -> None:
         if not self._start.done.is_set():
-            self._start.settle(error=RpcError(INTERNAL_ERROR, reason))
+            self._start.settle(error=error)
+        self._spawned.set()
+        self._ready.set()
 
     async def started(self) -> None:
         """Wait until Claude Code has the conversation; raises ``RpcError`` when it could not
@@ -403,6 +504,8 @@ class SessionHost:
 
     async def written(self) -> None:
         """Wait until everything fed so far has been performed."""
+        if self.failure is not None:
+            return  # the session failed: nothing more is performed
         barrier = anyio.Event()
         try:
             self._outbox_in.send_nowait(barrier)
@@ -525,6 +628,7 @@ class SessionHost:
                 self._tailer.follow(task_id, path)
             case FinishTail(task_id):
                 assert self._tg is not None
+                self._draining.add(task_id)
                 self._tg.start_soon(self._finish_tail, task_id)
             case ReadTitle():
                 assert self._tg is not None
@@ -571,16 +675,18 @@ class SessionHost:
 
     async def _finish_tail(self, task_id: str) -> None:
         """Relay the rest of a finished task's file (with backpressure), then how it exited."""
+        ended = ev.OutputEnded(task_id, b"", None)
         try:
             async for event in self._tailer.drain(task_id, trailer_timeout=self._trailer_wait):
                 if isinstance(event, Final):
-                    self.handle(ev.OutputEnded(task_id, event.remaining, event.exit))
-                    return
+                    ended = ev.OutputEnded(task_id, event.remaining, event.exit)
+                    break
                 self.handle(_output_event(event))
                 await self.written()
         except (KeyError, OSError) as exc:
             log.warning("session %s: could not read the end of %s: %s", self.session_id, task_id, exc)
-        self.handle(ev.OutputEnded(task_id, b"", None))
+        self._draining.discard(task_id)
+        self.handle(ended)
 
     @property
     def _trailer_wait(self) -> float:
@@ -715,6 +821,13 @@ def _output_event(event: TailEvent) -> ev.Event:
             return ev.OutputReplaced(key, b"")
         case _:
             assert_never(event)
+
+
+def _innermost(exc: BaseException) -> BaseException:
+    """The first exception a task group's group of them holds (or ``exc`` itself)."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
 
 
 async def _set_on(source: anyio.Event, target: anyio.Event) -> None:

@@ -8,8 +8,10 @@ to run right after its result is written (``after_reply``): what must reach the 
 answer, not before.
 Requests we send (``session/request_permission``) wait for the response with the same id. A
 line that is not JSON, not UTF-8, nested too deeply, or larger than ``max_line`` gets an error
-answer and is otherwise dropped; the endpoint keeps reading, and no exception raised by one
-message (decoding it, handling it, encoding its answer) ends it.
+answer (with the request's id whenever it can be read: ``jsonrpc.decode``) and is otherwise
+dropped; the endpoint keeps reading, and no exception raised by one message (decoding it,
+handling it, encoding its answer) ends it. A long line is decoded in a worker thread, so that
+reading one the decoder refuses token by token (``acp.scan``) leaves the event loop free.
 
 Serving ends when the client closes our input, when our output breaks (the client can no longer
 hear us, which is as final), or on ``hang_up`` (a signal): all three end the same way.
@@ -39,6 +41,8 @@ from claude_bg_acp.platform import host
 log = logging.getLogger(__name__)
 
 MAX_LINE = 64 * 1024 * 1024
+THREAD_LINE = 64 * 1024
+"""Bytes from which a line is decoded in a worker thread."""
 READ_SIZE = 256 * 1024
 PIPE_SIZE = 1024 * 1024
 
@@ -209,7 +213,11 @@ class Endpoint:
         if not line.strip():
             return
         try:
-            message = jsonrpc.classify(jsonrpc.decode(line))
+            if len(line) < THREAD_LINE:
+                payload = jsonrpc.decode(line)
+            else:
+                payload = await anyio.to_thread.run_sync(jsonrpc.decode, line)
+            message = jsonrpc.classify(payload)
         except MalformedMessage as exc:
             log.warning("rejected input: %s", exc.message)
             await self._reply_error(exc.request_id, exc)

@@ -8,7 +8,10 @@ an error; any other exception becomes -32603 without its traceback.
 A call nested deeper than ``MAX_DEPTH`` is refused (-32600): every layer of the agent (the
 request models, the SDK, the JSON encoder that echoes a prompt back) has a recursion limit of
 its own, and a message that passes one may break the next; nothing a client means to send
-comes near this depth.
+comes near this depth. The rule holds however deep the line: one that the decoder cannot take
+for its own limits (a thousand levels, an integer of thousands of digits) but that is JSON
+(``scan``) is refused the same way, -32600 with the id of its top-level object; only a line
+that is not JSON is a parse error (-32700, id ``null``: its id could only be guessed).
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from typing import Any
+
+from claude_bg_acp.acp.scan import scan
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -80,14 +85,20 @@ class MalformedMessage(RpcError):
 
 def decode(line: bytes) -> Any:
     try:
-        return json.loads(line.decode("utf-8"))
+        text = line.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise MalformedMessage(PARSE_ERROR, f"Parse error: invalid UTF-8 ({exc.reason})") from None
-    except ValueError as exc:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
         raise MalformedMessage(PARSE_ERROR, f"Parse error: {exc}") from None
-    except RecursionError:
-        # The decoder recurses once per level; its limit is far beyond MAX_DEPTH.
-        raise MalformedMessage(PARSE_ERROR, "Parse error: nested too deeply") from None
+    except (ValueError, RecursionError) as exc:
+        # The decoder's own limits; its depth limit is far beyond MAX_DEPTH.
+        limit = f"nested deeper than {MAX_DEPTH} levels" if isinstance(exc, RecursionError) else str(exc)
+        scanned = scan(text)
+        if not scanned.json:
+            raise MalformedMessage(PARSE_ERROR, "Parse error: not valid JSON") from None
+        raise MalformedMessage(INVALID_REQUEST, f"Invalid Request: {limit}", scanned.request_id) from None
 
 
 def classify(payload: Any) -> Message:

@@ -6,14 +6,34 @@ omitted and an explicit ``None`` is sent as ``null`` -- the difference between "
 "clear" in ACP's patch semantics. Discriminators (``sessionUpdate``, ``state``, ``type``) are
 always sent. The requests live here; the session updates we send live in ``updates``, which
 only sessions need, so that ``initialize`` does not pay for building them.
+
+A session request's ``mcpServers`` is checked entry by entry, field by field, against the
+schema of the negotiated version (``session_params``), so that a client's typo is refused
+with the field it concerns (``mcpServers[0].env[0].name: Field required``) before anything
+starts. v1 tells transports apart by ``type``, stdio being the entry without one, and requires
+every list (``args``, ``env``, ``headers``); v2 names every transport, stdio included, and has no
+SSE. A transport this agent does not take (v2's ``acp``, an extension's ``_name``, v1's
+``sse`` in v2) is refused, as v2 asks; ``null`` for a list means an empty one, as both say.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Annotated, Any, ClassVar, Generic, Literal, TypeVar
+from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    ValidationError,
+    field_validator,
+)
 from pydantic.alias_generators import to_camel
+from pydantic_core import PydanticCustomError
 
 from claude_bg_acp.acp.jsonrpc import INVALID_PARAMS, RpcError
 
@@ -43,8 +63,22 @@ def parse_params(model: type[WireModel], params: Any) -> Any:
         return model.model_validate(params if params is not None else {})
     except ValidationError as exc:
         error = exc.errors()[0]
-        where = ".".join(str(part) for part in error["loc"]) or "params"
-        raise RpcError(INVALID_PARAMS, f"Invalid params: {where}: {error['msg']}") from None
+        # Pydantic names its model where the client sent something other than an object.
+        message = "Input should be an object" if error["type"] == "model_type" else error["msg"]
+        raise RpcError(INVALID_PARAMS, f"Invalid params: {_where(error['loc'])}: {message}") from None
+
+
+def _where(loc: tuple[int | str, ...]) -> str:
+    """A field's path as a client reads it: ``mcpServers[0].env[0].name``."""
+    path = ""
+    for index, part in enumerate(loc):
+        if isinstance(part, int):
+            path += f"[{part}]"
+        elif index > 0 and isinstance(loc[index - 1], int) and part in _TRANSPORTS:
+            continue  # the union member pydantic tried: not a field
+        else:
+            path += f".{part}" if path else part
+    return path or "params"
 
 
 # --- requests from the client -------------------------------------------------------------
@@ -94,9 +128,134 @@ class ContentBlock(WireModel):
     type: str
 
 
-class NewSessionParams(WireModel):
+# --- MCP servers (see the module docstring) --------------------------------------------------
+
+Item = TypeVar("Item")
+
+
+def _null_is_empty(value: Any) -> Any:
+    return [] if value is None else value
+
+
+OrNull = Annotated[list[Item], BeforeValidator(_null_is_empty)]
+"""A list for which ``null`` means empty (the schema's ``x-deserialize-default-on-null``)."""
+
+
+class EnvVariable(WireModel):
+    name: str
+    value: str
+
+
+class HttpHeader(WireModel):
+    name: str
+    value: str
+
+
+class McpServerStdio(WireModel):
+    """v1's stdio entry: no ``type`` needed, every list required."""
+
+    type: Literal["stdio"] | None = "stdio"
+    name: str
+    command: str
+    args: OrNull[str]
+    env: OrNull[EnvVariable]
+
+
+class McpServerHttp(WireModel):
+    """v1's http and sse entries (which the union's tag tells apart), every list required."""
+
+    type: Literal["http", "sse"]
+    name: str
+    url: str
+    headers: OrNull[HttpHeader]
+
+
+class McpServerStdioV2(McpServerStdio):
+    type: Literal["stdio"]
+    args: OrNull[str] = []
+    env: OrNull[EnvVariable] = []
+
+
+class McpServerHttpV2(McpServerHttp):
+    headers: OrNull[HttpHeader] = []
+
+    @field_validator("url")
+    @classmethod
+    def _uri(cls, url: str) -> str:
+        if not urlsplit(url).scheme:
+            raise PydanticCustomError("uri", "must be an absolute URI")
+        return url
+
+
+class UnsupportedTransport(WireModel):
+    """An entry whose ``type`` names no transport of this agent's: refused by its validator."""
+
+    offered: ClassVar[str] = "stdio, http, sse"
+    type: str
+
+    @field_validator("type")
+    @classmethod
+    def _refused(cls, kind: str) -> str:
+        message = "unsupported MCP transport {kind} (this agent takes {offered})"
+        raise PydanticCustomError("transport", message, {"kind": repr(kind), "offered": cls.offered})
+
+
+class UnsupportedTransportV2(UnsupportedTransport):
+    offered: ClassVar[str] = "stdio, http"
+
+
+_TRANSPORTS = frozenset({"stdio", "http", "sse", "unsupported"})
+"""The tags of the transport unions: pydantic names them in an error's path."""
+
+
+def _transport(default: str | None, known: frozenset[str]) -> Callable[[Any], str]:
+    """The union member for an entry: its ``type`` (``default`` when it has none)."""
+
+    def tag(entry: Any) -> str:
+        if not isinstance(entry, dict):
+            return "stdio"  # whose model says what an entry must be
+        kind = entry.get("type", default)
+        if kind is None:
+            return "stdio"
+        return kind if isinstance(kind, str) and kind in known else "unsupported"
+
+    return tag
+
+
+McpServerV1 = Annotated[
+    Annotated[McpServerStdio, Tag("stdio")]
+    | Annotated[McpServerHttp, Tag("http")]
+    | Annotated[McpServerHttp, Tag("sse")]
+    | Annotated[UnsupportedTransport, Tag("unsupported")],
+    Discriminator(_transport("stdio", frozenset({"stdio", "http", "sse"}))),
+]
+McpServerV2 = Annotated[
+    Annotated[McpServerStdioV2, Tag("stdio")]
+    | Annotated[McpServerHttpV2, Tag("http")]
+    | Annotated[UnsupportedTransportV2, Tag("unsupported")],
+    Discriminator(_transport(None, frozenset({"stdio", "http"}))),
+]
+McpServer = McpServerStdio | McpServerHttp
+"""An entry once checked (v2's models are subclasses of v1's)."""
+
+
+Params = TypeVar("Params", bound="NewSessionParams[Any]")
+
+
+def session_params(model: type[Params], version: int) -> type[Params]:
+    """``model`` (``NewSessionParams`` or one of its kin) with the ``McpServer`` of ``version``."""
+    shape = McpServerV1 if version == 1 else McpServerV2
+    return model[shape]  # type: ignore[index,no-any-return]
+
+
+# --- sessions ------------------------------------------------------------------------------
+
+
+class NewSessionParams(WireModel, Generic[Item]):
+    """Generic in the version's ``McpServer`` (``session_params``)."""
+
     cwd: str
-    mcp_servers: list[dict[str, Any]] | None = None
+    mcp_servers: OrNull[Item] = []
     additional_directories: list[str] | None = None
 
 
@@ -104,13 +263,13 @@ class SessionParams(WireModel):
     session_id: str
 
 
-class LoadSessionParams(NewSessionParams):
+class LoadSessionParams(NewSessionParams[Item], Generic[Item]):
     """``session/load``, ``session/resume`` and ``session/fork`` (which names the source)."""
 
     session_id: str
 
 
-class ResumeSessionParams(LoadSessionParams):
+class ResumeSessionParams(LoadSessionParams[Item], Generic[Item]):
     replay_from: dict[str, Any] | None = None
 
 

@@ -26,7 +26,7 @@ import re
 import shlex
 import shutil
 import tempfile
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -34,6 +34,7 @@ from typing import Any
 from claude_agent_sdk.client import ClaudeSDKClient
 from claude_agent_sdk.types import CanUseTool, ClaudeAgentOptions
 
+from claude_bg_acp.acp.schema import McpServer, McpServerStdio
 from claude_bg_acp.claude.transport import AffordanceTransport, FrameObserver
 from claude_bg_acp.platform import host, is_root
 
@@ -54,7 +55,7 @@ def session_options(
     can_use_tool: CanUseTool | None,
     cli_path: str | Path | None = None,
     resume: str | None = None,
-    mcp_servers: list[dict[str, Any]] | None = None,
+    mcp_servers: Sequence[McpServer] = (),
     add_dirs: list[str] | None = None,
     session_id: str | None = None,
 ) -> ClaudeAgentOptions:
@@ -64,7 +65,7 @@ def session_options(
         system_prompt={"type": "preset", "preset": "claude_code"},
         resume=resume,
         session_id=session_id,
-        mcp_servers=mcp_config(mcp_servers or []),
+        mcp_servers=mcp_config(mcp_servers),
         add_dirs=list(add_dirs or []),
         cli_path=cli_path,
         env=dict(SESSION_ENV),
@@ -102,26 +103,18 @@ def redact(text: str, secrets: list[str]) -> str:
     return API_KEY.sub(REDACTED, text)
 
 
-def mcp_config(servers: list[dict[str, Any]]) -> dict[str, Any]:
-    """The editor's MCP servers (ACP ``McpServer``: stdio, http or sse) in the SDK's form."""
+def mcp_config(servers: Sequence[McpServer]) -> dict[str, Any]:
+    """The editor's MCP servers (ACP ``McpServer``, checked: stdio, http or sse) in the SDK's
+    form; of two variables, headers or servers of the same name, the last one counts."""
     config: dict[str, Any] = {}
     for server in servers:
-        name, kind = server.get("name"), server.get("type", "stdio")
-        if not isinstance(name, str):
-            continue
-        if kind == "stdio":
-            env = {pair["name"]: pair["value"] for pair in server.get("env") or []}
-            config[name] = {
-                "type": "stdio",
-                "command": server.get("command"),
-                "args": server.get("args") or [],
-                "env": env,
-            }
-        elif kind in ("http", "sse"):
-            headers = {pair["name"]: pair["value"] for pair in server.get("headers") or []}
-            config[name] = {"type": kind, "url": server.get("url"), "headers": headers}
+        if isinstance(server, McpServerStdio):
+            env = {variable.name: variable.value for variable in server.env}
+            stdio = {"type": "stdio", "command": server.command, "args": server.args, "env": env}
+            config[server.name] = stdio
         else:
-            log.warning("MCP server %s of unknown type %s left out", name, kind)
+            headers = {header.name: header.value for header in server.headers}
+            config[server.name] = {"type": server.type, "url": server.url, "headers": headers}
     return config
 
 

@@ -12,10 +12,16 @@ grace), collects each exit status (an adopted process is our child: its status i
 and it stays a zombie until we do), and says how the task whose output file each one held open
 ended.
 
-Claude Code itself runs in the agent's own process group (the SDK starts it there); the shells
-it starts lead groups of their own. So a zombie child outside our group is an orphan, never a
-Claude Code whose exit status asyncio is waiting for: ``reap_strays`` collects those, at each
-SIGCHLD. Without ``/proc`` (not Linux) there is nothing to find and every function does nothing.
+The exit status of a Claude Code, a child the agent started itself, is asyncio's to take: its
+child watcher waits for it, and reports 255 ("Unknown child process") for a child someone else
+reaped, which would reach the client as Claude Code's exit code. So the two never meet: the
+transport names every Claude Code it starts (``spawned``, until asyncio has its status:
+``collected``), and no function here looks at those; Claude Code itself runs in the agent's own
+process group (the SDK starts it there), and ``reap_strays``, which collects the zombies that
+ended on their own at each SIGCHLD, takes none of that group. Signalling Claude Code goes
+through ``send_signal``, which takes no status either (``Popen.send_signal`` does: it polls
+first; it serves on every POSIX host). Without ``/proc`` (not Linux) there is nothing to find,
+and every other function does nothing.
 """
 
 from __future__ import annotations
@@ -47,6 +53,40 @@ POLL = 0.01
 
 _claimed: set[int] = set()
 """Orphans whose exit status a ``stop`` is waiting for: ``reap_strays`` leaves them alone."""
+_spawned: set[int] = set()
+"""Children the agent started itself (Claude Code), whose exit status asyncio collects."""
+
+
+def spawned(pid: int) -> None:
+    """``pid`` is a child we started: never an orphan, its status asyncio's."""
+    _spawned.add(pid)
+
+
+def collected(pid: int) -> None:
+    """asyncio has the exit status of ``pid``: the number may now be another process's."""
+    _spawned.discard(pid)
+
+
+def send_signal(pid: int, signum: signal.Signals) -> None:
+    """Signal ``spawned`` child ``pid`` unless it has ended, leaving its exit status where it is.
+
+    A child that ended but was not reaped yet (a zombie) still holds its number: no other
+    process can have it, so the signal reaches the child or nothing.
+    """
+    try:
+        if _ended(pid):
+            return
+        os.kill(pid, signum)
+    except (ChildProcessError, ProcessLookupError):
+        pass  # collected already
+
+
+def _ended(pid: int) -> bool:
+    """Whether child ``pid`` is a zombie; it stays one (``WNOWAIT``) for asyncio to collect."""
+    waitid = getattr(os, "waitid", None)  # not on macOS before Python 3.13
+    if waitid is None:
+        return False
+    return waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
 
 
 def become_subreaper() -> bool:
@@ -77,7 +117,7 @@ def find(owner: str | None) -> list[Orphan]:
     needle = None if owner is None else f"\0{OWNER_ENV}={owner}\0".encode()
     found: list[Orphan] = []
     for pid, state, pgid in _children():
-        if state == "Z":
+        if state == "Z" or pid in _spawned:
             continue
         try:
             if needle is not None and needle not in b"\0" + _read(f"/proc/{pid}/environ"):
@@ -136,7 +176,7 @@ def reap_strays() -> None:
     """Take the exit status of orphans that ended on their own, so no zombie stays behind."""
     own = os.getpgrp()
     for pid, state, pgid in _children():
-        if state == "Z" and pgid != own and pid not in _claimed:
+        if state == "Z" and pgid != own and pid not in _claimed and pid not in _spawned:
             with contextlib.suppress(ChildProcessError):
                 os.waitpid(pid, os.WNOHANG)
 

@@ -13,7 +13,10 @@ is handed to the ``lifeline`` while it runs, which stops it should the agent die
 Claude Code may be started before the session that will own the runner exists (its start is
 most of a first session's wait): ``start`` begins ``connect`` in a task of its own, whoever calls
 ``connect`` then waits for that same start. Where Claude Code's messages (``on_message``) and
-permission questions (``can_use_tool``) go is the owner's to set, before it reads.
+permission questions (``can_use_tool``) go is the owner's to set, before it reads. ``spawned``
+is set as soon as the CLI runs as a process; a start that fails before (the system refuses the
+process: its command line too long, no file descriptors left) fails within milliseconds, and
+``start_failure`` says why in terms a user can act on.
 
 The reader parses frames itself instead of using ``ClaudeSDKClient.receive_messages``: the SDK's
 parser raises on a frame that lacks a key it indexes, and that would end the SDK's own loop and
@@ -23,9 +26,12 @@ with it the session. Here such a frame is logged and skipped.
 from __future__ import annotations
 
 import contextlib
+import errno
+import functools
 import logging
+import signal
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -42,9 +48,10 @@ from claude_agent_sdk.types import (
     ToolPermissionContext,
 )
 
-from claude_bg_acp.claude import lifeline
+from claude_bg_acp.acp.schema import McpServer
+from claude_bg_acp.claude import lifeline, orphans
 from claude_bg_acp.claude.options import build_transport, session_options
-from claude_bg_acp.claude.orphans import OWNER_ENV
+from claude_bg_acp.platform import host
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +63,9 @@ class ClaudeRunner:
         self.owner = uuid.uuid4().hex
         self.on_message: Callable[[Message], None] = _unread
         self.can_use_tool: CanUseTool = _unowned
-        options = replace(options, env={**options.env, OWNER_ENV: self.owner}, can_use_tool=self._asked)
+        options = replace(
+            options, env={**options.env, orphans.OWNER_ENV: self.owner}, can_use_tool=self._asked
+        )
         self._transport = build_transport(options)
         self._client = ClaudeSDKClient(options=options, transport=self._transport)
         self._started: anyio.Event | None = None
@@ -86,6 +95,11 @@ class ClaudeRunner:
         """``connect`` for a task of its own: what stops it is for the next ``connect`` to raise."""
         with contextlib.suppress(Exception):
             await self.connect()
+
+    @property
+    def spawned(self) -> anyio.Event:
+        """Set once the CLI runs as a process (``connect`` returns once it has initialized too)."""
+        return self._transport.spawned
 
     async def _asked(
         self, tool: str, tool_input: dict[str, Any], context: ToolPermissionContext
@@ -180,7 +194,7 @@ class ClaudeRunner:
         if process is not None and process.returncode is None:
             with anyio.move_on_after(grace):
                 await self._transport.end_input()
-            steps = [None, process.terminate, process.kill] if idle else [process.terminate, process.kill]
+            steps = [None, *_ending(process)] if idle else _ending(process)
             for step in steps:
                 if step is not None:
                     with contextlib.suppress(ProcessLookupError):
@@ -210,7 +224,7 @@ def starting(
     cwd: str,
     cli_path: str | None,
     session_id: str,
-    mcp_servers: list[dict[str, Any]] | None,
+    mcp_servers: Sequence[McpServer],
     add_dirs: list[str] | None,
 ) -> ClaudeRunner:
     """A new session's runner, to start before the session that will own it exists: with the
@@ -219,6 +233,33 @@ def starting(
         cwd, None, cli_path, mcp_servers=mcp_servers, add_dirs=add_dirs, session_id=session_id
     )
     return ClaudeRunner(options)
+
+
+def _ending(process: Process) -> list[Callable[[], None] | None]:
+    """SIGTERM, then SIGKILL, sent so that Claude Code's exit status stays asyncio's
+    (``orphans.send_signal``: ``Popen.send_signal`` polls first, and may take it); on Windows
+    ``terminate`` and ``kill`` (TerminateProcess, which polls nothing)."""
+    if not host().posix:
+        return [process.terminate, process.kill]
+    return [
+        functools.partial(orphans.send_signal, process.pid, sig) for sig in (signal.SIGTERM, signal.SIGKILL)
+    ]
+
+
+def start_failure(exc: BaseException) -> str:
+    """Why Claude Code did not start (``connect`` raised ``exc``), for the user to act on."""
+    cause: BaseException | None = exc
+    while cause is not None and not isinstance(cause, OSError):
+        cause = cause.__cause__  # the SDK wraps what the system said
+    if isinstance(cause, OSError) and cause.errno == errno.E2BIG:
+        return (
+            "Claude Code could not start: its command line (which carries the session's MCP server"
+            " settings) or its environment is larger than the system allows (E2BIG)"
+        )
+    if isinstance(cause, OSError) and cause.errno in (errno.EMFILE, errno.ENFILE):
+        name = errno.errorcode[cause.errno]
+        return f"Claude Code could not start: too many open files ({name}): raise the limit with ulimit -n"
+    return f"Claude Code could not start: {exc}"
 
 
 async def _unowned(tool: str, tool_input: dict[str, Any], context: ToolPermissionContext) -> PermissionResult:

@@ -6,7 +6,9 @@ It does three things the SDK has no option for:
   that ``interrupt()`` ends the foreground turn without killing background subagents (only
   ``stop_task`` stops one task);
 - it lets an observer see every frame in both directions (the recorder writes them down);
-- it gives the runner the CLI's process, to stop it on its own terms (``process``).
+- it gives the runner the CLI's process, to stop it on its own terms (``process``), tells when
+  that process exists (``spawned``: Claude Code then still has to initialize), and names it to
+  ``orphans`` as a child whose exit status is asyncio's to collect.
 
 Everything else is delegated unchanged. Importing this module imports the SDK, so the agent
 imports it lazily, when the first session starts.
@@ -18,8 +20,11 @@ import json
 from collections.abc import AsyncIterator, Callable
 from typing import Any, Literal
 
+import anyio
 from anyio.abc import Process
 from claude_agent_sdk._internal.transport import Transport
+
+from claude_bg_acp.claude import orphans
 
 Direction = Literal["out", "in"]
 FrameObserver = Callable[[Direction, dict[str, Any]], None]
@@ -43,9 +48,13 @@ class AffordanceTransport(Transport):
     def __init__(self, inner: Transport, observer: FrameObserver | None = None) -> None:
         self._inner = inner
         self._observer = observer
+        self.spawned = anyio.Event()
 
     async def connect(self) -> None:
         await self._inner.connect()
+        if self.process is not None:
+            orphans.spawned(self.process.pid)
+        self.spawned.set()
 
     async def write(self, data: str) -> None:
         # The SDK writes exactly one newline-terminated JSON frame per call.
@@ -61,7 +70,10 @@ class AffordanceTransport(Transport):
             yield frame
 
     async def close(self) -> None:
+        process = self.process
         await self._inner.close()
+        if process is not None and process.returncode is not None:
+            orphans.collected(process.pid)
 
     @property
     def process(self) -> Process | None:
