@@ -17,6 +17,7 @@ import sys
 import textwrap
 import uuid
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -34,7 +35,7 @@ def owner() -> str:
 
 
 def spawn(
-    spawned: list[subprocess.Popen[bytes]], command: str, owner: str, own_group: bool = True, **kwargs: object
+    spawned: list[subprocess.Popen[bytes]], command: str, owner: str, own_group: bool = True, **kwargs: Any
 ) -> subprocess.Popen[bytes]:
     env = {**os.environ, orphans.OWNER_ENV: owner}
     # ``exec X`` runs X itself, without the shell's second exec: a process caught between two

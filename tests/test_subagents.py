@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from claude_bg_acp.acp.jsonrpc import INVALID_PARAMS, RpcError
 from claude_bg_acp.core import events as ev
-from claude_bg_acp.core.effects import Effect, FinishTail, Notify, StopTask
+from claude_bg_acp.core.effects import Effect, FinishTail, StopTask
 from tests.support.driver import CoreDriver, as_jsonrpc
 from tests.support.frames import TaskSpec, agent_launch, level_entry, task_started, tasks_changed
 from tests.support.rules import BackgroundRules, check_updates
@@ -23,8 +23,7 @@ from tests.support.schema import validate_transcript
 ROOT = "root"
 
 
-def notes(effects: list[Effect]) -> list[tuple[str, dict[str, Any]]]:
-    return [(e.session_id, e.update.wire()) for e in effects if isinstance(e, Notify)]
+notes = CoreDriver.notified
 
 
 def test_a_nested_child_is_announced_under_its_own_parent() -> None:

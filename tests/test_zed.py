@@ -299,7 +299,7 @@ def test_zed_view_rejects_what_zed_rejects() -> None:
 
 
 def test_zed_view_appends_output_and_keeps_the_first_exit() -> None:
-    call = {
+    call: dict[str, Any] = {
         "sessionUpdate": "tool_call",
         "toolCallId": "t",
         "title": "run",
@@ -307,12 +307,12 @@ def test_zed_view_appends_output_and_keeps_the_first_exit() -> None:
         "content": [{"type": "terminal", "terminalId": "t"}],
         "_meta": {"terminal_info": {"terminal_id": "t"}},
     }
-    out = {
+    out: dict[str, Any] = {
         "sessionUpdate": "tool_call_update",
         "toolCallId": "t",
         "_meta": {"terminal_output": {"terminal_id": "t", "data": "ab"}},
     }
-    delta = {
+    delta: dict[str, Any] = {
         "sessionUpdate": "tool_call_update",
         "toolCallId": "t",
         "_meta": {"terminal_output_delta": {"terminal_id": "t", "data": "ignored"}},
