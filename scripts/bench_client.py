@@ -1,10 +1,11 @@
 """The benchmarks' client: an ACP agent as a subprocess, driven over its stdio, and measuring helpers.
 
-:class:`AgentProcess` starts an agent (``claude-bg-acp`` by default, or any command speaking ACP
-on stdio, such as the TypeScript adapter) and reads its stdout on a thread, stamping every line
-with ``time.monotonic_ns()`` as soon as it is read, so that a benchmark that stamps its own
-writes with the same clock (``CLOCK_MONOTONIC`` is system-wide) measures write -> client.
-The helpers read a process's CPU time and RSS from ``/proc``.
+:class:`BenchAgent` starts an agent (``claude-bg-acp`` by default, or any command speaking ACP
+on stdio, such as the TypeScript adapter) with the package's client
+(:mod:`claude_bg_acp.acp.client`), which stamps every line with ``time.monotonic_ns()`` as soon
+as it is read, so that a benchmark that stamps its own writes with the same clock
+(``CLOCK_MONOTONIC`` is system-wide) measures write -> client. The helpers read a process's CPU
+time and RSS from ``/proc``.
 """
 
 from __future__ import annotations
@@ -12,11 +13,8 @@ from __future__ import annotations
 import base64
 import contextlib
 import errno
-import itertools
-import json
 import math
 import os
-import signal
 import subprocess
 import sys
 import threading
@@ -26,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from claude_bg_acp.acp.client import AgentProcess, AgentTimeout, Direction, Message
 from claude_bg_acp.platform import PORTABLE_ENV
 
 AGENT = Path(sys.executable).parent / "claude-bg-acp"
@@ -34,20 +33,10 @@ JsonObject = dict[str, Any]
 ChunkHook = Callable[[int, str, bytes, bool], None]
 """``(received_ns, terminal_id, data, replaces)``: ``replaces`` for a snapshot (``terminal_update``
 with ``output``), whose data replaces everything before, else appended."""
+WAIT = 60.0
 
 
 # --- the client ---------------------------------------------------------------------------------
-
-
-class AgentError(RuntimeError):
-    pass
-
-
-@dataclass
-class _Pending:
-    done: threading.Event = field(default_factory=threading.Event)
-    message: JsonObject | None = None
-    received_ns: int = 0
 
 
 @dataclass
@@ -85,13 +74,13 @@ def terminal_key(session_id: str, terminal_id: str) -> str:
     return f"{session_id}/{terminal_id}"
 
 
-class AgentProcess:
-    """An ACP agent as a subprocess (``claude-bg-acp`` unless ``command`` says otherwise), and a
-    minimal JSON-RPC client on its stdio.
+class BenchAgent(AgentProcess):
+    """An ACP agent as a subprocess (``claude-bg-acp`` unless ``command`` says otherwise), driven
+    by the package's client as a trusting user with no capabilities, in a process group of its
+    own (so that cleanup reaches the CLI too).
 
-    One reader thread takes every stdout line (time-stamped with ``time.monotonic_ns()`` right
-    after it was read), answers ``session/request_permission`` with the first allow option, and
-    keeps the latest ``state_update``, ``background`` list and terminal fields. ``on_chunk``
+    It keeps only the answers to requests (``keep_all`` for every message), and what a benchmark
+    looks at: the latest ``state_update``, ``background`` list and terminal fields. ``on_chunk``
     (called on the reader thread) gets every ``terminal_output_chunk`` and every
     ``terminal_update`` snapshot (see :data:`ChunkHook`); ``on_line`` gets
     ``(received_ns, message)`` of every line.
@@ -104,197 +93,84 @@ class AgentProcess:
         args: list[str] | None = None,
         stderr: IO[bytes] | None = None,
         command: AgentCommand = OURS,
+        keep_all: bool = False,
     ) -> None:
         self.command = command
-        self.started_ns = time.monotonic_ns()
-        self.proc = subprocess.Popen(
-            [*command.argv, *(args or [])],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=stderr if stderr is not None else subprocess.DEVNULL,
-            env={**env, **dict(command.env)},
-            cwd=cwd,
-            bufsize=MIB,
-            start_new_session=True,  # its own process group, so that cleanup reaches the CLI too
-        )
         self.on_chunk: ChunkHook | None = None
         self.on_line: Callable[[int, JsonObject], None] | None = None
         self.state: JsonObject | None = None
         self.background: list[JsonObject] | None = None
         self.terminals: dict[str, TerminalView] = {}
-        self.updates: list[tuple[int, JsonObject]] = []
-        self.keep_updates = False
-        self.permission_requests = 0
-        self.stdout_bytes = 0
-        self.messages = 0
-        self.closed = threading.Event()
-        self._ids = itertools.count(1)
-        self._pending: dict[int, _Pending] = {}
-        self._write_lock = threading.Lock()
-        self._changed = threading.Condition()
-        self._reader = threading.Thread(target=self._read, name="agent-stdout", daemon=True)
-        self._reader.start()
-
-    @property
-    def pid(self) -> int:
-        return self.proc.pid
+        super().__init__(
+            [*command.argv, *(args or [])],
+            {**env, **dict(command.env)},
+            cwd=cwd,
+            stderr=stderr if stderr is not None else subprocess.DEVNULL,
+            allow=True,
+            keep_all=keep_all,
+            on_message=self._watch,
+        )
 
     # -- requests ------------------------------------------------------------------------------
 
-    def send(self, message: JsonObject) -> None:
-        data = (json.dumps(message) + "\n").encode()
-        assert self.proc.stdin is not None
-        with self._write_lock:
-            self.proc.stdin.write(data)
-            self.proc.stdin.flush()
-
-    def start_request(self, method: str, params: JsonObject) -> _Pending:
-        request_id = next(self._ids)
-        pending = self._pending[request_id] = _Pending()
-        self.send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
-        return pending
-
-    def finish_request(self, pending: _Pending, timeout: float = 60.0) -> Any:
-        if not pending.done.wait(timeout):
-            raise AgentError(f"no answer within {timeout} s")
-        message = pending.message
-        if message is None:
-            raise AgentError("the agent exited before answering")
-        if "error" in message:
-            raise AgentError(f"error answer: {message['error']}")
-        return message.get("result")
-
-    def request(self, method: str, params: JsonObject, timeout: float = 60.0) -> Any:
-        return self.finish_request(self.start_request(method, params), timeout)
+    def timed_result(self, request_id: int, timeout: float = WAIT) -> tuple[Any, int]:
+        """The result of a request, and when its answer was read (``monotonic_ns``)."""
+        result = self.result(request_id, timeout)
+        return result, self.received[self.wait_answer(request_id, 0)]
 
     def initialize_v2(self) -> Any:
-        return self.request(
-            "initialize",
-            {
-                "protocolVersion": 2,
-                "info": {"name": "bench", "version": "0"},
-                "capabilities": {},
-            },
-        )
+        params = {"protocolVersion": 2, "info": {"name": "bench", "version": "0"}, "capabilities": {}}
+        return self.result(self.ask("initialize", params), WAIT)
 
     def initialize_v1(self) -> Any:
-        return self.request(
-            "initialize",
-            {
-                "protocolVersion": 1,
-                "clientInfo": {"name": "bench", "version": "0"},
-                "clientCapabilities": {},
-            },
-        )
+        info = {"name": "bench", "version": "0"}
+        params = {"protocolVersion": 1, "clientInfo": info, "clientCapabilities": {}}
+        return self.result(self.ask("initialize", params), WAIT)
 
     def new_session(self, cwd: Path) -> str:
-        result = self.request("session/new", {"cwd": str(cwd), "mcpServers": []})
+        result = self.result(self.ask("session/new", {"cwd": str(cwd), "mcpServers": []}), WAIT)
         return str(result["sessionId"])
 
-    def prompt(self, session_id: str, text: str) -> _Pending:
-        return self.start_request(
-            "session/prompt", {"sessionId": session_id, "prompt": [{"type": "text", "text": text}]}
-        )
+    def prompt(self, session_id: str, text: str) -> int:
+        """Send a prompt; its request id."""
+        prompt = [{"type": "text", "text": text}]
+        return self.ask("session/prompt", {"sessionId": session_id, "prompt": prompt})
 
     # -- waiting -------------------------------------------------------------------------------
 
-    def wait_until(self, what: str, check: Callable[[], bool], timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        with self._changed:
-            while not check():
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise AgentError(f"timed out after {timeout:.0f} s waiting for {what}")
-                if self.closed.is_set():
-                    raise AgentError(f"the agent exited while waiting for {what}")
-                self._changed.wait(min(left, 0.5))
+    def wait_idle(self, timeout: float = WAIT) -> None:
+        self.wait_until(lambda: (self.state or {}).get("state") == "idle", timeout, "idle")
 
-    def wait_idle(self, timeout: float = 60.0) -> None:
-        self.wait_until("idle", lambda: (self.state or {}).get("state") == "idle", timeout)
-
-    def wait_terminals(self, count: int, timeout: float = 60.0) -> list[str]:
-        self.wait_until(f"{count} terminals", lambda: len(self.terminals) >= count, timeout)
+    def wait_terminals(self, count: int, timeout: float = WAIT) -> list[str]:
+        self.wait_until(lambda: len(self.terminals) >= count, timeout, f"{count} terminals")
         return list(self.terminals)
 
     def wait_exit(self, terminal_id: str, timeout: float = 120.0) -> JsonObject:
-        self.wait_until(f"exit of {terminal_id}", lambda: self.terminals[terminal_id].exited, timeout)
+        self.wait_until(lambda: self.terminals[terminal_id].exited, timeout, f"exit of {terminal_id}")
         return dict(self.terminals[terminal_id].fields["exitStatus"])
 
     # -- shutting down -------------------------------------------------------------------------
 
-    def stop(self, grace: float = 20.0) -> None:
-        """Close stdin (the agent then closes its sessions), then signal its group if need be."""
-        with contextlib.suppress(OSError), self._write_lock:
-            assert self.proc.stdin is not None
-            self.proc.stdin.close()
-        try:
-            self.proc.wait(grace)
-        except subprocess.TimeoutExpired:
-            self._signal_group(signal.SIGTERM)
-            try:
-                self.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                self._signal_group(signal.SIGKILL)
-                self.proc.wait(5)
-        self._signal_group(signal.SIGKILL)  # whatever of its group outlived it
+    def shut_down(self, grace: float = 20.0) -> None:
+        """Close stdin (the agent then closes its sessions), stop whatever of its group is left
+        (the agent too, if it did not exit within ``grace``), and let the reader finish."""
+        with contextlib.suppress(AgentTimeout):
+            self.close(grace)
+        self.stop()
         self._reader.join(10)
-
-    def _signal_group(self, signum: signal.Signals) -> None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.proc.pid, signum)
 
     # -- the reader ----------------------------------------------------------------------------
 
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        try:
-            for raw in self.proc.stdout:
-                received = time.monotonic_ns()
-                self.stdout_bytes += len(raw)
-                self.messages += 1
-                message = json.loads(raw)
-                self._dispatch(received, message)
-                with self._changed:
-                    self._changed.notify_all()
-        finally:
-            self.closed.set()
-            for pending in self._pending.values():
-                pending.done.set()
-            with self._changed:
-                self._changed.notify_all()
-
-    def _dispatch(self, received: int, message: JsonObject) -> None:
+    def _watch(self, direction: Direction, message: Message, received: int) -> None:
+        if direction != "in":
+            return
         if self.on_line is not None:
             self.on_line(received, message)
-        method = message.get("method")
-        if method is None:
-            pending = self._pending.pop(message.get("id"), None)  # type: ignore[arg-type]
-            if pending is not None:
-                pending.message, pending.received_ns = message, received
-                pending.done.set()
-        elif method == "session/update":
+        if message.get("method") == "session/update":
             self._on_update(received, message["params"]["sessionId"], message["params"]["update"])
-        elif method == "session/request_permission" and "id" in message:
-            self.permission_requests += 1
-            options = message["params"].get("options", [])
-            allow = next((o for o in options if str(o.get("kind", "")).startswith("allow")), None)
-            outcome = (
-                {"outcome": "selected", "optionId": allow["optionId"]} if allow else {"outcome": "cancelled"}
-            )
-            self.send({"jsonrpc": "2.0", "id": message["id"], "result": {"outcome": outcome}})
-        elif "id" in message:
-            self.send(
-                {
-                    "jsonrpc": "2.0",
-                    "id": message["id"],
-                    "error": {"code": -32601, "message": f"Method not found: {method}"},
-                }
-            )
 
     def _on_update(self, received: int, session_id: str, update: JsonObject) -> None:
         kind = update.get("sessionUpdate")
-        if self.keep_updates:
-            self.updates.append((received, update))
         if kind == "terminal_output_chunk":
             terminal_id = terminal_key(session_id, update["terminalId"])
             data = base64.b64decode(update["data"])

@@ -58,9 +58,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench_client import OURS, AgentCommand, AgentError, AgentProcess, RssSampler
+from bench_client import OURS, AgentCommand, BenchAgent, RssSampler
 from bench_compare import DEFAULT_TS_DIR, TS_PACKAGE, TS_VERSION, baseline
 from bench_startup import with_bytecode_cache
+from claude_bg_acp.acp.client import AgentError, update_of
 from claude_bg_acp.claude import summaries
 from claude_bg_acp.scripted_model import offline_env, serve_in_thread
 
@@ -115,20 +116,19 @@ def record(model_url: str, root: Path) -> Path:
     env = offline_env(model_url, root / "offline")
     work = root / "work"
     work.mkdir()
-    agent = AgentProcess(env, work)
-    agent.keep_updates = True
+    agent = BenchAgent(env, work, keep_all=True)
     try:
         agent.initialize_v1()
         session_id = agent.new_session(work)
-        agent.finish_request(agent.prompt(session_id, PROMPT), 120)
+        agent.result(agent.prompt(session_id, PROMPT), 120)
 
         def followed_up() -> bool:
-            chunks = [u for _, u in agent.updates if u.get("sessionUpdate") == "agent_message_chunk"]
-            return any(FOLLOW_UP in json.dumps(u) for u in chunks)
+            chunks = (update_of(m, "agent_message_chunk") for m in agent.messages)
+            return any(FOLLOW_UP in json.dumps(u) for u in chunks if u is not None)
 
-        agent.wait_until("the follow-up turn", followed_up, 120)
+        agent.wait_until(followed_up, 120, "the follow-up turn")
     finally:
-        agent.stop()
+        agent.shut_down()
     (transcript,) = Path(env["CLAUDE_CONFIG_DIR"]).glob(f"projects/*/{session_id}.jsonl")
     return transcript
 
@@ -202,13 +202,13 @@ def measure_list(command: AgentCommand, env: dict[str, str], cwd: Path, kept: bo
     """``kept``: with the summaries an earlier agent process kept (this agent's; else none)."""
     if not kept:
         Path(summaries.file(env)).unlink(missing_ok=True)
-    agent = AgentProcess(env, cwd, command=command)
+    agent = BenchAgent(env, cwd, command=command)
     try:
         agent.initialize_v1()
         first, first_ms = _listed(agent, cwd)
         _, again_ms = _listed(agent, cwd)
     finally:
-        agent.stop()
+        agent.shut_down()
     if kept:
         return {"first page, summaries kept (ms)": first_ms, "the same list again (ms)": again_ms}
     return {
@@ -218,12 +218,11 @@ def measure_list(command: AgentCommand, env: dict[str, str], cwd: Path, kept: bo
     }
 
 
-def _listed(agent: AgentProcess, cwd: Path) -> tuple[dict[str, Any], float]:
+def _listed(agent: BenchAgent, cwd: Path) -> tuple[dict[str, Any], float]:
     """``session/list {cwd}``: the answer, and how long it took (ms)."""
     asked = time.monotonic_ns()
-    pending = agent.start_request("session/list", {"cwd": str(cwd)})
-    answer = agent.finish_request(pending, 120)
-    return answer, (pending.received_ns - asked) / 1e6
+    answer, answered = agent.timed_result(agent.ask("session/list", {"cwd": str(cwd)}), 120)
+    return answer, (answered - asked) / 1e6
 
 
 def measure_load(command: AgentCommand, env: dict[str, str], cwd: Path, store: Store) -> Figures:
@@ -239,7 +238,7 @@ def measure_load(command: AgentCommand, env: dict[str, str], cwd: Path, store: S
 
 
 def _load(command: AgentCommand, env: dict[str, str], cwd: Path, store: Store) -> Figures:
-    agent = AgentProcess(env, cwd, command=command)
+    agent = BenchAgent(env, cwd, command=command)
     replayed: list[dict[str, Any]] = []
     received: list[int] = []
     window = {"open": False}
@@ -257,15 +256,12 @@ def _load(command: AgentCommand, env: dict[str, str], cwd: Path, store: Store) -
         window["open"] = True
         rss = RssSampler(agent.pid, interval=0.01)
         asked = time.monotonic_ns()
-        pending = agent.start_request(
-            "session/load", {"sessionId": store.long_id, "cwd": str(cwd), "mcpServers": []}
-        )
-        agent.finish_request(pending, 300)
-        answered = pending.received_ns
+        load = agent.ask("session/load", {"sessionId": store.long_id, "cwd": str(cwd), "mcpServers": []})
+        _, answered = agent.timed_result(load, 300)
         peak = rss.stop()
-        later = agent.request("session/prompt", _prompt(store.long_id), 300)
+        later = agent.result(agent.ask("session/prompt", _prompt(store.long_id)), 300)
     finally:
-        agent.stop()
+        agent.shut_down()
     prompts = [
         u for u in replayed if u.get("sessionUpdate") == "user_message_chunk" and PROMPT in json.dumps(u)
     ]

@@ -5,7 +5,7 @@ One agent, ``--sessions`` v2 sessions (default 10), each starting ``--shells`` b
 ``cat FIFO``. The benchmark then writes numbered lines into the FIFOs at ``--rate`` lines per
 second in all (default 2,000: a line every 100 ms per shell, the shells evenly staggered) for
 ``--seconds`` (default 20, after 2 s of warm-up), stamping each just before its ``write()``. The
-client (``bench_client.AgentProcess``) stamps each line of the agent's stdout as it reads it and
+client (``bench_client.BenchAgent``) stamps each line of the agent's stdout as it reads it and
 counts a line as arrived when it is whole (its newline included) in the terminal's output.
 
 Printed: whether every line arrived, in order; write -> whole line p50/p95/p99/max over the
@@ -37,8 +37,7 @@ from bench_client import (
     OURS,
     PORTABLE,
     AgentCommand,
-    AgentError,
-    AgentProcess,
+    BenchAgent,
     LineArrivals,
     RssSampler,
     cpu_ticks,
@@ -47,6 +46,7 @@ from bench_client import (
     open_fifo_for_writing,
     percentile,
 )
+from claude_bg_acp.acp.client import AgentError
 from claude_bg_acp.scripted_model import offline_env, serve_in_thread
 
 TARGETS = {"p50_ms": 10.0, "p95_ms": 50.0, "cpu_share": 0.30, "rss_mib": 200.0}
@@ -73,7 +73,7 @@ def run_load(
     written: dict[tuple[int, int], int] = {}
     fds: list[int] = []
     with (folder / "agent.stderr").open("wb") as stderr:
-        agent = AgentProcess(env, folder, stderr=stderr, command=command)
+        agent = BenchAgent(env, folder, stderr=stderr, command=command)
         try:
             agent.on_chunk = lines
             agent.initialize_v2()
@@ -104,7 +104,7 @@ def run_load(
             while (at := start + k / rate) < end:
                 time.sleep(max(0.0, at - time.monotonic()))
                 if not cpu_from and at >= measured_from:
-                    cpu_from, messages_from = cpu_ticks(agent.pid), agent.messages
+                    cpu_from, messages_from = cpu_ticks(agent.pid), agent.lines_read
                     if profile is not None:
                         record = f"py-spy record -r 250 -f raw --nonblocking -d {int(seconds)}".split()
                         spy = subprocess.Popen(
@@ -117,15 +117,15 @@ def run_load(
             cpu = (cpu_ticks(agent.pid) - cpu_from) / os.sysconf("SC_CLK_TCK")
             if spy is not None:
                 spy.wait(60)
-            messages = agent.messages - messages_from
+            messages = agent.lines_read - messages_from
             with contextlib.suppress(AgentError):
-                agent.wait_until("every line", lambda: len(lines.arrived) >= len(written), timeout=30)
+                agent.wait_until(lambda: len(lines.arrived) >= len(written), 30, "every line")
             rss_peak_mib = max(rss.peak, rss.baseline) / 1024
             rss.stop()
         finally:
             for fd in fds:
                 os.close(fd)
-            agent.stop()
+            agent.shut_down()
             shutil.rmtree(folder, ignore_errors=True)
     measured = {key: at for key, at in written.items() if at >= measured_from * 1e9}
     latencies = latencies_ms(measured, lines.arrived)

@@ -2,7 +2,7 @@
 
 Every phase starts the installed ``claude-bg-acp`` (the console script next to
 ``sys.executable``) as a subprocess with the bundled Claude Code CLI, pointed at the scripted
-model on loopback (``offline_env``; no network, no API key). The client is :class:`AgentProcess`
+model on loopback (``offline_env``; no network, no API key). The client is :class:`BenchAgent`
 (``bench_client.py``): one thread reads the agent's stdout line by line as fast as it comes, parses every
 line, answers permission requests, and hands each ``terminal_output_chunk`` to the phase.
 
@@ -61,8 +61,7 @@ from bench_client import (
     OURS,
     PORTABLE,
     AgentCommand,
-    AgentError,
-    AgentProcess,
+    BenchAgent,
     JsonObject,
     LineArrivals,
     RssSampler,
@@ -72,6 +71,7 @@ from bench_client import (
     open_fifo_for_writing,
     percentile,
 )
+from claude_bg_acp.acp.client import AgentError
 from claude_bg_acp.scripted_model import ScriptedModel, offline_env, serve_in_thread
 
 
@@ -99,7 +99,7 @@ class Bench:
     _runs: Iterator[int] = field(default_factory=itertools.count)
 
     @contextlib.contextmanager
-    def agent(self, *args: str) -> Iterator[tuple[AgentProcess, str, Path]]:
+    def agent(self, *args: str) -> Iterator[tuple[BenchAgent, str, Path]]:
         """A fresh agent with a v2 session in a fresh working directory."""
         run = next(self._runs)
         folder = self.root / f"run{run}"
@@ -107,16 +107,16 @@ class Bench:
         workdir.mkdir(parents=True)
         env = offline_env(self.model.base_url, folder / "offline")
         with (folder / "agent.stderr").open("wb") as stderr:
-            agent = AgentProcess(env, workdir, list(args), stderr, self.command)
+            agent = BenchAgent(env, workdir, list(args), stderr, self.command)
             try:
                 agent.initialize_v2()
                 session_id = agent.new_session(workdir)
                 yield agent, session_id, workdir
             finally:
-                agent.stop()
+                agent.shut_down()
                 shutil.rmtree(folder / "offline" / "tmp", ignore_errors=True)  # the big files
 
-    def start_cat(self, agent: AgentProcess, session_id: str, workdir: Path, name: str) -> tuple[str, int]:
+    def start_cat(self, agent: BenchAgent, session_id: str, workdir: Path, name: str) -> tuple[str, int]:
         """Start ``cat FIFO`` as a background shell; return its terminal id and the FIFO's fd."""
         fifo = workdir / name
         os.mkfifo(fifo, 0o600)
@@ -158,7 +158,7 @@ class Bench:
                 time.sleep(quiet_gap)
                 write_line()
             with contextlib.suppress(AgentError):  # else the last line is whole only at the exit
-                agent.wait_until("every line", lambda: len(lines.arrived) >= seq, timeout=quiet_gap)
+                agent.wait_until(lambda: len(lines.arrived) >= seq, quiet_gap, "every line")
             os.close(fd)
             exit_status = agent.wait_exit(terminal_id)
             view = agent.terminals[terminal_id]
@@ -272,7 +272,7 @@ class Bench:
                     time.sleep(max(0.0, next_at - time.monotonic()))
             written_at = time.monotonic_ns()
             if hold_open:
-                agent.wait_until("every byte", lambda: marks["bytes"] >= total, timeout=600)
+                agent.wait_until(lambda: marks["bytes"] >= total, 600, "every byte")
             os.close(fd)
             exit_status = agent.wait_exit(terminal_id, timeout=600)
             growth = sampler.stop()
@@ -383,7 +383,7 @@ class Bench:
         ticks = os.sysconf("SC_CLK_TCK")
         with self.agent() as (agent, session_id, _workdir):
             # First the same session with nothing in the background, for comparison.
-            agent.finish_request(agent.prompt(session_id, "[scenario:bg_from_prompt] Nothing yet."))
+            agent.result(agent.prompt(session_id, "[scenario:bg_from_prompt] Nothing yet."), 60)
             agent.wait_idle()
             time.sleep(settle)
             before = cpu_ticks(agent.pid)
@@ -391,20 +391,18 @@ class Bench:
             baseline = (cpu_ticks(agent.pid) - before) / ticks
             launched = time.monotonic()
             agent.prompt(session_id, f"Start these. {commands}")
-            agent.wait_until(
-                f"{shells} listed shells", lambda: len(agent.background or []) >= shells, timeout=180
-            )
+            agent.wait_until(lambda: len(agent.background or []) >= shells, 180, f"{shells} listed shells")
             listed_s = time.monotonic() - launched
             agent.wait_idle()
             time.sleep(settle)
             cli = children(agent.pid)
             before = cpu_ticks(agent.pid)
             cli_before = sum(cpu_ticks(pid) for pid in cli)
-            stdout_before = agent.stdout_bytes
+            stdout_before = agent.bytes_read
             time.sleep(seconds)
             used = (cpu_ticks(agent.pid) - before) / ticks
             cli_used = (sum(cpu_ticks(pid) for pid in cli) - cli_before) / ticks
-            quiet_bytes = agent.stdout_bytes - stdout_before
+            quiet_bytes = agent.bytes_read - stdout_before
             listed = len(agent.background or [])
         self.results["idle"] = {
             "shells": shells,

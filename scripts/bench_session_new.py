@@ -12,8 +12,8 @@ model on loopback) and, after ``initialize``, opens three sessions one after the
 
 For each it prints p50/p90/max of request -> answer, and of request -> the session's
 ``available_commands_update`` (every answer must carry the ``model`` option). The client is the
-demo's (``claude_bg_acp.demo.client``), which stamps every line it reads with
-``time.monotonic``.
+benchmarks' (``bench_client.BenchAgent``), which stamps every line it reads with
+``time.monotonic_ns``.
 
 Usage: ``.venv/bin/python scripts/bench_session_new.py [-n 10]``.
 """
@@ -21,61 +21,43 @@ Usage: ``.venv/bin/python scripts/bench_session_new.py [-n 10]``.
 from __future__ import annotations
 
 import argparse
-import math
-import os
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
-from claude_bg_acp.demo.client import Client
+from bench_client import BenchAgent, percentile
+from claude_bg_acp.acp.client import Message, update_of
 from claude_bg_acp.scripted_model import offline_env, serve_in_thread
 
-AGENT = Path(sys.executable).parent / "claude-bg-acp"
 CASES = ("first", "same dir", "new dir")
-INITIALIZE = {"protocolVersion": 1, "clientCapabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}
 
 
 def one_run(env: dict[str, str], dirs: tuple[Path, Path]) -> dict[str, tuple[float, float]]:
     """Per case: (request -> answer, request -> commands), in ms."""
-    with open(os.devnull, "wb") as log:
-        return _timed(Client([str(AGENT)], env, dirs[0], log, lambda _direction, _message: None), dirs)
-
-
-def _timed(client: Client, dirs: tuple[Path, Path]) -> dict[str, tuple[float, float]]:
+    agent = BenchAgent(env, dirs[0], keep_all=True)
     timings: dict[str, tuple[float, float]] = {}
     try:
-        client.call("initialize", INITIALIZE, 30)
+        agent.initialize_v1()
         for case, cwd in zip(CASES, (dirs[0], dirs[0], dirs[1]), strict=True):
-            since = client.seen
-            asked = time.monotonic()
-            request_id = client.request("session/new", {"cwd": str(cwd), "mcpServers": []})
-            answered = client.wait_for(lambda m, i=request_id: m.get("id") == i, 30, "the answer", since)
-            answer: dict[str, Any] = client.messages[answered]["result"]
+            since = agent.seen
+            asked = time.monotonic_ns()
+            answer, answered = agent.timed_result(
+                agent.ask("session/new", {"cwd": str(cwd), "mcpServers": []}), 30
+            )
             if not any(option["id"] == "model" for option in answer["configOptions"]):
                 raise RuntimeError(f"{case}: the answer carries no model option: {answer}")
-            listed = client.wait_for(
-                lambda m, s=answer["sessionId"]: (
-                    m.get("params", {}).get("sessionId") == s
-                    and m["params"]["update"]["sessionUpdate"] == "available_commands_update"
-                ),
-                30,
-                "the commands",
-                since,
-            )
-            timings[case] = (
-                (client.received[answered] - asked) * 1000,
-                (client.received[listed] - asked) * 1000,
-            )
+            session_id = answer["sessionId"]
+
+            def listed_commands(message: Message, session_id: str = session_id) -> bool:
+                update = update_of(message, "available_commands_update")
+                return update is not None and message["params"]["sessionId"] == session_id
+
+            listed = agent.wait_for(listed_commands, 30, "the commands", since)
+            timings[case] = ((answered - asked) / 1e6, (agent.received[listed] - asked) / 1e6)
     finally:
-        client.close()
+        agent.shut_down()
     return timings
-
-
-def percentile(values: list[float], fraction: float) -> float:
-    ordered = sorted(values)
-    return ordered[max(0, min(len(ordered) - 1, math.ceil(fraction * len(ordered)) - 1))]
 
 
 def stat(values: list[float]) -> str:

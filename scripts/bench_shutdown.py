@@ -31,12 +31,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench_startup import AGENT, LineReader, percentile, spawn, stats
+from bench_client import AGENT, BenchAgent, percentile
+from bench_startup import stats
+from claude_bg_acp.acp.client import AgentExited, update_of
 from claude_bg_acp.scripted_model import offline_env, serve_in_thread
 
 TARGET_MS = 1000.0
 WAYS = ["stdin", "SIGTERM", "stdin, Claude Code hung"]
-V2 = {"protocolVersion": 2, "info": {"name": "bench-shutdown", "version": "0"}}
 
 
 def claude_of(agent_pid: int) -> int:
@@ -63,51 +64,28 @@ def survivors(marker: bytes) -> int:
 
 
 def one_run(way: str, env: dict[str, str], cwd: Path) -> dict[str, Any]:
-    proc = spawn(env, cwd)
-    assert proc.stdin is not None and proc.stdout is not None
-    reader = LineReader(proc.stdout.fileno())
-    updates: list[dict[str, Any]] = []
-
-    def send(frame: dict[str, Any]) -> None:
-        assert proc.stdin is not None
-        proc.stdin.write(json.dumps({"jsonrpc": "2.0", **frame}).encode() + b"\n")
-        proc.stdin.flush()
-
-    def until(done: Any) -> dict[str, Any]:
-        while True:
-            message, _ = reader.line(60)
-            if message.get("method") == "session/update":
-                updates.append(message["params"]["update"])
-            elif message.get("method") == "session/request_permission":  # a trusting user
-                allow = {"outcome": {"outcome": "selected", "optionId": "allow_once"}}
-                send({"id": message["id"], "result": allow})
-            if done(message):
-                return message
-
+    agent = BenchAgent(env, cwd, keep_all=True)
     try:
-        send({"id": 0, "method": "initialize", "params": V2})
-        until(lambda m: m.get("id") == 0)
-        send({"id": 1, "method": "session/new", "params": {"cwd": str(cwd), "mcpServers": []}})
-        session_id = until(lambda m: m.get("id") == 1)["result"]["sessionId"]
-        prompt = [{"type": "text", "text": "[scenario:bg_long] Run a long job."}]
-        send({"id": 2, "method": "session/prompt", "params": {"sessionId": session_id, "prompt": prompt}})
-        until(lambda m: m.get("params", {}).get("update", {}).get("stopReason") == "end_turn")
-        until(lambda m: m.get("params", {}).get("update", {}).get("sessionUpdate") == "terminal_output_chunk")
+        agent.initialize_v2()
+        session_id = agent.new_session(cwd)
+        agent.prompt(session_id, "[scenario:bg_long] Run a long job.")
+        agent.next_message(lambda m: (update_of(m) or {}).get("stopReason") == "end_turn", 60)
+        agent.next_message(lambda m: bool(update_of(m, "terminal_output_chunk")), 60)
         if way == "stdin, Claude Code hung":
-            os.kill(claude_of(proc.pid), signal.SIGSTOP)
+            os.kill(claude_of(agent.pid), signal.SIGSTOP)
         started = time.monotonic_ns()
         if way == "SIGTERM":
-            proc.send_signal(signal.SIGTERM)
+            agent.proc.send_signal(signal.SIGTERM)
+            agent.proc.wait(60)
         else:
-            proc.stdin.close()
-        proc.wait(60)
+            agent.close(60)
         exited = time.monotonic_ns()
-        with contextlib.suppress(EOFError):
-            until(lambda _: False)
+        with contextlib.suppress(AgentExited):  # until everything the agent wrote has been read
+            agent.wait_until(lambda: False, 60, "the end of the agent's stdout")
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(10)
+        if agent.proc.poll() is None:  # what outlived an agent that exited is counted below
+            agent.stop()
+    updates = [update for update in map(update_of, agent.messages) if update is not None]
     exit_told = any(
         "exitStatus" in u and (u["exitStatus"].get("signal") or u["exitStatus"].get("exitCode") is not None)
         for u in updates

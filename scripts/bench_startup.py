@@ -36,13 +36,8 @@ Usage: ``.venv/bin/python scripts/bench_startup.py [-n 10] [--warm 5] [--json PA
 from __future__ import annotations
 
 import argparse
-import contextlib
-import itertools
 import json
 import os
-import select
-import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -50,7 +45,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench_client import AGENT, OURS, AgentCommand, percentile
+from bench_client import AGENT, OURS, AgentCommand, BenchAgent, percentile
+from claude_bg_acp.acp.client import update_of
 from claude_bg_acp.scripted_model import offline_env, serve_in_thread
 
 TARGET_INITIALIZE_MS = 300.0
@@ -64,30 +60,6 @@ INITIALIZE: dict[int, dict[str, Any]] = {
     },
     2: {"protocolVersion": 2, "info": {"name": "bench-startup", "version": "0"}, "capabilities": {}},
 }
-
-
-class LineReader:
-    """Reads whole lines from a pipe with a deadline (no thread, no blocking forever)."""
-
-    def __init__(self, fd: int) -> None:
-        self._fd = fd
-        self._buffer = bytearray()
-
-    def line(self, timeout: float) -> tuple[dict[str, Any], int]:
-        """The next line as JSON and the ``monotonic_ns`` at which it was complete."""
-        deadline = time.monotonic() + timeout
-        while (end := self._buffer.find(b"\n")) == -1:
-            left = deadline - time.monotonic()
-            if left <= 0 or not select.select([self._fd], [], [], left)[0]:
-                raise TimeoutError(f"no line from the agent within {timeout} s")
-            data = os.read(self._fd, 65536)
-            if not data:
-                raise EOFError("the agent closed stdout")
-            self._buffer += data
-        received = time.monotonic_ns()
-        line = bytes(self._buffer[:end])
-        del self._buffer[: end + 1]
-        return json.loads(line), received
 
 
 @dataclass
@@ -116,94 +88,37 @@ def first_chunk_run(
     ``agent_message_chunk``; then ``warm_prompts`` more prompts in the same session, each timed
     from the request to its first chunk. The model answers at once (scenario ``text``)."""
     start = time.monotonic_ns()
-    proc = subprocess.Popen(
-        [*command.argv],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        env={**env, **dict(command.env)},
-        cwd=cwd,
-        start_new_session=True,
-    )
-    assert proc.stdin is not None and proc.stdout is not None
-    reader = LineReader(proc.stdout.fileno())
-    ids = itertools.count()
-
-    def send(method: str, params: dict[str, Any]) -> tuple[int, int]:
-        assert proc.stdin is not None
-        request_id = next(ids)
-        message = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
-        proc.stdin.write(json.dumps(message).encode() + b"\n")
-        proc.stdin.flush()
-        return request_id, time.monotonic_ns()
-
-    def answer(request_id: int) -> tuple[dict[str, Any], int]:
-        while True:
-            message, received = reader.line(60)
-            if message.get("id") == request_id and "method" not in message:
-                if "error" in message:
-                    raise RuntimeError(f"request {request_id} failed: {message['error']}")
-                return message["result"], received
-            answer_server_request(message)
-
-    def answer_server_request(message: dict[str, Any]) -> None:
-        assert proc.stdin is not None
-        if "method" in message and "id" in message:
-            reply = {"jsonrpc": "2.0", "id": message["id"], "error": {"code": -32601, "message": "no"}}
-            proc.stdin.write(json.dumps(reply).encode() + b"\n")
-            proc.stdin.flush()
+    agent = BenchAgent(env, cwd, command=command, keep_all=True)
 
     def prompt_to_first_chunk(session_id: str, n: int) -> tuple[int, int]:
-        request_id, sent = send(
-            "session/prompt",
-            {"sessionId": session_id, "prompt": [{"type": "text", "text": f"[scenario:text] Hello {n}."}]},
-        )
-        first = 0
-        answered = False
-        while not (first and answered):
-            message, received = reader.line(60)
-            update = message.get("params", {}).get("update", {}) if message.get("method") else {}
-            if update.get("sessionUpdate") == "agent_message_chunk" and not first:
-                first = received
-            elif message.get("id") == request_id and "method" not in message:
-                answered = True
-            if version == 2 and first:
-                answered = True  # a v2 prompt is answered at insertion, long before the turn ends
-            answer_server_request(message)
-        if version == 2:
-            wait_idle()
-        return sent, first
-
-    def wait_idle() -> None:
-        while True:
-            message, _ = reader.line(60)
-            update = message.get("params", {}).get("update", {}) if message.get("method") else {}
-            if update.get("sessionUpdate") == "state_update" and update.get("state") == "idle":
-                return
-            answer_server_request(message)
+        since = agent.seen
+        request = agent.prompt(session_id, f"[scenario:text] Hello {n}.")
+        sent = time.monotonic_ns()
+        chunk = agent.wait_for(lambda m: bool(update_of(m, "agent_message_chunk")), 60, "a chunk", since)
+        if version == 1:
+            agent.result(request, 60)
+        else:  # a v2 prompt is answered at insertion, long before the turn ends
+            agent.wait_for(
+                lambda m: (update_of(m, "state_update") or {}).get("state") == "idle", 60, "idle", chunk
+            )
+        return sent, agent.received[chunk]
 
     try:
-        init_id, _ = send("initialize", INITIALIZE[version])
-        _, initialized = answer(init_id)
-        session_request, asked = send("session/new", {"cwd": str(cwd), "mcpServers": []})
-        result, created = answer(session_request)
+        _, initialized = agent.timed_result(agent.ask("initialize", INITIALIZE[version]))
+        request = agent.ask("session/new", {"cwd": str(cwd), "mcpServers": []})
+        asked = time.monotonic_ns()
+        result, created = agent.timed_result(request)
         session_id = str(result["sessionId"])
         _, cold = prompt_to_first_chunk(session_id, 0)
         warm = [
             (first - sent) / 1e6
             for sent, first in (prompt_to_first_chunk(session_id, n) for n in range(1, warm_prompts + 1))
         ]
-        proc.stdin.close()
         closed = time.monotonic_ns()
-        proc.wait(30)
+        agent.close(30)
         exited = time.monotonic_ns()
     finally:
-        if proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(10)
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
+        agent.shut_down()
     return Sample(
         version=version,
         initialize_ms=(initialized - start) / 1e6,

@@ -182,11 +182,11 @@ async def relay(
                 size += len(event.data)
     if writer is not None:
         await writer.wait()
-    async for event in tailer.drain(key):
-        if isinstance(event, Snapshot):
+    async for drained in tailer.drain(key):
+        if isinstance(drained, Snapshot):
             raise RuntimeError("unexpected snapshot: the relay fell behind")
-        if isinstance(event, (Chunk, Final)):
-            data = event.data if isinstance(event, Chunk) else event.remaining
+        if isinstance(drained, (Chunk, Final)):
+            data = drained.data if isinstance(drained, Chunk) else drained.remaining
             digest.update(data)
             size += len(data)
     return digest.hexdigest(), size

@@ -8,7 +8,7 @@ unchanged, and, for every line whose JSON ``type`` is ``result``, appends to a l
 ``time.monotonic_ns()`` taken right before the chunk holding that line is written into the
 agent's pipe (so the stamp cannot come after the agent's reaction, even if the wrapper is
 descheduled; the interval then includes the ``write`` call, microseconds). The client
-(``AgentProcess`` from ``bench_client.py``) stamps each line it reads from the agent's stdout
+(``BenchAgent`` from ``bench_client.py``) stamps each line it reads from the agent's stdout
 with the same clock (``CLOCK_MONOTONIC`` is system-wide). For prompt k:
 
 - v1: latency = arrival of the ``session/prompt`` response (``{stopReason}``) - k-th result;
@@ -37,7 +37,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench_client import AgentError, AgentProcess, percentile
+from bench_client import BenchAgent, percentile
+from claude_bg_acp.acp.client import AgentError
 from claude_bg_acp.scripted_model import offline_env, serve_in_thread
 
 TARGET_MS = 5.0
@@ -116,7 +117,7 @@ def measure(version: int, prompts: int, model_url: str, root: Path) -> list[floa
     env = offline_env(model_url, folder / "offline")
     latencies: list[float] = []
     with (folder / "agent.stderr").open("wb") as stderr:
-        agent = AgentProcess(env, workdir, ["--cli-path", str(wrapper)], stderr)
+        agent = BenchAgent(env, workdir, ["--cli-path", str(wrapper)], stderr)
         idles: list[int] = []
 
         def on_line(received: int, message: dict[str, Any]) -> None:
@@ -129,15 +130,10 @@ def measure(version: int, prompts: int, model_url: str, root: Path) -> list[floa
             agent.initialize_v1() if version == 1 else agent.initialize_v2()
             session_id = agent.new_session(workdir)
             for index in range(prompts):
-                pending = agent.prompt(session_id, f"[scenario:text] Say hello ({index}).")
-                if version == 1:
-                    result = agent.finish_request(pending)
-                    if result.get("stopReason") != "end_turn":
-                        raise AgentError(f"unexpected v1 answer {result}")
-                    answered = pending.received_ns
-                else:
-                    agent.finish_request(pending)
-                    answered = 0
+                prompt = agent.prompt(session_id, f"[scenario:text] Say hello ({index}).")
+                result, answered = agent.timed_result(prompt)
+                if version == 1 and result.get("stopReason") != "end_turn":
+                    raise AgentError(f"unexpected v1 answer {result}")
                 deadline = time.monotonic() + 30
                 while len(result_times(log)) <= index:
                     if time.monotonic() > deadline:
@@ -145,12 +141,12 @@ def measure(version: int, prompts: int, model_url: str, root: Path) -> list[floa
                     time.sleep(0.005)
                 result_at = result_times(log)[index]
                 if version == 2:
-                    agent.wait_until("idle after the result", idle_since(idles, result_at), 30)
+                    agent.wait_until(idle_since(idles, result_at), 30, "idle after the result")
                     answered = min(t for t in idles if t >= result_at)
                 latencies.append((answered - result_at) / 1e6)
                 time.sleep(0.05)
         finally:
-            agent.stop()
+            agent.shut_down()
     return latencies
 
 

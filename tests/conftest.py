@@ -1,5 +1,10 @@
 """Shared fixtures: an offline environment for the real CLI, and the scripted local model; and
-before the first test, the pinned ACP client, so that ``uv run pytest`` is all a clone needs."""
+before the first test, the pinned ACP client, so that ``uv run pytest`` is all a clone needs.
+
+The property tests (Hypothesis) run ``pinned`` by default: every run tries the same examples,
+so the suite fails only when the code changes. ``--hypothesis-profile=explore`` tries new ones
+each run, as many per test as the pinned run; ``--hypothesis-seed=N`` replays one such run
+(``.ci/run`` explores once, ``pytest -m hypothesis``, and prints its seed)."""
 
 from __future__ import annotations
 
@@ -12,12 +17,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 from claude_bg_acp.platform import PORTABLE_ENV
 from claude_bg_acp.scripted_model import ScriptedModel, offline_env, serve_in_thread
 from tests.support.acp_client import ClientRun, NodeClientUnavailableError, ensure_node_client, run_client
 from tests.support.processes import survivors
 from tests.support.stdio_agent import AGENT
+
+settings.register_profile("pinned", derandomize=True)
+settings.register_profile("explore", derandomize=False, database=None, print_blob=True)
+settings.load_profile("pinned")  # before the test modules build their settings on it
 
 
 @pytest.fixture
@@ -94,6 +104,11 @@ def pytest_configure(config: pytest.Config) -> None:
                 "the portable mode finds what Claude Code leaves running with lsof, as on macOS: install lsof"
             )
         os.environ[PORTABLE_ENV] = "1"  # before anything asks platform.host(), which keeps its answer
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    seed = config.getoption("--hypothesis-seed")
+    return f"property tests: {settings.get_current_profile_name()}" + (f", seed {seed}" if seed else "")
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

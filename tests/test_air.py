@@ -14,7 +14,7 @@ import pytest
 
 from claude_bg_acp.acp.schema import air_capabilities
 from claude_bg_acp.core import events as ev
-from claude_bg_acp.core.effects import Effect, Notify, Reply, StopTask
+from claude_bg_acp.core.effects import Effect, Reply, StopTask
 from claude_bg_acp.core.policy import Policy
 from claude_bg_acp.presenters.air import AirPresenter
 from claude_bg_acp.presenters.choice import presenter_for
@@ -83,19 +83,11 @@ def test_the_presenter_of_an_air_client_wraps_the_v1_client_it_also_is() -> None
 # --- async tasks ---------------------------------------------------------------------------------
 
 
-def updates(effects: list[Effect]) -> list[dict[str, Any]]:
-    return [e.update.wire() for e in effects if isinstance(e, Notify)]
-
-
-def of_kind(effects: list[Effect], kind: str) -> list[dict[str, Any]]:
-    return [u for u in updates(effects) if u["sessionUpdate"] == kind]
-
-
 def clean(d: CoreDriver) -> None:
     """Every message validates (AIR's own against its contract), and the rules hold."""
     agent_lines, client_lines = as_jsonrpc(d.effects, d.requests)
     assert not validate_transcript(agent_lines, client_lines, 1, air=True)
-    check_updates(((e.session_id, e.update.wire()) for e in d.effects if isinstance(e, Notify)), 1)
+    check_updates(d.notified(d.effects), 1)
 
 
 def air_driver(*capabilities: str) -> CoreDriver:
@@ -121,7 +113,7 @@ def answer(effects: list[Effect], ticket: int) -> dict[str, Any]:
 def test_a_shell_is_spawned_with_its_tool_call_then_its_output_file() -> None:
     d = air_driver(air.ASYNC_TASKS)
     effects = launch_shell(d)
-    (spawned,) = of_kind(effects, "async_task_spawned")
+    (spawned,) = d.updates_of(effects, "async_task_spawned")
     assert spawned == {
         "sessionUpdate": "async_task_spawned",
         "asyncTaskId": "bash01",
@@ -133,17 +125,17 @@ def test_a_shell_is_spawned_with_its_tool_call_then_its_output_file() -> None:
         "toolCallId": "toolu_sh",
     }
     # Claude Code names the output file in its tool result: that is when the client learns it.
-    (progress,) = of_kind(effects, "async_task_progress")
+    (progress,) = d.updates_of(effects, "async_task_progress")
     assert progress["outputFilePath"].endswith("/bash01.output") and set(progress) == {
         "sessionUpdate",
         "asyncTaskId",
         "outputFilePath",
     }
-    call = [u for u in updates(effects) if u.get("toolCallId") == "toolu_sh"][-1]
+    call = [u for u in d.updates_of(effects) if u.get("toolCallId") == "toolu_sh"][-1]
     assert call["status"] == "completed"
     assert call["_meta"] == {"jetbrains": {"air": {"version": 1, "asyncTasks": {"backgrounded": True}}}}
     ended = d.frames(task_updated("bash01", "run01", "failed"))
-    assert of_kind(ended, "async_task_state_update") == [
+    assert d.updates_of(ended, "async_task_state_update") == [
         {"sessionUpdate": "async_task_state_update", "asyncTaskId": "bash01", "state": "failed"}
     ]
     clean(d)
@@ -172,14 +164,14 @@ def test_the_stop_by_task_id_answers_whether_it_sent_a_stop() -> None:
     assert answer(effects, ticket) == {"stopped": True}
     assert StopTask("bash01") in effects
     # The answer goes out before the stop is confirmed; the confirmation ends the task.
-    assert not of_kind(effects, "async_task_state_update")
+    assert not d.updates_of(effects, "async_task_state_update")
     ticket, effects = d.stop_task("bash01")
     assert answer(effects, ticket) == {"stopped": False}, "being stopped already"
     ended = d.frames(
         task_updated("bash01", "run01", "killed"),
         task_notification("bash01", "run01", "stopped", tool_use_id="toolu_sh"),
     )
-    assert [u["state"] for u in of_kind(ended, "async_task_state_update")] == ["stopped"]
+    assert [u["state"] for u in d.updates_of(ended, "async_task_state_update")] == ["stopped"]
     ticket, effects = d.stop_task("bash01")
     assert answer(effects, ticket) == {"stopped": False}, "finished"
     clean(d)
@@ -190,7 +182,7 @@ def test_a_stop_nobody_confirms_ends_the_task_stopped() -> None:
     launch_shell(d)
     d.stop_task("bash01")
     ended = d.advance(60.0)
-    assert [u["state"] for u in of_kind(ended, "async_task_state_update")] == ["stopped"]
+    assert [u["state"] for u in d.updates_of(ended, "async_task_state_update")] == ["stopped"]
     clean(d)
 
 
@@ -200,12 +192,13 @@ def test_a_paused_workflow_reports_paused_then_running() -> None:
         tool_use("toolu_wf", "Workflow", {"name": "build"}),
         task_started("wf01", "run01", "build all", "local_workflow", "toolu_wf", True),
     )
-    assert of_kind(opened, "async_task_spawned")[0]["taskType"] == "workflow"
+    assert d.updates_of(opened, "async_task_spawned")[0]["taskType"] == "workflow"
     paused = d.frames(task_updated("wf01", "run01", "paused"))
     resumed = d.frames(task_updated("wf01", "run01", "running"), task_updated("wf01", "run01", "running"))
-    assert [u["state"] for u in of_kind(paused + resumed, "async_task_state_update")] == ["paused", "running"]
+    states = [u["state"] for u in d.updates_of(paused + resumed, "async_task_state_update")]
+    assert states == ["paused", "running"]
     done = d.frames(task_notification("wf01", "run01", "completed", summary="built"))
-    assert of_kind(done, "async_task_state_update")[-1] == {
+    assert d.updates_of(done, "async_task_state_update")[-1] == {
         "sessionUpdate": "async_task_state_update",
         "asyncTaskId": "wf01",
         "state": "completed",
@@ -217,11 +210,11 @@ def test_a_paused_workflow_reports_paused_then_running() -> None:
 def test_a_task_no_tool_call_showed_is_in_the_transcript_until_its_tool_call_is_known() -> None:
     d = air_driver(air.ASYNC_TASKS)
     d.frames(tasks_changed([level_entry("mcp01", "run01", "mcp_task", "watch the queue")]))
-    (spawned,) = of_kind(d.advance(1.0), "async_task_spawned")
+    (spawned,) = d.updates_of(d.advance(1.0), "async_task_spawned")
     assert spawned["showInTranscript"] is True and "toolCallId" not in spawned
     assert spawned["taskType"] == "mcp_task"
     later = d.frames(task_progress("mcp01", "run01", "watch the queue", tool_use_id="toolu_mcp"))
-    assert of_kind(later, "async_task_progress") == [
+    assert d.updates_of(later, "async_task_progress") == [
         {"sessionUpdate": "async_task_progress", "asyncTaskId": "mcp01", "toolCallId": "toolu_mcp"}
     ]
     clean(d)
@@ -230,8 +223,8 @@ def test_a_task_no_tool_call_showed_is_in_the_transcript_until_its_tool_call_is_
 def test_without_async_tasks_an_air_client_gets_none() -> None:
     d = air_driver(air.NATIVE_SUBAGENTS)
     effects = launch_shell(d)
-    assert not [u for u in updates(effects) if u["sessionUpdate"].startswith("async_task")]
-    assert "_meta" not in [u for u in updates(effects) if u.get("toolCallId") == "toolu_sh"][-1]
+    assert not [u for u in d.updates_of(effects) if u["sessionUpdate"].startswith("async_task")]
+    assert "_meta" not in [u for u in d.updates_of(effects) if u.get("toolCallId") == "toolu_sh"][-1]
 
 
 # --- the draft subagent form ----------------------------------------------------------------------
@@ -253,7 +246,7 @@ def spawn_child(d: CoreDriver) -> list[Effect]:
 def test_a_child_is_spawned_on_its_parent_and_its_updates_are_stamped() -> None:
     d = air_driver(air.NATIVE_SUBAGENTS)
     effects = spawn_child(d)
-    notes = [(e.session_id, e.update.wire()) for e in effects if isinstance(e, Notify)]
+    notes = d.notified(effects)
     spawned = [(s, u) for s, u in notes if u["sessionUpdate"] == "subagent_spawned"]
     assert spawned == [
         (
@@ -272,7 +265,7 @@ def test_a_child_is_spawned_on_its_parent_and_its_updates_are_stamped() -> None:
     assert child and all(u["_meta"] == {"claudeCode": {"parentToolUseId": "toolu_agent"}} for u in child)
     assert not [u for s, u in notes if s == "root" and "_meta" in u]
     failed = d.frames(task_updated("agent01", "run01", "failed"))
-    assert of_kind(failed, "subagent_state_update") == [
+    assert d.updates_of(failed, "subagent_state_update") == [
         {"sessionUpdate": "subagent_state_update", "subagentSessionId": "agent01", "state": "failed"}
     ]
     clean(d)
@@ -282,18 +275,18 @@ def test_a_child_claude_code_lost_is_disconnected() -> None:
     d = air_driver(air.NATIVE_SUBAGENTS)
     spawn_child(d)
     lost = d.handle(ev.ClaudeDied("Claude Code exited", fatal=False))
-    assert [u["state"] for u in of_kind(lost, "subagent_state_update")] == ["disconnected"]
+    assert [u["state"] for u in d.updates_of(lost, "subagent_state_update")] == ["disconnected"]
     clean(d)
 
 
 def test_a_resumed_child_is_spawned_again() -> None:
     d = air_driver(air.NATIVE_SUBAGENTS)
-    first = of_kind(spawn_child(d), "subagent_spawned")
+    first = d.updates_of(spawn_child(d), "subagent_spawned")
     d.frames(task_updated("agent01", "run01", "completed"), result())
     again = d.frames(
         task_started("agent01", "run02", "background helper", "local_agent", "toolu_agent", True)
     )
-    assert of_kind(again, "subagent_spawned") == first
+    assert d.updates_of(again, "subagent_spawned") == first
 
 
 # --- the agent ------------------------------------------------------------------------------------

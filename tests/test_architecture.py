@@ -118,7 +118,13 @@ def mentions_a_version(tree: ast.AST) -> bool:
 
 def test_only_presenters_and_the_negotiation_know_the_protocol_version() -> None:
     # The demo is a client of the agent: it chooses the version it speaks.
-    allowed = (f"{NAME}.presenters", f"{NAME}.agent", f"{NAME}.acp", f"{NAME}.cli", f"{NAME}.scripted_model")
+    allowed: tuple[str, ...] = (
+        f"{NAME}.presenters",
+        f"{NAME}.agent",
+        f"{NAME}.acp",
+        f"{NAME}.cli",
+        f"{NAME}.scripted_model",
+    )
     allowed += (f"{NAME}.demo",)
     checked = [m for m in MODULES if not m.startswith(allowed) and m != NAME]
     assert f"{NAME}.core.session" in checked and f"{NAME}.session_host" in checked

@@ -298,13 +298,14 @@ def rpc_shapes() -> Iterator[Case]:
         ("neither call nor response", {"jsonrpc": "2.0", "id": "shape-11", "foo": 1}, ("shape-11", INVALID)),
     ]:
         yield Case(name, message(frame), (answer,))
-    for name, request_id in [
+    odd_ids: list[tuple[str, RequestId]] = [
         ("id negative", -1),
         ("id beyond 64 bits", 2**70),
         ("id a long string", "i" * 10_000),
         ("id empty", ""),
         ("id with emoji", "id-é-🙂"),
-    ]:
+    ]
+    for name, request_id in odd_ids:
         data, _ = request("no/such_method", request_id=request_id)
         yield Case(name, data, ((request_id, NOT_FOUND),))
     for name, method in [
@@ -345,6 +346,7 @@ def rpc_shapes() -> Iterator[Case]:
 
 
 def params_of_every_method() -> Iterator[Case]:
+    params: Any
     for name, params, code in [
         ("initialize without params", None, PARAMS),
         ("initialize with a version in words", {"protocolVersion": "one"}, PARAMS),

@@ -13,7 +13,7 @@ from typing import Any
 
 from claude_bg_acp.closing_line import ExitInfo
 from claude_bg_acp.core import events as ev
-from claude_bg_acp.core.effects import Effect, FinishTail, Notify
+from claude_bg_acp.core.effects import Effect, FinishTail
 from tests.support.driver import CoreDriver, as_jsonrpc
 from tests.support.frames import (
     TaskSpec,
@@ -32,22 +32,16 @@ SHELL = TaskSpec("shell", "bash01")
 SIGTERM = ExitInfo(None, "SIGTERM")
 
 
-def updates(effects: list[Effect]) -> list[dict[str, Any]]:
-    return [e.update.wire() for e in effects if isinstance(e, Notify) and e.session_id == ROOT]
+def exits(d: CoreDriver, effects: list[Effect]) -> list[dict[str, Any]]:
+    return [u["exitStatus"] for u in d.updates_of(effects) if "exitStatus" in u]
 
 
-def exits(effects: list[Effect]) -> list[dict[str, Any]]:
-    return [u["exitStatus"] for u in updates(effects) if "exitStatus" in u]
+def states(d: CoreDriver, effects: list[Effect]) -> list[tuple[str, str | None]]:
+    return [(u["state"], u.get("stopReason")) for u in d.updates_of(effects, "state_update")]
 
 
-def states(effects: list[Effect]) -> list[tuple[str, str | None]]:
-    return [
-        (u["state"], u.get("stopReason")) for u in updates(effects) if u["sessionUpdate"] == "state_update"
-    ]
-
-
-def lists(effects: list[Effect]) -> list[list[dict[str, Any]]]:
-    return [u["background"] for u in updates(effects) if u["sessionUpdate"] == "state_update"]
+def lists(d: CoreDriver, effects: list[Effect]) -> list[list[dict[str, Any]]]:
+    return [u["background"] for u in d.updates_of(effects, "state_update")]
 
 
 def with_a_running_shell() -> CoreDriver:
@@ -70,7 +64,7 @@ def check(d: CoreDriver) -> None:
     """Every update is valid and the background rules hold over the whole run."""
     agent_lines, client_lines = as_jsonrpc(d.effects)
     assert not validate_transcript(agent_lines, client_lines, 2)
-    check_updates(((e.session_id, e.update.wire()) for e in d.effects if isinstance(e, Notify)), 2)
+    check_updates(d.notified(d.effects), 2)
 
 
 def test_a_shell_a_crashed_claude_code_left_running_reports_how_the_agent_stopped_it() -> None:
@@ -78,24 +72,24 @@ def test_a_shell_a_crashed_claude_code_left_running_reports_how_the_agent_stoppe
     died = d.handle(ev.ClaudeDied("Claude Code failed", False, {SHELL.task_id: SIGTERM}), 1.0)
     # Its file is read to the end first: it stays listed, and no exit is told yet.
     assert FinishTail(SHELL.task_id) in died
-    assert exits(died) == []
-    assert all(lst == [{"type": "terminal", "terminalId": SHELL.task_id}] for lst in lists(died))
+    assert exits(d, died) == []
+    assert all(lst == [{"type": "terminal", "terminalId": SHELL.task_id}] for lst in lists(d, died))
     drained = d.drained(SHELL.task_id, b"tick 2\n")
-    assert exits(drained) == [{"exitCode": None, "signal": "SIGTERM"}]
-    assert lists(drained)[-1] == []
+    assert exits(d, drained) == [{"exitCode": None, "signal": "SIGTERM"}]
+    assert lists(d, drained)[-1] == []
     assert {
         "sessionUpdate": "terminal_output_chunk",
         "terminalId": SHELL.task_id,
         "data": "dGljayAyCg==",
-    } in (updates(drained))
+    } in d.updates_of(drained)
     check(d)
 
 
 def test_a_shell_nobody_stopped_ends_unknown_when_claude_code_dies() -> None:
     d = with_a_running_shell()
     died = d.handle(ev.ClaudeDied("Claude Code failed", False), 1.0)
-    assert exits(died) == [{}]
-    assert lists(died)[-1] == []
+    assert exits(d, died) == [{}]
+    assert lists(d, died)[-1] == []
     check(d)
 
 
@@ -104,7 +98,7 @@ def test_the_end_a_new_claude_code_repeats_is_not_told_twice() -> None:
     d.handle(ev.ClaudeDied("Claude Code failed", False, {SHELL.task_id: SIGTERM}), 1.0)
     d.drained(SHELL.task_id)
     repeated = d.frames(SHELL.updated("killed"), SHELL.notification("stopped"))
-    assert exits(repeated) == []
+    assert exits(d, repeated) == []
     check(d)
 
 
@@ -112,12 +106,12 @@ def test_an_empty_turn_of_the_claude_code_that_took_over_is_not_shown() -> None:
     d = CoreDriver(2, session_id=ROOT)
     d.prompt("hello")
     d.frames(state_changed("running"), text("Hello."), result(), state_changed("idle"))
-    assert states(d.handle(ev.ClaudeDied("Claude Code failed", False), 1.0)) == []
+    assert states(d, d.handle(ev.ClaudeDied("Claude Code failed", False), 1.0)) == []
     # What the bundled CLI sends when it resumes a conversation whose task the crash cut short.
     empty_turn = result(result_text="", origin=follow_up_origin())
     empty_turn["num_turns"] = 0
     taken_over = d.frames(state_changed("running"), empty_turn, state_changed("idle"))
-    assert states(taken_over) == []
+    assert states(d, taken_over) == []
     check(d)
 
 
@@ -125,9 +119,9 @@ def test_a_claude_code_that_took_over_and_works_is_shown_running() -> None:
     d = CoreDriver(2, session_id=ROOT)
     d.handle(ev.ClaudeDied("Claude Code failed", False))
     working = d.frames(state_changed("running"), text("Looking at the task that ended."))
-    assert states(working) == [("running", None)]
+    assert states(d, working) == [("running", None)]
     ended = d.frames(result(origin=follow_up_origin()), state_changed("idle"))
-    assert states(ended) == [("idle", "end_turn")]
+    assert states(d, ended) == [("idle", "end_turn")]
     check(d)
 
 
@@ -135,8 +129,8 @@ def test_a_prompt_after_the_crash_runs_as_usual() -> None:
     d = CoreDriver(2, session_id=ROOT)
     d.handle(ev.ClaudeDied("Claude Code failed", False))
     _, effects = d.prompt("still there?")
-    assert states(effects) == [("running", None)]
-    assert states(d.frames(state_changed("running"), text("Yes."), result(), state_changed("idle"))) == [
+    assert states(d, effects) == [("running", None)]
+    assert states(d, d.frames(state_changed("running"), text("Yes."), result(), state_changed("idle"))) == [
         ("idle", "end_turn")
     ]
 
@@ -144,14 +138,14 @@ def test_a_prompt_after_the_crash_runs_as_usual() -> None:
 def test_the_close_reads_a_shell_the_agent_stopped_to_its_end() -> None:
     d = with_a_running_shell()
     closing = d.handle(ev.Close(), 1.0)
-    assert exits(closing) == []
+    assert exits(d, closing) == []
     timed_out = d.handle(ev.CloseTimedOut({SHELL.task_id: SIGTERM}), 0.3)
-    assert FinishTail(SHELL.task_id) in timed_out and exits(timed_out) == []
+    assert FinishTail(SHELL.task_id) in timed_out and exits(d, timed_out) == []
     assert not d.core.settled
     drained = d.drained(SHELL.task_id)
-    assert exits(drained) == [{"exitCode": None, "signal": "SIGTERM"}]
+    assert exits(d, drained) == [{"exitCode": None, "signal": "SIGTERM"}]
     assert d.core.settled
-    assert states(d.effects)[-1] == ("idle", None) and lists(d.effects)[-1] == []
+    assert states(d, d.effects)[-1] == ("idle", None) and lists(d, d.effects)[-1] == []
     check(d)
 
 
@@ -160,7 +154,7 @@ def test_the_closing_line_tells_more_than_the_stop() -> None:
     d.handle(ev.Close(), 1.0)
     d.handle(ev.CloseTimedOut({SHELL.task_id: SIGTERM}), 0.3)
     drained = d.drained(SHELL.task_id, exit_info=ExitInfo(3, None))
-    assert exits(drained) == [{"exitCode": 3, "signal": None}]
+    assert exits(d, drained) == [{"exitCode": 3, "signal": None}]
 
 
 def test_no_follow_up_turn_is_expected_once_the_session_closes() -> None:
@@ -168,9 +162,9 @@ def test_no_follow_up_turn_is_expected_once_the_session_closes() -> None:
     d.frames(SHELL.updated("completed"), SHELL.notification("completed"))
     d.handle(ev.Close(), 0.1)
     drained = d.drained(SHELL.task_id, exit_info=ExitInfo(0, None))
-    assert exits(drained) == [{"exitCode": 0, "signal": None}]
-    assert ("running", None) not in states(drained)
-    assert states(d.effects)[-1][0] == "idle"
+    assert exits(d, drained) == [{"exitCode": 0, "signal": None}]
+    assert ("running", None) not in states(d, drained)
+    assert states(d, d.effects)[-1][0] == "idle"
     check(d)
 
 
@@ -180,9 +174,9 @@ def test_the_tool_calls_of_a_turn_a_crash_cut_short_end_with_it() -> None:
     d.prompt("wait")
     d.frames(state_changed("running"), tool_use("toolu_wait", "Bash", {"command": "sleep 100"}))
     died = d.handle(ev.ClaudeDied("Claude Code failed", False), 1.0)
-    ends = [(u["toolCallId"], u["status"]) for u in updates(died) if u["sessionUpdate"] == "tool_call_update"]
+    ends = [(u["toolCallId"], u["status"]) for u in d.updates_of(died, "tool_call_update")]
     assert ends == [("toolu_wait", "failed")]
-    assert states(died) == [("idle", "error")]
+    assert states(d, died) == [("idle", "error")]
     check(d)
 
 
@@ -198,13 +192,9 @@ def test_a_v1_tool_call_whose_work_started_before_its_result_ends_when_claude_co
     d.frames(
         state_changed("running"), MONITOR.launch(), tasks_changed([MONITOR.level_entry()]), MONITOR.started()
     )
-    assert [u for u in updates(d.effects) if u.get("status") in ("completed", "failed")] == []
+    assert [u for u in d.updates() if u.get("status") in ("completed", "failed")] == []
     d.handle(ev.ClaudeDied("Claude Code failed", False), 1.0)
-    ends = [
-        u["status"]
-        for u in updates(d.effects)
-        if u.get("toolCallId") == MONITOR.tool_use_id and "status" in u
-    ]
+    ends = [u["status"] for u in d.updates() if u.get("toolCallId") == MONITOR.tool_use_id and "status" in u]
     assert ends[-1] == "failed" and ends.count("failed") == 1
     agent_lines, client_lines = as_jsonrpc(d.effects)
     assert not validate_transcript(agent_lines, client_lines, 1)

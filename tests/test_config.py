@@ -19,7 +19,6 @@ from claude_bg_acp.claude.server_info import read_applied
 from claude_bg_acp.core import events as ev
 from claude_bg_acp.core.effects import (
     Effect,
-    Notify,
     Query,
     ReadSettings,
     Reply,
@@ -61,12 +60,6 @@ def options_of(driver: CoreDriver) -> dict[str, dict[str, Any]]:
     return {option[key]: option for option in fields["configOptions"]}
 
 
-def updates(effects: list[Effect], kind: str) -> list[dict[str, Any]]:
-    return [
-        e.update.wire() for e in effects if isinstance(e, Notify) and e.update.wire()["sessionUpdate"] == kind
-    ]
-
-
 @pytest.mark.parametrize("version", [1, 2])
 def test_a_new_session_offers_mode_model_and_effort(version: int) -> None:
     driver = CoreDriver(version)
@@ -94,7 +87,7 @@ def test_an_answer_before_claude_code_said_anything_offers_the_mode_alone() -> N
     assert [option["id"] for option in fields["configOptions"]] == ["mode"]
     assert told == []
     started = driver.start(INFO, OPUS, "medium")
-    [update] = updates(started, "config_option_update")
+    [update] = driver.updates_of(started, "config_option_update")
     assert [option["id"] for option in update["configOptions"]] == ["mode", "model", "effort"]
 
 
@@ -105,9 +98,9 @@ def test_nothing_is_told_before_the_client_has_the_answer() -> None:
     assert driver.start(INFO, OPUS, "medium") == []
     assert driver.frame(init(SONNET)) == []
     opened_now = valid(driver, driver.handle(ev.AnswerWritten()), 2)
-    [update] = updates(opened_now, "config_option_update")
+    [update] = driver.updates_of(opened_now, "config_option_update")
     assert {o["configId"]: o["currentValue"] for o in update["configOptions"]}["model"] == "sonnet"
-    assert len(updates(opened_now, "available_commands_update")) == 1
+    assert len(driver.updates_of(opened_now, "available_commands_update")) == 1
 
 
 @pytest.mark.parametrize("version", [1, 2])
@@ -122,7 +115,7 @@ def test_choosing_a_model_switches_claude_code_before_the_next_prompt(version: i
         o["id" if version == 1 else "configId"]: o["currentValue"] for o in answer.result["configOptions"]
     }
     assert current["model"] == "sonnet"
-    assert not updates(chosen, "config_option_update"), "the answer carries the options"
+    assert not driver.updates_of(chosen, "config_option_update"), "the answer carries the options"
     _, prompted = driver.prompt("hello")
     assert any(isinstance(e, Query) for e in prompted)
     assert driver.effects.index(SetModel("sonnet")) < next(
@@ -184,7 +177,9 @@ def test_claude_code_switching_the_model_by_itself_is_told(version: int) -> None
     driver = opened(version)
     ended = driver.frames(state_changed("running"), result())
     assert ReadSettings() in ended
-    [update] = updates(valid(driver, driver.settings_read(SONNET, "medium"), version), "config_option_update")
+    [update] = driver.updates_of(
+        valid(driver, driver.settings_read(SONNET, "medium"), version), "config_option_update"
+    )
     assert {o["id" if version == 1 else "configId"]: o["currentValue"] for o in update["configOptions"]}[
         "model"
     ] == "sonnet"
@@ -205,7 +200,7 @@ def test_reports_older_than_a_switch_are_not_taken() -> None:
     driver.choose("model", "sonnet")
     assert driver.frame(init(OPUS)) == [], "a turn that started before the switch"
     assert driver.settings_read(SONNET, "medium") == []
-    [update] = updates(driver.frame(init(OPUS)), "config_option_update")
+    [update] = driver.updates_of(driver.frame(init(OPUS)), "config_option_update")
     assert {o["configId"]: o["currentValue"] for o in update["configOptions"]}["model"] == "default"
 
 
@@ -213,11 +208,11 @@ def test_reports_older_than_a_switch_are_not_taken() -> None:
 def test_claude_code_entering_plan_mode_by_itself_is_told(version: int) -> None:
     driver = opened(version)
     told = valid(driver, driver.frame(status("plan")), version)
-    [update] = updates(told, "config_option_update")
+    [update] = driver.updates_of(told, "config_option_update")
     assert {o["id" if version == 1 else "configId"]: o["currentValue"] for o in update["configOptions"]}[
         "mode"
     ] == "plan"
-    modes = updates(told, "current_mode_update")
+    modes = driver.updates_of(told, "current_mode_update")
     assert modes == (
         [{"sessionUpdate": "current_mode_update", "currentModeId": "plan"}] if version == 1 else []
     )
@@ -227,19 +222,19 @@ def test_v1_set_mode_and_the_mode_option_stay_in_sync() -> None:
     driver = opened(1)
     switched = valid(driver, driver.handle(ev.ChooseMode("acceptEdits")), 1)
     assert switched[:2] == [SetPermissionMode("acceptEdits"), ReadSettings()]
-    assert updates(switched, "current_mode_update") == [
+    assert driver.updates_of(switched, "current_mode_update") == [
         {"sessionUpdate": "current_mode_update", "currentModeId": "acceptEdits"}
     ]
-    [update] = updates(switched, "config_option_update")
+    [update] = driver.updates_of(switched, "config_option_update")
     assert {o["id"]: o["currentValue"] for o in update["configOptions"]}["mode"] == "acceptEdits"
 
     _, chosen = driver.choose("mode", "plan")
     valid(driver, chosen, 1)
     assert chosen[:2] == [SetPermissionMode("plan"), ReadSettings()]
-    assert updates(chosen, "current_mode_update") == [
+    assert driver.updates_of(chosen, "current_mode_update") == [
         {"sessionUpdate": "current_mode_update", "currentModeId": "plan"}
     ]
-    assert not updates(chosen, "config_option_update"), "the answer carries the options"
+    assert not driver.updates_of(chosen, "config_option_update"), "the answer carries the options"
     assert driver.core.modes.current == "plan"
 
 
@@ -250,7 +245,8 @@ def test_the_echo_of_a_replaced_switch_does_not_bring_its_mode_back() -> None:
     driver.handle(ev.ChooseMode("acceptEdits"))
     driver.choose("mode", "plan")
     echoes = driver.frames(status("acceptEdits"), status("plan"))
-    assert not updates(echoes, "current_mode_update") and not updates(echoes, "config_option_update")
+    assert not driver.updates_of(echoes, "current_mode_update")
+    assert not driver.updates_of(echoes, "config_option_update")
     assert driver.settings_read(OPUS, "medium") == []
     assert driver.settings_read(OPUS, "medium") == []
     assert driver.core.modes.current == "plan"
@@ -262,10 +258,10 @@ def test_a_mode_claude_code_reports_during_a_switch_is_taken_once_it_is_confirme
     driver.choose("model", "sonnet")
     assert driver.frame(status("plan")) == [], "it may predate the switch"
     told = valid(driver, driver.settings_read(SONNET, "medium"), version)
-    [update] = updates(told, "config_option_update")
+    [update] = driver.updates_of(told, "config_option_update")
     key = "id" if version == 1 else "configId"
     assert {o[key]: o["currentValue"] for o in update["configOptions"]}["mode"] == "plan"
-    assert len(updates(told, "current_mode_update")) == (1 if version == 1 else 0)
+    assert len(driver.updates_of(told, "current_mode_update")) == (1 if version == 1 else 0)
 
 
 # --- which permission modes are offered -----------------------------------------------------------
@@ -280,8 +276,8 @@ def mode_ids(driver: CoreDriver) -> list[str]:
     return ids
 
 
-def told_modes(effects: list[Effect]) -> list[str]:
-    [update] = updates(effects, "config_option_update")
+def told_modes(driver: CoreDriver, effects: list[Effect]) -> list[str]:
+    [update] = driver.updates_of(effects, "config_option_update")
     [mode] = [o for o in update["configOptions"] if o["id"] == "mode"]
     return [choice["value"] for choice in mode["options"]]
 
@@ -307,7 +303,7 @@ def test_modes_the_settings_disable_are_not_offered_nor_taken() -> None:
     driver = opened(1)
     driver.frames(state_changed("running"), result())
     told = valid(driver, driver.settings_read(OPUS, "medium", frozenset({"auto", "bypassPermissions"})), 1)
-    assert told_modes(told) == ["default", "acceptEdits", "plan"] == mode_ids(driver)
+    assert told_modes(driver, told) == ["default", "acceptEdits", "plan"] == mode_ids(driver)
     for mode in ("auto", "bypassPermissions"):
         with pytest.raises(Refused) as refused:
             driver.choose("mode", mode)
@@ -328,7 +324,7 @@ def test_auto_is_offered_while_the_model_can_run_it() -> None:
     assert "auto" in mode_ids(driver), "the current mode stays listed"
     driver.settings_read(haiku["resolvedModel"], None)
     left = valid(driver, driver.frame(status("default")), 1)
-    assert told_modes(left) == ["default", "acceptEdits", "plan", "bypassPermissions"]
+    assert told_modes(driver, left) == ["default", "acceptEdits", "plan", "bypassPermissions"]
     driver.choose("model", "opus")
     assert "auto" in mode_ids(driver)
 
@@ -343,10 +339,10 @@ def test_a_switch_claude_code_refuses_goes_back_to_the_mode_it_is_in(version: in
     driver.settings_read(OPUS, "medium")
     driver.choose("mode", "auto")
     back = valid(driver, driver.handle(ev.ModeRefused("auto")), version)
-    [update] = updates(back, "config_option_update")
+    [update] = driver.updates_of(back, "config_option_update")
     key = "id" if version == 1 else "configId"
     assert {o[key]: o["currentValue"] for o in update["configOptions"]}["mode"] == "acceptEdits"
-    assert updates(back, "current_mode_update") == (
+    assert driver.updates_of(back, "current_mode_update") == (
         [{"sessionUpdate": "current_mode_update", "currentModeId": "acceptEdits"}] if version == 1 else []
     )
     assert driver.core.modes.current == "acceptEdits"

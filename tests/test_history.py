@@ -59,10 +59,6 @@ def recalled(client: str, conversation: ev.StoredConversation) -> tuple[CoreDriv
     return driver, effects
 
 
-def updates(effects: list[Effect], session_id: str = RECORDED_SESSION) -> list[dict[str, Any]]:
-    return [e.update.wire() for e in effects if isinstance(e, Notify) and e.session_id == session_id]
-
-
 @pytest.mark.parametrize("client", list(CLIENTS))
 def test_replay_matches_golden(client: str, conversation: ev.StoredConversation) -> None:
     _, effects = recalled(client, conversation)
@@ -93,8 +89,8 @@ def test_a_replay_in_parts_is_the_replay_in_one(client: str, size: int, tmp_path
 def test_v2_replay_shows_the_ended_shell_the_child_and_no_live_work(
     conversation: ev.StoredConversation,
 ) -> None:
-    _, effects = recalled("v2", conversation)
-    root = updates(effects)
+    driver, effects = recalled("v2", conversation)
+    root = driver.updates_of(effects)
     users = [u for u in root if u["sessionUpdate"] == "user_message"]
     assert [u["content"][0]["text"] for u in users] == [
         "[scenario:bg_completed] Run a background job.",
@@ -116,7 +112,7 @@ def test_v2_replay_shows_the_ended_shell_the_child_and_no_live_work(
     (announced, ended) = [u for u in root if u["sessionUpdate"] == "subagent_update"]
     assert announced["sessionId"] == CHILD and "capabilities" not in announced
     assert ended["state"] == {"state": "idle", "stopReason": "end_turn", "background": []}
-    child = updates(effects, CHILD)
+    child = driver.updates_of(effects, session_id=CHILD)
     assert [u["sessionUpdate"] for u in child][:2] == ["session_message", "state_update"]
     assert "subagent one finished its work" in json.dumps(child)
     assert root[-1] == {"sessionUpdate": "state_update", "state": "idle", "background": []}
@@ -125,9 +121,9 @@ def test_v2_replay_shows_the_ended_shell_the_child_and_no_live_work(
 def test_without_child_sessions_a_subagents_work_shows_in_its_parent(
     conversation: ev.StoredConversation,
 ) -> None:
-    _, effects = recalled("v1", conversation)
+    driver, effects = recalled("v1", conversation)
     assert {e.session_id for e in effects if isinstance(e, Notify)} == {RECORDED_SESSION}
-    root = updates(effects)
+    root = driver.updates_of(effects)
     assert not [u for u in root if u["sessionUpdate"] == "subagent_update"]
     assert "subagent one finished its work" in json.dumps(root)
     assert "[subagent:one] Do the small job" not in json.dumps(
@@ -146,14 +142,16 @@ def test_a_recall_leaves_live_work_to_the_live_session(conversation: ev.StoredCo
     driver.replay(frames[: first_result + 1])
     driver.output(SHELL, b"hello-from-bg\n")
     replayed = driver.recall(conversation)
-    assert not [u for u in updates(replayed) if u.get("terminalId") == SHELL], (
+    assert not [u for u in driver.updates_of(replayed) if u.get("terminalId") == SHELL], (
         "a live terminal is not replayed"
     )
     handoff = next(
-        u for u in updates(replayed) if u.get("content") and u["content"][0].get("terminalId") == SHELL
+        u
+        for u in driver.updates_of(replayed)
+        if u.get("content") and u["content"][0].get("terminalId") == SHELL
     )
     assert handoff["status"] == "completed"
-    restated = updates(driver.resync())
+    restated = driver.updates_of(driver.resync())
     assert restated == [
         {
             "sessionUpdate": "terminal_update",
@@ -180,7 +178,7 @@ def test_a_restated_terminal_shows_its_latest_output() -> None:
     driver.replay(frames[: first_result + 1])
     for index in range(40):
         driver.output(SHELL, bytes([65 + index % 26]) * 16384)
-    (terminal, _) = updates(driver.resync())
+    (terminal, _) = driver.updates_of(driver.resync())
     shown = base64.b64decode(terminal["output"]["data"])
     assert len(shown) == RESTATE_LIMIT and shown.endswith(bytes([65 + 39 % 26]) * 16384)
 
@@ -190,12 +188,12 @@ def test_the_title_goes_out_when_claude_code_names_the_conversation() -> None:
     driver.prompt("hello")
     effects = driver.frames(text("hi"), result())
     assert ReadTitle() in effects, "an AI title may have been written: look"
-    assert updates(driver.handle(ev.TitleRead(None, None)), "titled") == []
+    assert driver.updates_of(driver.handle(ev.TitleRead(None, None))) == []
     named = driver.handle(ev.TitleRead("Greeting", "2026-12-01T00:00:00.000Z"))
-    assert updates(named, "titled") == [
+    assert driver.updates_of(named) == [
         {"sessionUpdate": "session_info_update", "title": "Greeting", "updatedAt": "2026-12-01T00:00:00.000Z"}
     ]
-    assert updates(driver.handle(ev.TitleRead("Greeting", "2026-12-01T00:00:01.000Z")), "titled") == []
+    assert driver.updates_of(driver.handle(ev.TitleRead("Greeting", "2026-12-01T00:00:01.000Z"))) == []
     driver.prompt("again")
     assert ReadTitle() not in driver.frames(text("hi"), result()), "named: only a rename is looked for"
     renamed = {
@@ -238,7 +236,7 @@ def test_claude_codes_own_messages_are_told_from_the_users() -> None:
 
 
 def test_a_stored_prompt_comes_back_as_it_was_sent() -> None:
-    sent = [
+    sent: list[dict[str, Any]] = [
         {"type": "text", "text": "Look at this"},
         {"type": "image", "data": "aGk=", "mimeType": "image/png"},
         {"type": "resource", "resource": {"uri": "file:///a.py", "text": "print(1)\n"}},
@@ -259,7 +257,7 @@ def live_after_first_turn(recording: str) -> CoreDriver:
 
 def test_a_listed_tool_call_is_restated_whole_and_cancellable() -> None:
     driver = live_after_first_turn("monitor")
-    restated = updates(driver.resync())
+    restated = driver.updates_of(driver.resync())
     call, state = restated
     assert call["sessionUpdate"] == "tool_call_update" and call["status"] == "in_progress"
     assert call["title"].startswith("Monitor") and call["rawInput"]["description"] == "tick watcher"
@@ -270,7 +268,7 @@ def test_a_listed_tool_call_is_restated_whole_and_cancellable() -> None:
 def test_a_listed_child_is_introduced_then_its_state_follows() -> None:
     driver = live_after_first_turn("agent_bg")
     effects = driver.resync()
-    root = updates(effects)
+    root = driver.updates_of(effects)
     intro, mirrored, state = root
     assert intro == {
         "sessionUpdate": "subagent_update",
@@ -281,6 +279,6 @@ def test_a_listed_child_is_introduced_then_its_state_follows() -> None:
         "state": {"state": "running"},
     }
     assert mirrored["state"]["state"] == "running"
-    assert updates(effects, "agent01")[0]["sessionUpdate"] == "state_update"
+    assert driver.updates_of(effects, session_id="agent01")[0]["sessionUpdate"] == "state_update"
     assert state["background"] == [{"type": "subagent", "sessionId": "agent01"}]
     check_transcript(driver, driver.effects, "v2")

@@ -154,7 +154,7 @@ def test_a_crashed_claude_is_replaced_and_the_conversation_goes_on(live: LiveMod
 
 def test_a_crash_during_a_turn_ends_it_with_an_error(live: LiveModel, workdir: Path) -> None:
     agent, session_id = start(live, workdir)
-    agent._allow = False
+    agent.allow = False
     prompt(agent, 2, session_id, "[scenario:permission] Touch a file.")
     question = agent.next_message(lambda m: m.get("method") == "session/request_permission", timeout=30)
     os.kill(claude_pid(live), signal.SIGKILL)

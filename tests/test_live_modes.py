@@ -92,7 +92,7 @@ def test_choosing_auto_is_taken_by_claude_code_and_told(live: LiveModel, workdir
 
 def test_choosing_auto_as_an_option_is_taken_by_claude_code(live: LiveModel, workdir: Path) -> None:
     params = {"sessionId": "$sessionId", "configId": "mode", "value": "auto"}
-    steps = [
+    steps: list[dict[str, Any]] = [
         {"op": "request", "id": "auto", "method": "session/set_config_option", "params": params},
         {"op": "prompt", "id": "p", "text": "[scenario:text] hi"},
         {"op": "waitIdle", "match": {"stopReason": "end_turn"}},

@@ -31,7 +31,7 @@ from tests.support.stdio_agent import StdioAgent
 
 pytestmark = pytest.mark.live
 
-LONG_SHELL = [
+LONG_SHELL: list[dict[str, Any]] = [
     {"op": "prompt", "text": "[scenario:bg_long] Run a long job."},
     {"op": "waitIdle", "match": {"stopReason": "end_turn"}},
 ]

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import os
 import select
+import shlex
 import signal
 import subprocess
 import sys
 import textwrap
 import uuid
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -33,12 +35,15 @@ def owner() -> str:
 
 
 def spawn(
-    spawned: list[subprocess.Popen[bytes]], command: str, owner: str, own_group: bool = True, **kwargs: object
+    spawned: list[subprocess.Popen[bytes]], command: str, owner: str, own_group: bool = True, **kwargs: Any
 ) -> subprocess.Popen[bytes]:
     env = {**os.environ, orphans.OWNER_ENV: owner}
-    process = subprocess.Popen(
-        ["sh", "-c", command], env=env, start_new_session=own_group, stdin=subprocess.DEVNULL, **kwargs
+    # ``exec X`` runs X itself, without the shell's second exec: a process caught between two
+    # execs shows an empty environment, and would not be found by its owner's token yet.
+    argv = (
+        shlex.split(command.removeprefix("exec ")) if command.startswith("exec ") else ["sh", "-c", command]
     )
+    process = subprocess.Popen(argv, env=env, start_new_session=own_group, stdin=subprocess.DEVNULL, **kwargs)
     spawned.append(process)
     return process
 

@@ -12,7 +12,7 @@ import pytest
 from claude_agent_sdk._internal.message_parser import parse_message
 
 from claude_bg_acp.core import events as ev
-from claude_bg_acp.core.effects import Effect, Notify
+from claude_bg_acp.core.effects import Effect
 from tests.support.driver import CoreDriver, as_jsonrpc
 from tests.support.frames import agent_input, state_changed, tool_result, tool_use
 from tests.support.schema import validate_transcript
@@ -28,7 +28,7 @@ DONE = "Todos have been modified successfully."
 def wire(driver: CoreDriver, effects: list[Effect], version: int) -> list[dict[str, Any]]:
     agent, client = as_jsonrpc(effects)
     assert not validate_transcript(agent, client, version)
-    return [e.update.wire() for e in effects if isinstance(e, Notify)]
+    return driver.updates_of(effects)
 
 
 def entries(update: dict[str, Any]) -> list[tuple[str, str]]:
@@ -127,7 +127,11 @@ def test_a_subagents_list_inside_its_parents_session_stays_a_tool_call() -> None
 
 def stored(*frames: dict[str, Any]) -> ev.StoredConversation:
     """A stored conversation: what Claude Code's transcript keeps has no structured results."""
-    messages = [ev.StoredMessage(f["uuid"], parse_message(f), f["message"]["content"]) for f in frames]
+    messages = []
+    for frame in frames:
+        message = parse_message(frame)
+        assert message is not None, frame
+        messages.append(ev.StoredMessage(frame["uuid"], message, frame["message"]["content"]))
     return ev.StoredConversation(messages, [], {})
 
 

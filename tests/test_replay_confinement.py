@@ -28,7 +28,6 @@ import pytest
 from claude_bg_acp.claude import conventions
 from claude_bg_acp.closing_line import ExitInfo
 from claude_bg_acp.core import events as ev
-from claude_bg_acp.core.effects import Notify
 from claude_bg_acp.task_output import NotOutput, open_output
 from tests.support.driver import (
     CWD,
@@ -181,7 +180,7 @@ def test_a_foreground_command_that_prints_the_hand_off_is_an_ordinary_tool_call(
     driver = CoreDriver.for_client("v2", session_id=RECORDED_SESSION)
     effects = driver.recall(conversation) + driver.resync()
     check_transcript(driver, effects, "v2")
-    updates = [e.update.wire() for e in effects if isinstance(e, Notify) and e.session_id == RECORDED_SESSION]
+    updates = driver.updates_of(effects)
     assert not [u for u in updates if u["sessionUpdate"].startswith("terminal")]
     (call,) = [u for u in updates if u.get("rawInput", {}).get("command", "").startswith("echo hello")]
     ended = [u for u in updates if u.get("toolCallId") == call["toolCallId"] and "status" in u]

@@ -7,19 +7,13 @@ recorded fixtures, and go through ``CoreDriver``."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from claude_bg_acp.core import events as ev
-from claude_bg_acp.core.effects import Effect, Notify
+from claude_bg_acp.core.effects import Effect
 from tests.support.driver import CoreDriver, as_jsonrpc
 from tests.support.frames import result, tool_result, tool_use
 from tests.support.schema import validate_transcript
 
 SESSION_ID = "s"
-
-
-def updates(effects: list[Effect]) -> list[dict[str, Any]]:
-    return [effect.update.wire() for effect in effects if isinstance(effect, Notify)]
 
 
 def schema_ok(effects: list[Effect]) -> None:
@@ -35,7 +29,7 @@ def test_a_wakeup_is_pending_and_listed_until_it_fires() -> None:
         result(),
     )
     schema_ok(scheduled)
-    seen = updates(scheduled)
+    seen = d.updates_of(scheduled)
     pending_at = next(i for i, u in enumerate(seen) if u.get("status") == "pending")
     listed_at = next(i for i, u in enumerate(seen) if u.get("background"))
     assert pending_at < listed_at
@@ -45,7 +39,7 @@ def test_a_wakeup_is_pending_and_listed_until_it_fires() -> None:
     ]
     fired = d.frame(result(origin={"kind": "task-notification", "subkind": "scheduled-trigger"}))
     schema_ok(fired)
-    after = updates(fired)
+    after = d.updates_of(fired)
     assert after[0] == {
         "sessionUpdate": "tool_call_update",
         "toolCallId": "toolu_wake",
@@ -61,7 +55,7 @@ def test_stopping_the_loop_cancels_pending_wakeups() -> None:
         tool_use("toolu_wake", "ScheduleWakeup", {"delaySeconds": 600, "reason": "loop"}),
         tool_result("toolu_wake", "Scheduled."),
     )
-    stopped = updates(
+    stopped = d.updates_of(
         d.frames(
             tool_use("toolu_stop", "ScheduleWakeup", {"stop": True}),
             tool_result("toolu_stop", "ok"),
@@ -74,7 +68,7 @@ def test_stopping_the_loop_cancels_pending_wakeups() -> None:
 
 def test_a_cron_job_is_pending_until_deleted_and_a_durable_one_is_not_listed() -> None:
     d = CoreDriver(2, session_id=SESSION_ID)
-    created = updates(
+    created = d.updates_of(
         d.frames(
             tool_use("toolu_cron", "CronCreate", {"cron": "*/5 * * * *", "prompt": "check"}),
             tool_result("toolu_cron", "Created cron job job-42."),
@@ -84,7 +78,7 @@ def test_a_cron_job_is_pending_until_deleted_and_a_durable_one_is_not_listed() -
     )
     lists = [u["background"] for u in created if u["sessionUpdate"] == "state_update"]
     assert lists[-1] == [{"type": "tool_call", "toolCallId": "toolu_cron"}]
-    deleted = updates(
+    deleted = d.updates_of(
         d.frames(
             tool_use("toolu_del", "CronDelete", {"id": "job-42"}),
             tool_result("toolu_del", "Deleted."),
@@ -100,5 +94,5 @@ def test_closing_the_session_cancels_scheduled_work() -> None:
         tool_result("toolu_wake", "Scheduled."),
     )
     d.handle(ev.Close())
-    closed = updates(d.handle(ev.CloseTimedOut(), 1.0))
+    closed = d.updates_of(d.handle(ev.CloseTimedOut(), 1.0))
     assert {"sessionUpdate": "tool_call_update", "toolCallId": "toolu_wake", "status": "cancelled"} in closed

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from claude_bg_acp.core import events as ev
-from claude_bg_acp.core.effects import Effect, Notify
+from claude_bg_acp.core.effects import Effect
 from claude_bg_acp.core.errors import Refusal, Refused
 from tests.support.driver import CoreDriver, as_jsonrpc
 from tests.support.frames import (
@@ -32,19 +32,15 @@ from tests.support.schema import validate_transcript
 ROOT = "root"
 
 
-def updates(effects: list[Effect]) -> list[dict[str, Any]]:
-    return [e.update.wire() for e in effects if isinstance(e, Notify)]
-
-
-def statuses(effects: list[Effect], call_id: str) -> list[str]:
-    return [u["status"] for u in updates(effects) if u.get("toolCallId") == call_id and "status" in u]
+def statuses(d: CoreDriver, effects: list[Effect], call_id: str) -> list[str]:
+    return [u["status"] for u in d.updates_of(effects) if u.get("toolCallId") == call_id and "status" in u]
 
 
 def clean(d: CoreDriver, version: int = 2) -> None:
     """Every message validates against the schema, and the background rules hold."""
     agent_lines, client_lines = as_jsonrpc(d.effects)
     assert not validate_transcript(agent_lines, client_lines, version)
-    check_updates(((e.session_id, e.update.wire()) for e in d.effects if isinstance(e, Notify)), version)
+    check_updates(d.notified(d.effects), version)
 
 
 # --- a wakeup: pending from its first announcement, completed when it fires -------------------
@@ -60,18 +56,18 @@ def test_a_wakeup_is_pending_from_its_first_announcement_and_completed_when_it_f
         result(),
         state_changed("idle"),
     )
-    assert statuses(d.effects, "toolu_wake") == ["pending", "pending"]
+    assert statuses(d, d.effects, "toolu_wake") == ["pending", "pending"]
     d.advance(60.0)
     # Claude Code starts a turn by itself when the wakeup fires: the call is done right then,
     # and the snapshot that removes it already says running.
     fired = d.frame(state_changed("running"))
-    assert statuses(fired, "toolu_wake") == ["completed"]
-    snapshot = [u for u in updates(fired) if u["sessionUpdate"] == "state_update"][-1]
+    assert statuses(d, fired, "toolu_wake") == ["completed"]
+    snapshot = d.updates_of(fired, "state_update")[-1]
     assert snapshot["state"] == "running" and snapshot["background"] == []
     ended = d.frames(
         text("CI is green."), result(origin={"kind": "task-notification", "subkind": "scheduled-trigger"})
     )
-    assert statuses(ended, "toolu_wake") == []  # not completed a second time, nor another wakeup
+    assert statuses(d, ended, "toolu_wake") == []  # not completed a second time, nor another wakeup
     clean(d)
 
 
@@ -85,7 +81,7 @@ def test_a_turn_before_the_wakeup_is_due_does_not_fire_it() -> None:
     )
     d.advance(30.0)
     early = d.frames(state_changed("running"), text("Something else."), result(), state_changed("idle"))
-    assert statuses(early, "toolu_wake") == []
+    assert statuses(d, early, "toolu_wake") == []
     clean(d)
 
 
@@ -98,10 +94,10 @@ def test_a_new_run_of_a_finished_task_is_a_new_tool_call() -> None:
     flow = TaskSpec("nobody", "wf01", task_type="local_workflow", description="nightly")
     d.frames(flow.started(), tasks_changed([flow.level_entry()]))
     d.frames(flow.notification("completed"), tasks_changed([]))
-    assert statuses(d.effects, "task-wf01") == ["in_progress", "completed"]
+    assert statuses(d, d.effects, "task-wf01") == ["in_progress", "completed"]
     d.frames(flow.started(run_id="run02"), tasks_changed([flow.level_entry(run_id="run02")]))
-    assert statuses(d.effects, "task-wf01") == ["in_progress", "completed"]  # never reopened
-    assert statuses(d.effects, "task-wf01-2") == ["in_progress"]
+    assert statuses(d, d.effects, "task-wf01") == ["in_progress", "completed"]  # never reopened
+    assert statuses(d, d.effects, "task-wf01-2") == ["in_progress"]
     clean(d)
 
 
@@ -116,9 +112,11 @@ def test_an_error_that_ends_the_turn_fails_its_unfinished_tool_calls(version: in
     d.frames(state_changed("running"), shell.launch(), shell.started(), tasks_changed([shell.level_entry()]))
     d.frames(shell.hand_off(), tool_use("toolu_read", "Read", {"file_path": "/tmp/x"}))
     d.frame(result("error_during_execution", stop_reason=None, result_text=None, errors=["API Error: 500"]))
-    assert statuses(d.effects, "toolu_read")[-1] == "failed"
+    assert statuses(d, d.effects, "toolu_read")[-1] == "failed"
     if version == 2:  # the listed terminal is left alone
-        assert not [u for u in updates(d.effects) if u.get("terminalId") == "bash01" and "exitStatus" in u]
+        assert not [
+            u for u in d.updates_of(d.effects) if u.get("terminalId") == "bash01" and "exitStatus" in u
+        ]
     clean(d, version)
 
 
@@ -127,8 +125,8 @@ def test_tool_calls_left_running_when_claude_code_dies_fail() -> None:
     d.prompt("go")
     d.frames(state_changed("running"), tool_use("toolu_read", "Read", {"file_path": "/tmp/x"}))
     died = d.handle(ev.ClaudeDied("Claude Code exited", fatal=False))
-    assert statuses(died, "toolu_read") == ["failed"]
-    assert [u["stopReason"] for u in updates(died) if u["sessionUpdate"] == "state_update"] == ["error"]
+    assert statuses(d, died, "toolu_read") == ["failed"]
+    assert [u["stopReason"] for u in d.updates_of(died, "state_update")] == ["error"]
     clean(d)
 
 
@@ -138,7 +136,7 @@ def test_a_cancelled_turn_cancels_its_tool_calls() -> None:
     d.frames(state_changed("running"), tool_use("toolu_read", "Read", {"file_path": "/tmp/x"}))
     d.cancel()
     d.frame(interrupted_result())
-    assert statuses(d.effects, "toolu_read")[-1] == "cancelled"
+    assert statuses(d, d.effects, "toolu_read")[-1] == "cancelled"
     clean(d)
 
 
@@ -152,11 +150,11 @@ def test_a_tool_use_id_the_model_repeats_in_a_new_message_is_a_new_tool_call() -
     again = d.frames(
         tool_use("toolu_same", "Bash", {"command": "echo two"}), tool_result("toolu_same", "two")
     )
-    calls = [u for u in updates(again) if u.get("toolCallId", "").startswith("toolu_same")]
+    calls = [u for u in d.updates_of(again) if u.get("toolCallId", "").startswith("toolu_same")]
     assert [u["sessionUpdate"] for u in calls] == ["tool_call", "tool_call_update"]
     assert {u["toolCallId"] for u in calls} == {"toolu_same~1"}
     assert calls[0]["rawInput"] == {"command": "echo two"} and calls[-1]["status"] == "completed"
-    assert statuses(d.effects, "toolu_same") == ["in_progress", "completed"]  # the first stays final
+    assert statuses(d, d.effects, "toolu_same") == ["in_progress", "completed"]  # the first stays final
     clean(d, 1)
 
 
@@ -165,7 +163,7 @@ def test_an_assistant_message_claude_code_replays_is_not_shown_twice() -> None:
     d.prompt("go")
     message = tool_use("toolu_once", "Read", {"file_path": "/tmp/x"})
     d.frames(message, tool_result("toolu_once", "x"))
-    assert updates(d.frame(message)) == []
+    assert d.updates_of(d.frame(message)) == []
     clean(d)
 
 
@@ -193,6 +191,6 @@ def test_closing_the_session_cancels_the_tool_calls_still_running() -> None:
     d.prompt("go")
     d.frames(state_changed("running"), tool_use("toolu_read", "Read", {"file_path": "/tmp/x"}))
     closed = d.handle(ev.Close())
-    assert statuses(closed, "toolu_read") == ["cancelled"]
-    assert [u["stopReason"] for u in updates(closed) if u["sessionUpdate"] == "state_update"] == ["cancelled"]
+    assert statuses(d, closed, "toolu_read") == ["cancelled"]
+    assert [u["stopReason"] for u in d.updates_of(closed, "state_update")] == ["cancelled"]
     clean(d)

@@ -6,6 +6,7 @@ malformed input), then proves that a later ``initialize`` + ``session/new`` stil
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,7 @@ V1_INIT = {"protocolVersion": 1, "clientCapabilities": {}, "clientInfo": {"name"
 
 
 @pytest.fixture
-def agent(offline: dict[str, str]):  # type: ignore[no-untyped-def]
+def agent(offline: dict[str, str]) -> Iterator[StdioAgent]:
     process = StdioAgent(env=offline)
     yield process
     assert process.close() == 0, process.stderr

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from claude_bg_acp.core import events as ev
-from claude_bg_acp.core.effects import Effect, FinishTail, Notify, StopTask
+from claude_bg_acp.core.effects import Effect, FinishTail, StopTask
 from claude_bg_acp.core.errors import Refusal, Refused
 from tests.support.driver import CoreDriver, as_jsonrpc
 from tests.support.frames import TaskSpec, agent_launch, level_entry, task_started, tasks_changed
@@ -23,8 +23,7 @@ from tests.support.schema import validate_transcript
 ROOT = "root"
 
 
-def notes(effects: list[Effect]) -> list[tuple[str, dict[str, Any]]]:
-    return [(e.session_id, e.update.wire()) for e in effects if isinstance(e, Notify)]
+notes = CoreDriver.notified
 
 
 def test_a_nested_child_is_announced_under_its_own_parent() -> None:
@@ -205,7 +204,7 @@ def child_work_orders(draw: st.DrawFn) -> tuple[list[TaskSpec], list[tuple[str, 
     return work, steps
 
 
-@settings(max_examples=80, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(child_work_orders())
 def test_a_subagents_work_is_announced_listed_and_cancelled_in_its_session(
     order: tuple[list[TaskSpec], list[tuple[str, Any]]],

@@ -7,7 +7,6 @@ from typing import Any
 
 import pytest
 
-from claude_bg_acp.core.effects import Notify
 from claude_bg_acp.presenters.tool_views import describe
 from tests.support.driver import CoreDriver, as_jsonrpc
 from tests.support.frames import state_changed, tool_result, tool_use
@@ -101,7 +100,7 @@ def test_images_in_a_tool_result_are_shown_as_images(version: int) -> None:
     effects = driver.frame(tool_result("toolu_img", [{"type": "text", "text": "the file"}, picture]))
     agent, client = as_jsonrpc(effects)
     assert not validate_transcript(agent, client, version)
-    [done] = [e.update.wire() for e in effects if isinstance(e, Notify)]
+    [done] = driver.updates_of(effects)
     assert done["status"] == "completed"
     assert done["content"] == [
         {"type": "content", "content": {"type": "text", "text": "the file"}},

@@ -526,7 +526,7 @@ def test_consecutive_turns_have_an_idle_boundary(drained: str, new_driver: NewDr
 def test_the_rules_checker_finds_consecutive_turns_without_an_idle() -> None:
     """What the agent sent before the boundary (the follow-up's turn running on from the
     prompt's): rule 8 breaks at the second turn's end."""
-    updates = [
+    updates: list[dict[str, Any]] = [
         {"sessionUpdate": "state_update", "state": "running", "background": []},
         {"sessionUpdate": "usage_update", "used": 35, "size": 200_000},
         {"sessionUpdate": "usage_update", "used": 31, "size": 200_000},
@@ -618,7 +618,7 @@ def test_what_claude_code_still_says_after_the_session_closed_is_not_shown(new_d
     assert states(d.handle(ev.Close(), 0.01)) == [("idle", "cancelled")]
     late = d.frames(text("An answer nobody waits for."), result(model_usage=WINDOWS), state_changed("idle"))
     assert chunks(late) == [] and states(late) == []
-    assert not [e for e in late if isinstance(e, Notify) and e.update.session_update == "usage_update"]
+    assert not d.updates_of(late, "usage_update")
 
 
 # --- a Claude Code that resumes the stored conversation ------------------------------------------------

@@ -403,7 +403,11 @@ class ClientRun:
         for line, t in zip(self.agent_lines, self.agent_line_times, strict=False):
             params = line.get("params") if isinstance(line, dict) else None
             update = params.get("update") if isinstance(params, dict) else None
-            if line.get("method") == "session/update" and isinstance(update, dict):
+            if (
+                line.get("method") == "session/update"
+                and isinstance(params, dict)
+                and isinstance(update, dict)
+            ):
                 events.append((t, str(params.get("sessionId")), update))
             elif "method" not in line and line.get("id") in attaching:
                 events.append((t, attaching[line["id"]], ATTACHED))

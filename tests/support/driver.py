@@ -21,6 +21,9 @@ way the agent does (the SDK's readers through ``claude.store``), for ``recall``:
 loading the session (the parts of a conversation, or all of it as one); ``resync`` is a client
 (re)attaching.
 
+``updates_of`` selects from effects the updates a session was sent (the root's by default),
+of one kind if asked; ``notified`` every session's, each with its session id.
+
 ``effect_json`` and ``as_jsonrpc`` show the effects as golden lines and as the JSON-RPC
 messages they become on the wire; ``check_transcript`` validates those against the schema and
 the background rules, and ``assert_golden`` compares golden lines with their file
@@ -37,7 +40,7 @@ import os
 import re
 import zlib
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -364,10 +367,26 @@ class CoreDriver:
 
     # --- out -------------------------------------------------------------------------------------
 
-    def updates(self, session_id: str | None = None) -> list[dict[str, Any]]:
-        """The wire form of every update sent to ``session_id`` (the root by default)."""
+    @staticmethod
+    def notified(effects: Iterable[Effect]) -> list[tuple[str, dict[str, Any]]]:
+        """``(session id, wire form)`` of each update among ``effects``, in order."""
+        return [(e.session_id, e.update.wire()) for e in effects if isinstance(e, Notify)]
+
+    def updates_of(
+        self, effects: Iterable[Effect], kind: str | None = None, session_id: str | None = None
+    ) -> list[dict[str, Any]]:
+        """The wire form of the updates among ``effects`` sent to ``session_id`` (the root by
+        default), only those of ``kind`` (their ``sessionUpdate``) where given."""
         wanted = session_id or self.session_id
-        return [e.update.wire() for e in self.effects if isinstance(e, Notify) and e.session_id == wanted]
+        return [
+            update
+            for sent_to, update in self.notified(effects)
+            if sent_to == wanted and kind in (None, update["sessionUpdate"])
+        ]
+
+    def updates(self, session_id: str | None = None) -> list[dict[str, Any]]:
+        """The wire form of every update sent so far to ``session_id`` (the root by default)."""
+        return self.updates_of(self.effects, session_id=session_id)
 
 
 def stored_conversation(recorded: list[Frame], config_dir: Path) -> ev.StoredConversation:
@@ -484,7 +503,7 @@ def check_transcript(driver: CoreDriver, effects: list[Effect], client: str) -> 
     version, capabilities = CLIENTS[client]
     violations = validate_transcript(agent_lines, client_lines, version, air=declares_air(capabilities))
     assert not violations, "\n".join(violations)
-    check_updates(((e.session_id, e.update.wire()) for e in effects if isinstance(e, Notify)), version)
+    check_updates(driver.notified(effects), version)
     if capabilities == ZED_CAPABILITIES:
         shown = ZedView.replay(driver.session_id, agent_lines, client_lines)
         assert not shown.problems(), "\n".join(shown.problems())

@@ -301,7 +301,7 @@ class Player:
                 output.write()
 
     def settings(self) -> dict[str, Any]:
-        init = next(
+        init: dict[str, Any] = next(
             (
                 line["msg"]
                 for line in self.frames

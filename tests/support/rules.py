@@ -142,8 +142,8 @@ class BackgroundRules:
         elif kind == "subagent_state_update" and update["subagentSessionId"] not in self.drafts:
             raise Violation(f"rule 7: the end of child {update['subagentSessionId']} before its spawn")
         meta = update.get("_meta")
-        stamped = isinstance(meta, dict) and isinstance(meta.get("claudeCode"), dict)
-        if stamped and "parentToolUseId" in meta["claudeCode"] and session_id not in self.drafts:
+        stamped = meta.get("claudeCode") if isinstance(meta, dict) else None
+        if isinstance(stamped, dict) and "parentToolUseId" in stamped and session_id not in self.drafts:
             raise Violation(f"rule 7: an update of child {session_id} before its subagent_spawned: {update}")
 
     @staticmethod

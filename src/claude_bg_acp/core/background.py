@@ -43,7 +43,7 @@ and how, is its presenter's business. A task is classified once its launching to
 An item's lifecycle:
 
 ============  ========================================================  ============
-phase         what happens                                              next phase
+item          what happens                                              next
 ============  ========================================================  ============
 (task)        classified                                                ``LIVE``
 ``LIVE``      a terminal's task ended: its file is read to the end      ``DRAINING``
@@ -51,9 +51,12 @@ phase         what happens                                              next pha
               and the agent stopped the terminal's process itself: its
               file is read to the end
 ``LIVE``      any other item's task ended; a stop was not confirmed in  ``FINAL``
-              time; Claude Code is gone, or the close waited long enough
-``DRAINING``  the file's end was read (or a stop went unconfirmed)      ``FINAL``
-``FINAL``     a new run of its task (a resumed subagent): shown anew    (task)
+              time; Claude Code is gone, or the close waited long
+              enough; its task turned out to be housekeeping
+``DRAINING``  the file's end was read (or a stop went unconfirmed, or   ``FINAL``
+              its task turned out to be housekeeping)
+``FINAL``     a new run of its task (a resumed subagent): shown anew;   (task)
+              or Claude Code is gone: forgotten
 ============  ========================================================  ============
 
 A stop request (``stop_sent_at``) is orthogonal: it waits for the task's end in any phase. A
@@ -74,6 +77,7 @@ from claude_bg_acp.claude.conventions import KILLED_SIGNAL, SHELL_TOOLS, summary
 from claude_bg_acp.closing_line import ExitInfo
 from claude_bg_acp.core.effects import FinishTail, Log, StopTask, Tail, Ticket
 from claude_bg_acp.core.errors import Refusal, Refused
+from claude_bg_acp.core.lifecycle import Lifecycle
 from claude_bg_acp.core.tasks import Task
 from claude_bg_acp.core.tool_uses import ToolUse
 
@@ -110,10 +114,20 @@ class Kind(enum.Enum):
     SUBAGENT = "subagent"
 
 
-class Phase(enum.Enum):
+class ItemPhase(enum.Enum):
     LIVE = "live"
     DRAINING = "draining"
     FINAL = "final"
+
+
+ITEMS = Lifecycle.of(
+    "item",
+    ItemPhase,
+    ((None,), ItemPhase.LIVE),
+    ((ItemPhase.LIVE,), ItemPhase.DRAINING),
+    ((ItemPhase.LIVE, ItemPhase.DRAINING), ItemPhase.FINAL),
+    ((ItemPhase.FINAL,), None),
+)
 
 
 @dataclass(frozen=True)
@@ -155,7 +169,7 @@ class Item:
     """The terminal id, tool call id or child session id the client knows it by."""
     session_id: str
     """The session the work belongs to (for a child: its parent's)."""
-    phase: Phase = Phase.LIVE
+    phase: ItemPhase = ItemPhase.LIVE
     stop_sent_at: float | None = None
     path: str | None = None
     """The output file being tailed."""
@@ -173,7 +187,7 @@ class Item:
 
     @property
     def final(self) -> bool:
-        return self.phase is Phase.FINAL
+        return self.phase is ItemPhase.FINAL
 
     @property
     def tool_call_id(self) -> str:
@@ -491,6 +505,7 @@ class Background:
         """A new run of a task whose item is final: it is shown anew (a final status never reopens)."""
         item = self.items.get(task.task_id)
         if item is not None and item.final:
+            ITEMS.move(item.phase, None)
             del self.items[task.task_id]
 
     def withdrawn(self, task: Task, now: float) -> list[BackgroundOut]:
@@ -509,9 +524,9 @@ class Background:
         if item.final:
             return self._corrected(item)
         if item.kind is Kind.TERMINAL and item.path is not None:
-            if item.phase is Phase.DRAINING:
+            if item.phase is ItemPhase.DRAINING:
                 return []
-            item.phase = Phase.DRAINING
+            item.phase = ITEMS.move(item.phase, ItemPhase.DRAINING)
             follow = self._follow(item, task.output_file)
             return [*follow, FinishTail(task.task_id), *_task_ended(item, task), *_follow_up(item, task)]
         return self._finalize(item, None, now) + _follow_up(item, task)
@@ -534,8 +549,8 @@ class Background:
         known_task: bool = True,
     ) -> list[BackgroundOut]:
         task = item.task if known_task else None
-        draining = item.phase is Phase.DRAINING  # its task's end was reported when it began
-        item.phase, item.recent = Phase.FINAL, None
+        draining = item.phase is ItemPhase.DRAINING  # its task's end was reported when it began
+        item.phase, item.recent = ITEMS.move(item.phase, ItemPhase.FINAL), None
         out: list[BackgroundOut] = []
         if item.kind is Kind.TERMINAL:
             item.exit = None if unknown else exit_of(task, exit_info, item.stopped_with)
@@ -694,21 +709,24 @@ class Background:
                 continue
             if item.kind is Kind.TERMINAL and item.task.task_id in stopped:
                 item.stopped_with = stopped[item.task.task_id]
-            if item.phase is Phase.DRAINING:
+            if item.phase is ItemPhase.DRAINING:
                 continue
             if item.stopped_with is None:
                 out += self._finalize(item, None, now, unknown=True)
             elif item.path is None:
                 out += self._finalize(item, None, now)
             else:
-                item.phase = Phase.DRAINING
+                item.phase = ITEMS.move(item.phase, ItemPhase.DRAINING)
                 out += [FinishTail(item.task.task_id), *_task_ended(item, None)]
         return out
 
     def forget(self) -> None:
         """Claude Code is gone, its tasks with it (``abandon`` first); a terminal whose file is
         still being read stays until it is."""
-        self.items = {key: item for key, item in self.items.items() if item.phase is Phase.DRAINING}
+        for key, item in list(self.items.items()):
+            if item.phase is not ItemPhase.DRAINING:
+                ITEMS.move(item.phase, None)
+                del self.items[key]
 
     @property
     def settled(self) -> bool:

@@ -1,21 +1,28 @@
 """Foreground work: prompts, turns, and the session state a client sees.
 
-Theory of operation. The foreground is in one of four phases:
+Theory of operation. What runs in the foreground is a turn, in one of five phases:
 
-===============  ========================================================  ===============
-phase            what happens                                              next phase
-===============  ========================================================  ===============
-``IDLE``         the next waiting prompt is written to Claude Code         ``PROMPTED``
-``PROMPTED``     its own result (or an ``idle`` after it was cancelled)    ``IDLE``
-``IDLE``,        Claude Code says ``running``, or output of the main       ``CLAUDE_TURN``
+===============  ==========================================================  ===============
+turn             what happens                                                next
+===============  ==========================================================  ===============
+``IDLE``         the next waiting prompt is written to Claude Code           ``PROMPTED``
+``IDLE``,        Claude Code says ``running``, or output of the main         ``CLAUDE_TURN``
 ``EXPECTING``    conversation arrives (a turn Claude Code started itself)
-``CLAUDE_TURN``  a result, or Claude Code says ``idle``                    ``IDLE``
-``IDLE``         a task ended by itself: its follow-up turn is owed        ``EXPECTING``
-``PROMPTED``,    its result while a follow-up is owed (a task ended        ``IDLE``, then
-``CLAUDE_TURN``  during it, and Claude Code follows it up right away)      ``EXPECTING``
-``EXPECTING``    ``FOLLOW_UP_WAIT`` passes without one                     ``IDLE``
-any              Claude Code died, or the session closes                   ``IDLE``
-===============  ========================================================  ===============
+``IDLE``         a task ended by itself: its follow-up turn is owed (also    ``EXPECTING``
+                 right after the result of a turn it ended during)
+``PROMPTED``     its own result (or an ``idle`` after it was cancelled)      ``IDLE``
+``CLAUDE_TURN``  a result, or Claude Code says ``idle``                      ``IDLE``
+``EXPECTING``    ``FOLLOW_UP_WAIT`` passes without one, or a result comes    ``IDLE``
+                 of a turn that showed nothing
+``PROMPTED``,    Claude Code died, and another one takes over                ``IDLE``
+``CLAUDE_TURN``,
+``EXPECTING``
+any              the session closes, or Claude Code is gone for good         ``CLOSED``
+===============  ==========================================================  ===============
+
+Every change of phase goes through ``_enter``, held to that table (``TURNS``); what belongs to a
+phase goes with it: the inserted prompt (``PROMPTED``), when to stop waiting for the follow-up
+(``EXPECTING``), and a ``session/cancel`` of the turn's work (``cancelled``, until ``IDLE``).
 
 Follow-ups are owed per task run (``owed``), from the moment Claude Code reports the task's end
 (its own message, which comes before the turn it starts about it); the result of a follow-up
@@ -31,15 +38,16 @@ that the previous one's end cut short, without a model request. Until it shows w
 empty ``running`` → ``idle`` pair reaches it, nor an ``idle`` between a prompt it sent and that
 prompt's insertion), and a prompt waits for the turn's end to be inserted. Once it shows work
 it is a turn like any other. Once the session closes, no turn runs any more: neither what Claude
-Code still does before it stops (its answer included) nor a follow-up turn is shown.
+Code still does before it stops (its answer included) nor a follow-up turn is shown
+(``CLOSED``, for good: a prompt is refused with the reason).
 
 A result whose ``origin`` names a task notification belongs to a follow-up turn, never to a
 prompt; Claude Code lists the prompts a result covers (``user_message_uuids``), so a prompt it
 took into a turn it started itself is settled by that turn's result.
 
-The state a client sees is ``running`` in every phase but ``IDLE`` and a ``hidden`` turn
-(``requires_action`` while a foreground permission question is open), ``idle`` otherwise with
-the stop reason of the last result. A result ends the phase at once, so ``idle`` follows the
+The state a client sees is ``running`` in every phase but ``IDLE``, ``CLOSED`` and a ``hidden``
+turn (``requires_action`` while a foreground permission question is open), ``idle`` otherwise
+with the stop reason of the last result. A result ends the phase at once, so ``idle`` follows the
 result without waiting for Claude Code's own trailing ``idle``; a late trailing ``idle`` cannot
 end a newer prompt.
 
@@ -51,15 +59,28 @@ expected is interrupted as soon as it starts (or, if it never does, the wait end
 ``cancelled``). The answer of a cancelled turn that still arrives is not shown (``muted``).
 
 Held turns (the policy ``answers_wait_for_subagents``: for clients that stop listening at a
-prompt's answer, v1). A turn whose result
-arrives while subagents it spawned (during the turn or while held) are still live keeps its
-answer back, with the outcome stored: the subagents' output and permission requests then
-arrive inside the turn. It is released with the stored outcome at the result of a follow-up
-turn once none of its subagents is live, or ``FOLLOW_UP_WAIT`` after the last one ended when
-no follow-up comes (at once when it was stopped), or when Claude Code reports idle with none
-left; at once, as ``cancelled``, on ``session/cancel``; and with its stored outcome when the
-next prompt arrives. Background shells never hold a turn, and a turn that spawned nothing is
-answered at its result.
+prompt's answer, v1). A turn whose result arrives while subagents it spawned (during the turn
+or while held) are still live keeps its answer back, with the outcome stored: the subagents'
+output and permission requests then arrive inside the turn. Background shells never hold a
+turn, and a turn that spawned nothing is answered at its result. A hold has a lifecycle of its
+own, beside the turn's (``HOLDS``):
+
+========  ==============================================================  ========
+hold      what happens                                                    next
+========  ==============================================================  ========
+``NONE``  a prompt's result comes while subagents it spawned are live     ``HELD``
+``HELD``  its last subagent ended by itself while no turn runs: Claude    ``DUE``
+          Code follows that up; the release is due ``FOLLOW_UP_WAIT``
+          after, if no follow-up turn starts
+``DUE``   a turn starts: its result releases the hold (below)             ``HELD``
+``HELD``  released, with the stored outcome: at the result of a           ``NONE``
+          follow-up turn, or when Claude Code reports ``idle``, with
+          none of its subagents live; once its last subagent was
+          stopped (at once: nothing follows a stop); when the next
+          prompt arrives, or Claude Code died; as ``cancelled``, on
+          ``session/cancel``; the session closes
+``DUE``   released as from ``HELD``, or ``FOLLOW_UP_WAIT`` passed         ``NONE``
+========  ==============================================================  ========
 """
 
 from __future__ import annotations
@@ -74,6 +95,7 @@ from typing import Any, Literal
 from claude_bg_acp.claude.conventions import NOT_LOGGED_IN
 from claude_bg_acp.core.effects import Fail, Interrupt, Query, Ticket
 from claude_bg_acp.core.errors import Failing, Failure
+from claude_bg_acp.core.lifecycle import Lifecycle
 
 State = Literal["running", "idle", "requires_action"]
 
@@ -83,6 +105,7 @@ LOGIN_HINT = (
 )
 FOLLOW_UP_WAIT = 3.0
 """Seconds we report ``running`` for a follow-up turn Claude Code has not started yet."""
+SESSION_CLOSED = "The session is closed"
 
 RESULT_STOP_REASONS = {
     "end_turn": "end_turn",
@@ -95,11 +118,40 @@ RESULT_STOP_REASONS = {
 }
 
 
-class Phase(enum.Enum):
+class TurnPhase(enum.Enum):
     IDLE = "idle"
     PROMPTED = "prompted"
     CLAUDE_TURN = "claude_turn"
     EXPECTING = "expecting"
+    CLOSED = "closed"
+
+
+BUSY = (TurnPhase.PROMPTED, TurnPhase.CLAUDE_TURN, TurnPhase.EXPECTING)
+TURNS = Lifecycle.of(
+    "turn",
+    TurnPhase,
+    ((TurnPhase.IDLE,), TurnPhase.PROMPTED),
+    ((TurnPhase.IDLE, TurnPhase.EXPECTING), TurnPhase.CLAUDE_TURN),
+    ((TurnPhase.IDLE,), TurnPhase.EXPECTING),
+    (BUSY, TurnPhase.IDLE),
+    (tuple(TurnPhase), TurnPhase.CLOSED),
+)
+
+
+class HoldPhase(enum.Enum):
+    NONE = "none"
+    HELD = "held"
+    DUE = "due"
+
+
+HOLDS = Lifecycle.of(
+    "hold",
+    HoldPhase,
+    ((HoldPhase.NONE,), HoldPhase.HELD),
+    ((HoldPhase.HELD,), HoldPhase.DUE),
+    ((HoldPhase.DUE,), HoldPhase.HELD),
+    ((HoldPhase.HELD, HoldPhase.DUE), HoldPhase.NONE),
+)
 
 
 @dataclass(frozen=True)
@@ -179,15 +231,17 @@ class Foreground:
         self.session_id = session_id
         self.instance = instance
         self.answers_wait_for_subagents = answers_wait_for_subagents
-        self.phase = Phase.IDLE
+        self.phase: TurnPhase = TurnPhase.IDLE
         self.prompt: PromptTurn | None = None
         """The inserted prompt, while ``PROMPTED``."""
         self.follow_up_until: float | None = None
         """While ``EXPECTING``: when to stop waiting for the follow-up turn."""
+        self.cancelled = False
+        """``session/cancel`` came for the work of the current phase (one of ``BUSY``)."""
+        self.refusal = Failure(Failing.ERROR, SESSION_CLOSED)
+        """Once ``CLOSED``: what a prompt is refused with (why Claude Code is gone, if it is)."""
         self.blocked = False
         """A foreground permission question is open."""
-        self.cancelled = False
-        """``session/cancel`` came for the work of the current phase (not ``IDLE``)."""
         self.owed: set[str] = set()
         """The runs of tasks that ended by themselves whose follow-up turn has not ended yet."""
         self.waiting: deque[WaitingPrompt] = deque()
@@ -195,27 +249,29 @@ class Foreground:
         self.last_outcome: Outcome | None = None
         self.background: Sequence[Any] = []
         self._next_message = 0
-        self.gone: Failure | None = None
         self.live_subagents: set[str] = set()
-        self.holding: PromptTurn | None = None
+        self.hold: HoldPhase = HoldPhase.NONE
+        self.held: PromptTurn | None = None
+        """The held turn, unless ``NONE``."""
         self.release_at: float | None = None
+        """While ``DUE``: when the held turn is released if no follow-up turn started."""
         self.restarted = False
         """A new Claude Code took over the stored conversation and has shown no work yet."""
 
     @property
     def busy(self) -> bool:
-        return self.phase is not Phase.IDLE
+        return self.phase in BUSY
 
     @property
     def hidden(self) -> bool:
         """The running turn is the empty one of a Claude Code that took over (see above)."""
-        return self.restarted and self.phase is Phase.CLAUDE_TURN
+        return self.restarted and self.phase is TurnPhase.CLAUDE_TURN
 
     @property
     def unseen(self) -> bool:
         """What Claude Code reports now is no turn of the client's: a hidden turn runs, or the
         session is closed (or Claude Code gone for good)."""
-        return self.hidden or self.gone is not None
+        return self.hidden or self.phase is TurnPhase.CLOSED
 
     def state(self) -> State:
         if not self.busy or self.hidden:
@@ -225,8 +281,8 @@ class Foreground:
     # --- inputs ---------------------------------------------------------------------------
 
     def submit(self, prompt: WaitingPrompt) -> list[ForegroundOut]:
-        if self.gone is not None:
-            return [Fail(prompt.ticket, self.gone)]
+        if self.phase is TurnPhase.CLOSED:
+            return [Fail(prompt.ticket, self.refusal)]
         # The next prompt hands a held turn off with the outcome it recorded.
         out = self._release()
         self.waiting.append(prompt)
@@ -235,8 +291,8 @@ class Foreground:
     @property
     def muted(self) -> bool:
         """The running turn was cancelled, or the session closed: what it still says is not shown."""
-        closed = self.gone is not None
-        return closed or (self.cancelled and self.phase in (Phase.PROMPTED, Phase.CLAUDE_TURN))
+        closed = self.phase is TurnPhase.CLOSED
+        return closed or (self.cancelled and self.phase in (TurnPhase.PROMPTED, TurnPhase.CLAUDE_TURN))
 
     def cli_state(self, state: str) -> list[ForegroundOut]:
         out: list[ForegroundOut] = []
@@ -244,11 +300,11 @@ class Foreground:
             out += self._claude_turn()
         elif state == "idle":
             self.restarted = False
-            if self.cancelled and self.phase is not Phase.EXPECTING:
+            if self.cancelled and self.phase is not TurnPhase.EXPECTING:
                 # An interrupt that produced no result still ends the cancelled work.
                 return self._settle(Outcome("cancelled"))
-            if self.phase is Phase.CLAUDE_TURN:
-                self.phase = Phase.IDLE
+            if self.phase is TurnPhase.CLAUDE_TURN:
+                self._enter(TurnPhase.IDLE)
             if not self._hold_needed():
                 return self._release() + self._report()
         return out + self._report()
@@ -267,7 +323,7 @@ class Foreground:
         turn's own result, not a timer, that ends the wait for it.
         """
         self.restarted = False  # a hidden turn shows itself now
-        if self.phase in (Phase.PROMPTED, Phase.CLAUDE_TURN):
+        if self.phase in (TurnPhase.PROMPTED, TurnPhase.CLAUDE_TURN):
             return self._report()
         return self._claude_turn() + self._report()
 
@@ -314,9 +370,7 @@ class Foreground:
         if run is not None:
             self.owed.discard(run)
         if follow_up and self.prompt is not None:
-            if self.phase is not Phase.PROMPTED:
-                self.phase = Phase.IDLE
-            return self._report()
+            return self._report()  # Claude Code's turn before the prompt's: the prompt's is to come
         if follow_up and not self._hold_needed():
             # The promised summary of the held turn's subagents has been streamed by now.
             return self._release() + self._settle(outcome, now)
@@ -328,25 +382,25 @@ class Foreground:
         if task_id in self.live_subagents:
             return
         self.live_subagents.add(task_id)
-        for turn in (self.prompt, self.holding):
+        for turn in (self.prompt, self.held):
             if turn is not None:
                 turn.spawned.add(task_id)
 
     def subagent_ended(self, task_id: str, status: str | None, now: float) -> list[ForegroundOut]:
         self.live_subagents.discard(task_id)
-        if self.holding is None or self._hold_needed():
+        if self.hold is HoldPhase.NONE or self._hold_needed():
             return []
-        if self.phase is Phase.CLAUDE_TURN:
+        if self.phase is TurnPhase.CLAUDE_TURN:
             return []  # the turn that runs now releases the hold at its result
         if status in ("completed", "failed"):
             # Claude Code follows a finished subagent up with a turn; its result releases.
-            self.release_at = now + FOLLOW_UP_WAIT
+            self._move_hold(HoldPhase.DUE, now + FOLLOW_UP_WAIT)
             return []
         return self._release() + self._report()
 
     def cancel(self) -> list[ForegroundOut]:
         out = self._release(Outcome("cancelled")) + self._refuse_waiting()
-        if self.phase is Phase.IDLE or self.cancelled:
+        if not self.busy or self.cancelled:
             return out
         self.cancelled = True
         # An expected turn may be running already, silently: interrupt it now, and again when
@@ -358,8 +412,7 @@ class Foreground:
         """The session closes: nothing more is inserted or expected, the turn ends as cancelled."""
         out = self._release() + self._refuse_waiting()
         was_busy = self.prompt is not None or self.reported != "idle"
-        self.gone = Failure(Failing.ERROR, "The session is closed")
-        self._stop()
+        self._close(Failure(Failing.ERROR, SESSION_CLOSED))
         if was_busy:
             out += self._settle(Outcome("cancelled"))
         return out
@@ -375,7 +428,7 @@ class Foreground:
         Claude Code starts that turn by itself a few milliseconds later; if it does not within
         ``FOLLOW_UP_WAIT``, ``tick`` reports ``idle`` again, with no stop reason.
         """
-        if self.gone is not None:
+        if self.phase is TurnPhase.CLOSED:
             return  # the session closed (or Claude Code is gone for good): nothing follows
         self.owed.add(run)
         if not self.busy:
@@ -389,10 +442,11 @@ class Foreground:
     def tick(self, now: float) -> list[ForegroundOut]:
         out: list[ForegroundOut] = []
         if self.follow_up_until is not None and now >= self.follow_up_until:
-            self.phase, self.follow_up_until = Phase.IDLE, None
+            cancelled = self.cancelled
+            self._enter(TurnPhase.IDLE)
             self.owed.clear()  # none came: Claude Code owes nothing we still wait for
-            if self.cancelled:
-                self.cancelled, self.last_outcome = False, Outcome("cancelled")
+            if cancelled:
+                self.last_outcome = Outcome("cancelled")
         if self.release_at is not None and now >= self.release_at:
             out += self._release()
         return out + self._report()
@@ -415,9 +469,8 @@ class Foreground:
 
     def fail(self, error: Failure) -> list[ForegroundOut]:
         """Claude Code is gone: end the turn with an error and refuse what was held and what comes."""
-        self.gone = error
         out = self._release()
-        self._stop()
+        self._close(error)
         while self.waiting:
             waiting = self.waiting.popleft()
             out.append(Fail(waiting.ticket, error))
@@ -436,29 +489,50 @@ class Foreground:
 
     # --- transitions ------------------------------------------------------------------------
 
+    def _enter(self, phase: TurnPhase) -> None:
+        """The turn's one way from phase to phase (``TURNS``); what belonged to the phase it
+        leaves goes with it."""
+        self.phase = TURNS.move(self.phase, phase)
+        if phase is not TurnPhase.EXPECTING:
+            self.follow_up_until = None
+        if phase not in BUSY:
+            self.cancelled = False
+
+    def _move_hold(self, phase: HoldPhase, release_at: float | None = None) -> None:
+        """The hold's one way from phase to phase (``HOLDS``); ``release_at`` is ``DUE``'s."""
+        self.hold = HOLDS.move(self.hold, phase)
+        self.release_at = release_at
+        if phase is HoldPhase.NONE:
+            self.held = None
+
     def _claude_turn(self) -> list[ForegroundOut]:
         """Claude Code is running a turn: ours, if a prompt is in, else one of its own."""
-        if self.gone is not None:
+        if self.phase is TurnPhase.CLOSED:
             return []  # the session closed (or Claude Code is gone for good): nothing more runs
-        expected = self.phase is Phase.EXPECTING
-        if self.phase is not Phase.PROMPTED:
-            self.phase = Phase.CLAUDE_TURN
-        self.follow_up_until = None
-        self.release_at = None
+        expected = self.phase is TurnPhase.EXPECTING
+        if self.phase is not TurnPhase.PROMPTED:
+            self._enter(TurnPhase.CLAUDE_TURN)
+        if self.hold is HoldPhase.DUE:
+            self._move_hold(HoldPhase.HELD)  # the turn's result releases it, not the timer
         # The turn was cancelled before it started: interrupt it now.
         return [Interrupt()] if expected and self.cancelled else []
 
     def _stop(self) -> None:
         """Whatever ran in the foreground is over; an inserted prompt is settled by the caller."""
-        if self.phase is not Phase.PROMPTED:
-            self.phase = Phase.IDLE
-            self.cancelled = False
-        self.follow_up_until = None
+        if self.phase not in (TurnPhase.PROMPTED, TurnPhase.CLOSED):
+            self._enter(TurnPhase.IDLE)
+        self.owed.clear()
+
+    def _close(self, refusal: Failure) -> None:
+        """No turn runs any more; an inserted prompt is settled by the caller."""
+        self.refusal = refusal
+        self._enter(TurnPhase.CLOSED)
         self.owed.clear()
 
     def _insert_next(self) -> list[ForegroundOut]:
         # The next prompt hands a held turn off, also when it waited while that turn ran.
         out = self._release()
+        self._enter(TurnPhase.PROMPTED)
         waiting = self.waiting.popleft()
         self.restarted = False
         self._next_message += 1
@@ -467,7 +541,6 @@ class Foreground:
         name = f"acp:{self.session_id}/{instance}user-{self._next_message}"
         prompt_uuid = str(uuid.uuid5(uuid.NAMESPACE_URL, name))
         self.prompt = PromptTurn(waiting.ticket, prompt_uuid)
-        self.phase = Phase.PROMPTED
         out += self._report()
         out.append(PromptInserted(self.session_id, waiting.ticket, prompt_uuid, waiting.content))
         out.append(Query(waiting.claude_content, prompt_uuid))
@@ -477,12 +550,14 @@ class Foreground:
         """The turn ended (with its result at ``now``, if it had one)."""
         out: list[ForegroundOut] = []
         prompt, self.prompt = self.prompt, None
-        self.phase, self.cancelled, self.follow_up_until = Phase.IDLE, False, None
+        if self.phase is not TurnPhase.CLOSED:
+            self._enter(TurnPhase.IDLE)
         self.last_outcome = outcome
         if prompt is not None:
             spawned_live = prompt.spawned & self.live_subagents
             if self.answers_wait_for_subagents and spawned_live and outcome.stop_reason != "cancelled":
-                prompt.outcome, self.holding = outcome, prompt
+                prompt.outcome, self.held = outcome, prompt
+                self._move_hold(HoldPhase.HELD)
             else:
                 out.append(PromptAnswered(prompt.ticket, outcome))
         if self.owed and now is not None and outcome.stop_reason != "cancelled":
@@ -493,20 +568,21 @@ class Foreground:
         return out + self._report()
 
     def _expect(self, now: float) -> None:
-        self.phase = Phase.EXPECTING
+        self._enter(TurnPhase.EXPECTING)
         self.follow_up_until = now + FOLLOW_UP_WAIT
         self.last_outcome = None
 
     def _hold_needed(self) -> bool:
-        return self.holding is not None and bool(self.holding.spawned & self.live_subagents)
+        return self.held is not None and bool(self.held.spawned & self.live_subagents)
 
     def _release(self, outcome: Outcome | None = None) -> list[ForegroundOut]:
         """Answer the held turn: with ``outcome`` if given, else with the one it recorded."""
-        held, self.holding = self.holding, None
-        self.release_at = None
-        if held is None or held.outcome is None:
+        held = self.held
+        if held is None:
             return []
-        return [PromptAnswered(held.ticket, outcome or held.outcome)]
+        self._move_hold(HoldPhase.NONE)
+        outcome = outcome or held.outcome
+        return [PromptAnswered(held.ticket, outcome)] if outcome is not None else []
 
     def _refuse_waiting(self) -> list[ForegroundOut]:
         """Every prompt not inserted yet is cancelled."""
@@ -523,7 +599,7 @@ class Foreground:
             self.reported = state
             outcome = self.last_outcome if state == "idle" else None
             out.append(StateReported(self.session_id, state, self.background, outcome))
-        if insert and not self.busy and self.waiting and self.gone is None:
+        if insert and self.phase is TurnPhase.IDLE and self.waiting:
             out += self._insert_next()
         return out
 

@@ -54,7 +54,7 @@ from claude_bg_acp.core.events import StoredChild, StoredConversation, StoredMes
 from claude_bg_acp.core.plan import PLAN_TOOLS, Plan, PlanChanged
 from claude_bg_acp.core.prompts import from_claude_content
 from claude_bg_acp.core.subagents import ChildAnnounced, ChildFact, Subagents
-from claude_bg_acp.core.tasks import EndStatus, Phase, Task
+from claude_bg_acp.core.tasks import EndStatus, Task, TaskPhase
 from claude_bg_acp.core.tool_uses import (
     ToolCallCut,
     ToolCallFinished,
@@ -237,7 +237,7 @@ class History:
 
 
 def _ended_task(note: conventions.TaskNote) -> Task:
-    task = Task(note.task_id, tool_use_id=note.tool_use_id, summary=note.summary, phase=Phase.ENDED)
+    task = Task(note.task_id, tool_use_id=note.tool_use_id, summary=note.summary, phase=TaskPhase.ENDED)
     task.status = NOTE_STATUSES.get(note.status or "", task.status)
     return task
 

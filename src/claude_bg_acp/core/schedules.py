@@ -5,29 +5,52 @@ scheduled, its tool call goes ``pending`` and is listed in ``background``: nothi
 closing the session discards it. A durable cron job lives in the project, outlives the
 session, and is not listed.
 
-=================  ================================================================  =============
-state              what happens                                                      next
-=================  ================================================================  =============
-(tool call)        the result of ``ScheduleWakeup``, or of a non-durable ``CronCreate``  ``pending``
-``pending`` wakeup Claude Code starts a turn whose origin is a ``scheduled-trigger``  ``completed``
-                   (the oldest pending wakeup is the one that fired)
-``pending`` wakeup a later ``ScheduleWakeup`` with ``stop`` ends the loop             ``cancelled``
-``pending`` cron   a ``CronDelete`` names its id                                     ``cancelled``
-``pending``        the session closes, or Claude Code is gone                        ``cancelled``
-=================  ================================================================  =============
+The scheduled call's phase is its tool call's status:
+
+=================  ===========================================================  =============
+schedule           what happens                                                 next
+=================  ===========================================================  =============
+(tool call)        the result of ``ScheduleWakeup``, or of a non-durable        ``PENDING``
+                   ``CronCreate``
+``PENDING``        a wakeup: Claude Code starts a turn whose origin is a        ``COMPLETED``
+                   ``scheduled-trigger`` (the oldest pending wakeup is the one
+                   that fired)
+``PENDING``        a wakeup: a later ``ScheduleWakeup`` with ``stop`` ends the  ``CANCELLED``
+                   loop; a cron job: a ``CronDelete`` names its id; any: the
+                   session closes, or Claude Code is gone
+=================  ===========================================================  =============
+
+A scheduled call that ended is forgotten.
 """
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from claude_bg_acp.core.lifecycle import Lifecycle
 from claude_bg_acp.core.tool_uses import ToolUse
 
 WAKEUP, CRON, CRON_DELETE = "ScheduleWakeup", "CronCreate", "CronDelete"
 FIRE_SLACK = 1.0
 """Seconds a wakeup may seem to fire early (its delay counts from its tool result, here)."""
+
+
+class SchedulePhase(enum.Enum):
+    PENDING = "pending"
+    COMPLETED = "completed"
+    CANCELLED = "cancelled"
+
+
+SCHEDULES = Lifecycle.of(
+    "schedule",
+    SchedulePhase,
+    ((None,), SchedulePhase.PENDING),
+    ((SchedulePhase.PENDING,), SchedulePhase.COMPLETED),
+    ((SchedulePhase.PENDING,), SchedulePhase.CANCELLED),
+)
 
 
 @dataclass(frozen=True)
@@ -47,6 +70,7 @@ class Scheduled:
     result_text: str
     due_at: float | None = None
     """When a wakeup fires (from its ``delaySeconds``), if it said."""
+    phase: SchedulePhase = SchedulePhase.PENDING
 
 
 def schedules_work(name: str, tool_input: dict[str, Any]) -> bool:
@@ -103,5 +127,6 @@ class Schedules:
     ) -> list[ScheduleEnded]:
         ended = [s for s in self.pending.values() if which(s)]
         for scheduled in ended:
+            scheduled.phase = SCHEDULES.move(scheduled.phase, SchedulePhase(status))
             del self.pending[scheduled.tool_call_id]
         return [ScheduleEnded(s.session_id, s.tool_call_id, status) for s in ended]

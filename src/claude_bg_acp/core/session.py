@@ -15,8 +15,8 @@ this module routes them and never lets the parts call each other:
   subagents, to the ``Foreground`` (held turns).
 - Results and ``session_state_changed`` drive the ``Foreground``; a task that ended by itself
   owes it a follow-up turn, which that turn's result (naming the task's run) pays;
-  ``can_use_tool`` becomes a permission question, asked under the session the tool use
-  belongs to.
+  ``can_use_tool`` becomes a permission question (``Questions``), asked under the session the
+  tool use belongs to.
 - After task changes, the ``background`` lists go to the children and the foreground, which
   report them with their states.
 - A client attaching to a stored or live session gets the stored conversation replayed by
@@ -43,7 +43,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, assert_never
 
 from claude_agent_sdk.types import (
@@ -100,13 +99,14 @@ from claude_bg_acp.core.effects import (
     WithdrawPermission,
 )
 from claude_bg_acp.core.errors import Failing, Failure, Refusal, Refused
-from claude_bg_acp.core.foreground import Foreground, ForegroundOut, Phase, WaitingPrompt
+from claude_bg_acp.core.foreground import Foreground, ForegroundOut, TurnPhase, WaitingPrompt
 from claude_bg_acp.core.history import History, Live
 from claude_bg_acp.core.permission_modes import ModeChanged, PermissionModes, closed_modes
 from claude_bg_acp.core.plan import PLAN_TOOLS, Plan
 from claude_bg_acp.core.policy import Policy
 from claude_bg_acp.core.presenting import Fact, Presenter
 from claude_bg_acp.core.prompts import to_claude_content
+from claude_bg_acp.core.questions import QuestionPhase, Questions
 from claude_bg_acp.core.schedules import ScheduleEnded, Schedules, schedules_work
 from claude_bg_acp.core.subagents import ChildAnnounced, ChildFact, Subagents
 from claude_bg_acp.core.tasks import Change, Task, TaskChange, TaskRegistry
@@ -125,14 +125,6 @@ from claude_bg_acp.core.usage import Usage
 ALLOW_ONCE, ALLOW_ALWAYS, REJECT_ONCE = "allow_once", "allow_always", "reject_once"
 BUFFER_LIMIT = 1000
 """Messages kept per subagent that is not exposed yet (its parent is unknown)."""
-
-
-@dataclass
-class Question:
-    session_id: str
-    """The session asking: the root, or a child session (a subagent's question)."""
-    foreground: bool
-    """The main conversation asks (the root's foreground turn is blocked on it)."""
 
 
 class SessionCore:
@@ -170,7 +162,7 @@ class SessionCore:
         self.history: History | None = None
         """The replay under way, between its first part and its end."""
         self.transcripts = {session_id: Transcript(session_id)}
-        self.questions: dict[Ticket, Question] = {}
+        self.questions = Questions()
         self._buffered: defaultdict[str, list[Message]] = defaultdict(list)
         self._wakeup_fired = False
         """The running turn was taken for a wakeup firing (at its start)."""
@@ -309,7 +301,7 @@ class SessionCore:
 
     def _cancel_turn(self) -> list[Effect]:
         effects = self._foreground(self.foreground.cancel())
-        for ticket in [t for t, q in self.questions.items() if q.foreground]:
+        for ticket in self.questions.tickets(foreground=True):
             effects += self._withdraw(ticket, "The user cancelled the turn")
         return effects
 
@@ -346,7 +338,7 @@ class SessionCore:
         finalizes whatever did not confirm in time.
         """
         effects: list[Effect] = []
-        for ticket in list(self.questions):
+        for ticket in self.questions.tickets():
             effects += self._withdraw(ticket, "The session was closed")
         effects += self._present(self.tool_uses.cut_all(failed=False))
         effects += self._foreground(self.foreground.close())
@@ -413,7 +405,7 @@ class SessionCore:
         due, is that wakeup firing: its tool call is done from now on."""
         was = self.foreground.phase
         effects = self._foreground(step(state))
-        if was is Phase.IDLE and self.foreground.phase is Phase.CLAUDE_TURN:
+        if was is TurnPhase.IDLE and self.foreground.phase is TurnPhase.CLAUDE_TURN:
             fired = self.schedules.due(now)
             self._wakeup_fired = bool(fired)
             effects += self._schedules_ended(fired)
@@ -545,7 +537,7 @@ class SessionCore:
         Unless ``fatal``, the session goes on with a new Claude Code: waiting prompts stay.
         """
         effects: list[Effect] = []
-        for ticket in list(self.questions):
+        for ticket in self.questions.tickets():
             effects += self._withdraw(ticket, "Claude Code stopped")
         effects += self._children(self.subagents.lost()) + self._abandon(now, stopped)
         effects += self._present(self.tool_uses.cut_all())
@@ -711,7 +703,7 @@ class SessionCore:
     def _asked(self, asked: ev.PermissionAsked) -> list[Effect]:
         session_id = self.subagents.session_of_agent(asked.agent_id)
         foreground = asked.agent_id is None
-        self.questions[asked.ticket] = Question(session_id, foreground)
+        self.questions.ask(asked.ticket, session_id, foreground)
         known = self.tool_uses.get(asked.tool_use_id)
         tool_call_id = known.call_id if known else asked.tool_use_id or f"permission-{asked.ticket}"
         # Claude Code asks about some tools with an empty input (ExitPlanMode: its plan), though
@@ -730,20 +722,20 @@ class SessionCore:
         allow = option_id in (ALLOW_ONCE, ALLOW_ALWAYS)
         message = "" if allow else "The user rejected this tool use"
         decision = Decide(ticket, allow, always=option_id == ALLOW_ALWAYS, message=message)
-        return [decision, *self._forget_question(ticket)]
+        return [decision, *self._forget_question(ticket, QuestionPhase.ANSWERED)]
 
     def _withdraw(self, ticket: Ticket, why: str) -> list[Effect]:
         # Withdraw first: once decided, the host forgets the question and its request id.
         return [
             WithdrawPermission(ticket),
             Decide(ticket, False, message=why, interrupt=True),
-            *self._forget_question(ticket),
+            *self._forget_question(ticket, QuestionPhase.WITHDRAWN),
         ]
 
-    def _forget_question(self, ticket: Ticket) -> list[Effect]:
-        question = self.questions.pop(ticket)
+    def _forget_question(self, ticket: Ticket, how: QuestionPhase) -> list[Effect]:
+        question = self.questions.decide(ticket, how)
         effects = self._children(self.subagents.asking(question.session_id, opened=False))
-        if question.foreground and not any(q.foreground for q in self.questions.values()):
+        if question.foreground and not self.questions.blocking:
             effects += self._foreground(self.foreground.set_blocked(False))
         return effects
 

@@ -22,7 +22,7 @@ call and its traffic shows in the session that launched it.
 A child's lifecycle:
 
 ===================  ==================================================  ===================
-state                what happens                                        next state
+child                what happens                                        next
 ===================  ==================================================  ===================
 (task)               announced, its parent being exposed                 ``RUNNING``
 ``RUNNING``          a permission question of its own opens              ``REQUIRES_ACTION``
@@ -31,7 +31,8 @@ state                what happens                                        next st
 ``REQUIRES_ACTION``  ``error``; no stop reason when how is unknown)
 ``RUNNING``,         Claude Code is gone                                 ``UNKNOWN``
 ``REQUIRES_ACTION``
-``IDLE``             a new run of its task (a resumed subagent)          ``RUNNING``
+``IDLE``,            a new run of its task (a resumed subagent), also    ``RUNNING``
+``UNKNOWN``          one that a Claude Code taking over starts
 ===================  ==================================================  ===================
 
 A change of its own ``background`` list is reported as a repeated snapshot of its state.
@@ -47,6 +48,7 @@ from typing import Any, Literal
 from claude_bg_acp.core.background import Listed
 from claude_bg_acp.core.effects import StopTask
 from claude_bg_acp.core.errors import Refusal, Refused
+from claude_bg_acp.core.lifecycle import Lifecycle
 from claude_bg_acp.core.tasks import Task
 from claude_bg_acp.core.tool_uses import ToolUse
 
@@ -67,6 +69,16 @@ class State(enum.Enum):
 
 
 WORKING = (State.RUNNING, State.REQUIRES_ACTION)
+CHILDREN = Lifecycle.of(
+    "child",
+    State,
+    ((None,), State.RUNNING),
+    ((State.RUNNING,), State.REQUIRES_ACTION),
+    ((State.REQUIRES_ACTION,), State.RUNNING),
+    (WORKING, State.IDLE),
+    (WORKING, State.UNKNOWN),
+    ((State.IDLE, State.UNKNOWN), State.RUNNING),
+)
 
 
 @dataclass
@@ -228,7 +240,7 @@ class Subagents:
     def _report(
         child: Child, state: State, stop_reason: StopReason | None, error: str | None = None
     ) -> list[ChildFact]:
-        child.state, child.stop_reason = state, stop_reason
+        child.state, child.stop_reason = CHILDREN.move(child.state, state), stop_reason
         return [
             ChildStateChanged(child.parent_id, child.session_id, state, child.background, stop_reason, error)
         ]

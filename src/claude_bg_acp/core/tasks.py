@@ -10,7 +10,7 @@ Theory of operation. Claude Code reports work two ways, and neither is enough al
 They arrive in any order. A task is known from whichever comes first. Its lifecycle:
 
 ==========  ==========================================================  ==========
-phase       what happens                                                next phase
+task        what happens                                                next
 ==========  ==========================================================  ==========
 ``LIVE``    a terminal status (``task_updated``: completed, failed,     ``ENDED``
             killed; ``task_notification``: completed, failed, stopped)
@@ -36,6 +36,8 @@ from typing import Any, Literal
 
 from claude_agent_sdk.types import TERMINAL_TASK_STATUSES, TaskNotificationStatus, TaskUpdatedStatus
 
+from claude_bg_acp.core.lifecycle import Lifecycle
+
 ORPHAN_GRACE = 0.5
 """Seconds a task may be missing from the level before its end event is given up on."""
 AGENT_TASK_TYPES = ("local_agent", "remote_agent", "in_process_teammate")
@@ -44,10 +46,20 @@ Status = TaskUpdatedStatus | TaskNotificationStatus
 EndStatus = Literal["completed", "failed", "killed", "stopped"]
 
 
-class Phase(enum.Enum):
+class TaskPhase(enum.Enum):
     LIVE = "live"
     ENDED = "ended"
     LOST = "lost"
+
+
+TASKS = Lifecycle.of(
+    "task",
+    TaskPhase,
+    ((TaskPhase.LIVE,), TaskPhase.ENDED),
+    ((TaskPhase.LIVE,), TaskPhase.LOST),
+    ((TaskPhase.LOST,), TaskPhase.ENDED),
+    ((TaskPhase.ENDED, TaskPhase.LOST), TaskPhase.LIVE),
+)
 
 
 @dataclass
@@ -60,7 +72,7 @@ class Task:
     subagent_type: str | None = None
     backgrounded: bool | None = None
     status: Status = "running"
-    phase: Phase = Phase.LIVE
+    phase: TaskPhase = TaskPhase.LIVE
     summary: str | None = None
     output_file: str | None = None
     prompt: str | None = None
@@ -71,12 +83,12 @@ class Task:
 
     @property
     def ended(self) -> bool:
-        return self.phase is not Phase.LIVE
+        return self.phase is not TaskPhase.LIVE
 
     @property
     def end_status(self) -> EndStatus | None:
         """How it ended, when that is known."""
-        if self.phase is Phase.ENDED and self.status in TERMINAL_TASK_STATUSES:
+        if self.phase is TaskPhase.ENDED and self.status in TERMINAL_TASK_STATUSES:
             return self.status  # type: ignore[return-value]
         return None
 
@@ -203,7 +215,7 @@ class TaskRegistry:
         changes: list[TaskChange] = []
         for task in self.tasks.values():
             if task.left_level_at is not None and not task.ended and now >= task.left_level_at + ORPHAN_GRACE:
-                task.phase = Phase.LOST
+                task.phase = TASKS.move(task.phase, TaskPhase.LOST)
                 changes.append(TaskChange(Change.ENDED, task))
         return changes
 
@@ -239,7 +251,8 @@ class TaskRegistry:
         if run_id is not None and run_id != task.run_id:
             if task.run_id is not None and task.ended:
                 # The same task started again (a resumed subagent): it is live once more.
-                task.phase, task.status, task.left_level_at = Phase.LIVE, "running", None
+                task.phase = TASKS.move(task.phase, TaskPhase.LIVE)
+                task.status, task.left_level_at = "running", None
                 changes.append(TaskChange(Change.RESUMED, task))
             task.run_id = run_id
         _fill(task, data)
@@ -247,13 +260,14 @@ class TaskRegistry:
 
     @staticmethod
     def _end(task: Task, status: EndStatus) -> list[TaskChange]:
-        if task.phase is Phase.LOST:
+        if task.phase is TaskPhase.LOST:
             # A late end event after an orphan was finalized may still say how it ended.
-            task.phase, task.status, task.left_level_at = Phase.ENDED, status, None
+            task.phase = TASKS.move(task.phase, TaskPhase.ENDED)
+            task.status, task.left_level_at = status, None
             return [TaskChange(Change.CORRECTED, task)]
         if task.ended:
             return []
-        task.phase, task.status = Phase.ENDED, status
+        task.phase, task.status = TASKS.move(task.phase, TaskPhase.ENDED), status
         return [TaskChange(Change.ENDED, task)]
 
 

@@ -7,9 +7,9 @@ rename is announced, after each turn while it knows none, and when a client atta
 answer comes back as a ``TitleRead``. Its lifecycle:
 
 =============  ================================================  =============
-state          what happens                                      next state
+title          what happens                                      next
 =============  ================================================  =============
-(untitled)     a read finds a title: the client is told          ``NAMED``
+``UNTITLED``   a read finds a title: the client is told          ``NAMED``
 ``NAMED``      a read finds another title: the client is told    ``NAMED``
 =============  ================================================  =============
 
@@ -19,7 +19,18 @@ title: the client names such a conversation itself.
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
+
+from claude_bg_acp.core.lifecycle import Lifecycle
+
+
+class TitlePhase(enum.Enum):
+    UNTITLED = "untitled"
+    NAMED = "named"
+
+
+TITLES = Lifecycle.of("title", TitlePhase, ((TitlePhase.UNTITLED, TitlePhase.NAMED), TitlePhase.NAMED))
 
 
 @dataclass(frozen=True)
@@ -35,12 +46,17 @@ class Title:
         self.current: str | None = None
 
     @property
+    def phase(self) -> TitlePhase:
+        return TitlePhase.UNTITLED if self.current is None else TitlePhase.NAMED
+
+    @property
     def wanted(self) -> bool:
         """Whether a turn's end should look for one (an AI title may have been written)."""
-        return self.current is None
+        return self.phase is TitlePhase.UNTITLED
 
     def read(self, title: str | None, updated_at: str | None) -> list[TitleChanged]:
         if title is None or title == self.current:
             return []
+        TITLES.move(self.phase, TitlePhase.NAMED)
         self.current = title
         return [TitleChanged(self.session_id, title, updated_at)]

@@ -7,7 +7,7 @@ launched it through it). Should the model use an id again in a new message, that
 tool call with an id of its own, never a final one reopened. Its lifecycle:
 
 =============================  ==============================================  =============
-phase                          what happens                                    next phase
+tool use                       what happens                                    next
 =============================  ==============================================  =============
 (unknown)                      its block starts streaming                      ``STREAMING``
 (unknown), ``STREAMING``       the complete assistant message gives its input  ``RUNNING``
@@ -32,14 +32,26 @@ from typing import Any, Literal
 
 from claude_bg_acp.claude.conventions import SHELL_TOOLS, shell_result
 from claude_bg_acp.closing_line import ExitInfo
+from claude_bg_acp.core.lifecycle import Lifecycle
 from claude_bg_acp.core.transcript import Image
 
 
-class Phase(enum.Enum):
+class ToolUsePhase(enum.Enum):
     STREAMING = "streaming"
     RUNNING = "running"
     DETACHED = "detached"
     FINAL = "final"
+
+
+TOOL_USES = Lifecycle.of(
+    "tool use",
+    ToolUsePhase,
+    ((None,), ToolUsePhase.STREAMING),
+    ((None, ToolUsePhase.STREAMING), ToolUsePhase.RUNNING),
+    ((ToolUsePhase.STREAMING, ToolUsePhase.RUNNING), ToolUsePhase.DETACHED),
+    ((ToolUsePhase.STREAMING, ToolUsePhase.RUNNING), ToolUsePhase.FINAL),
+    ((ToolUsePhase.DETACHED,), ToolUsePhase.FINAL),
+)
 
 
 @dataclass
@@ -50,7 +62,7 @@ class ToolUse:
     tool_input: dict[str, Any]
     session_id: str
     """The transcript (root or subagent session) the tool use belongs to."""
-    phase: Phase
+    phase: ToolUsePhase
     launched_by: str | None = None
     """For a subagent's own tool use, the Agent tool use that launched the subagent."""
     call_id: str = ""
@@ -63,7 +75,7 @@ class ToolUse:
 
     @property
     def final(self) -> bool:
-        return self.phase is Phase.FINAL
+        return self.phase is ToolUsePhase.FINAL
 
     @property
     def shell(self) -> bool:
@@ -166,7 +178,9 @@ class ToolUses:
     def streaming(self, session_id: str, tool_use_id: str, name: str) -> list[ToolCallStarted]:
         if tool_use_id in self._latest:
             return []
-        use = self._add(ToolUse(tool_use_id, name, {}, session_id, Phase.STREAMING))
+        use = self._add(
+            ToolUse(tool_use_id, name, {}, session_id, TOOL_USES.move(None, ToolUsePhase.STREAMING))
+        )
         return [ToolCallStarted(session_id, use.call_id, name, use.shell)]
 
     def input_known(
@@ -185,26 +199,27 @@ class ToolUses:
             use = None  # an id the model reused in a new message
         first = use is None
         if use is None:
-            use = self._add(ToolUse(tool_use_id, name, tool_input, session_id, Phase.RUNNING, launched_by))
+            running = TOOL_USES.move(None, ToolUsePhase.RUNNING)
+            use = self._add(ToolUse(tool_use_id, name, tool_input, session_id, running, launched_by))
         use.tool_input, use.message = tool_input, use.message or message
         if use.final:
             return []
-        if use.phase is Phase.STREAMING:
-            use.phase = Phase.RUNNING
+        if use.phase is ToolUsePhase.STREAMING:
+            use.phase = TOOL_USES.move(use.phase, ToolUsePhase.RUNNING)
         return [ToolCallRunning(session_id, use.call_id, name, tool_input, first, use.shell, pending)]
 
     def detach(self, call_id: str) -> None:
         """Background work reports through this tool call from now on."""
         use = self._calls.get(call_id)
         if use is not None and not use.final:
-            use.phase = Phase.DETACHED
+            use.phase = TOOL_USES.move(use.phase, ToolUsePhase.DETACHED)
 
     def finish(self, call_id: str) -> bool:
         """Give it its final status; False when it had one already (or is unknown)."""
         use = self._calls.get(call_id)
         if use is None or use.final:
             return False
-        use.phase = Phase.FINAL
+        use.phase = TOOL_USES.move(use.phase, ToolUsePhase.FINAL)
         return True
 
     def result(
@@ -241,8 +256,8 @@ class ToolUses:
     def _cut(self, which: Callable[[ToolUse], bool], failed: bool) -> list[ToolCallCut]:
         cut: list[ToolCallCut] = []
         for use in self._calls.values():
-            if use.phase in (Phase.FINAL, Phase.DETACHED) or not which(use):
+            if use.phase in (ToolUsePhase.FINAL, ToolUsePhase.DETACHED) or not which(use):
                 continue
-            use.phase = Phase.FINAL
+            use.phase = TOOL_USES.move(use.phase, ToolUsePhase.FINAL)
             cut.append(ToolCallCut(use.session_id, use.call_id, failed))
         return cut

@@ -3,9 +3,9 @@
 No API key, no editor and no Node.js. The scripted model (a stand-in Anthropic Messages API
 on 127.0.0.1, ``claude_bg_acp.scripted_model``) runs in this process; the agent runs as a
 subprocess (``python -m claude_bg_acp``) with the real Claude Code CLI of the SDK pointed at
-it, with a scratch home and config dir (``offline_env``), so nothing leaves the machine. A small
-ACP client of the package (``client``) drives it through two scenes and prints every message
-as a timestamped transcript while it happens (``transcript``):
+it, with a scratch home and config dir (``offline_env``), so nothing leaves the machine. The
+package's small ACP client (``claude_bg_acp.acp.client``) drives it through two scenes, and
+every message is printed as a timestamped transcript while it happens (``transcript``):
 
 1. ACP v2. The prompt makes Claude Code start a background shell that prints ``tick N`` every
    0.4 s. Claude Code ends its turn at once; the shell goes on as an agent-owned terminal whose
@@ -27,10 +27,10 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 from claude_bg_acp import __version__
-from claude_bg_acp.demo.client import Client, DemoError, Message
+from claude_bg_acp.acp.client import AgentError, AgentProcess, Message, update_of
 from claude_bg_acp.demo.transcript import Transcript, short
 from claude_bg_acp.scripted_model import offline_env, serve_in_thread
 from claude_bg_acp.scripted_model.scenarios import ACK, DELEGATED, REPORTED
@@ -45,6 +45,12 @@ SHELL_PROMPT = (
 STOP_AFTER = "tick 5 of"
 SUBAGENT_PROMPT = "[scenario:agent_bg] Please have a helper do a small job in the background."
 LOG_TAIL = 3000
+EXIT_WAIT = 20.0
+"""Seconds the agent gets to close its sessions and exit after its stdin closed."""
+
+
+class DemoError(Exception):
+    """The demo did not go as it should; the message says what was expected."""
 
 
 def run() -> int:
@@ -63,7 +69,7 @@ def run() -> int:
                     background_shell(client, transcript, workdir)
                 with agent(env, workdir, log, transcript) as client:
                     held_prompt(client, transcript, workdir)
-            except DemoError as error:
+            except (DemoError, AgentError) as error:
                 transcript.say()
                 transcript.say(transcript.paint("31", f"The demo failed: {error}"))
                 transcript.say(
@@ -79,13 +85,25 @@ def run() -> int:
 
 
 @contextlib.contextmanager
-def agent(env: dict[str, str], workdir: Path, log: IO[bytes], transcript: Transcript) -> Iterator[Client]:
-    """The agent as a subprocess, stopped whatever happens; a clean end is an exit with 0."""
-    client = Client([sys.executable, "-m", "claude_bg_acp"], env, workdir, log, transcript.show)
+def agent(
+    env: dict[str, str], workdir: Path, log: IO[bytes], transcript: Transcript
+) -> Iterator[AgentProcess]:
+    """The agent as a subprocess, stopped whatever happens; a clean end is an exit with 0, and
+    nothing it started outlives it (its process group is empty)."""
+    client = AgentProcess(
+        [sys.executable, "-m", "claude_bg_acp"],
+        env,
+        cwd=workdir,
+        stderr=log,
+        allow=True,
+        on_message=lambda direction, message, _at: transcript.show(direction, message),
+    )
     try:
         yield client
         transcript.flush()
-        code = client.close()
+        code = client.close(EXIT_WAIT)
+        if client.outlived():
+            raise DemoError("processes the agent started outlived it")
     except BaseException:
         client.stop()
         raise
@@ -96,27 +114,26 @@ def agent(env: dict[str, str], workdir: Path, log: IO[bytes], transcript: Transc
         raise DemoError(f"the agent exited with {code}")
 
 
-def update_of(message: Message, kind: str) -> dict[str, Any] | None:
-    """The update of a ``session/update`` of ``kind``, else None."""
-    if message.get("method") != "session/update":
-        return None
-    update: dict[str, Any] = message["params"]["update"]
-    return update if update.get("sessionUpdate") == kind else None
-
-
 def says(message: Message, text: str) -> bool:
     update = update_of(message, "agent_message_chunk")
     return update is not None and text in (update.get("content") or {}).get("text", "")
 
 
+def open_session(client: AgentProcess, initialize: Message, workdir: Path) -> str:
+    """``initialize``, then ``session/new`` in ``workdir``: the session's id."""
+    client.result(client.ask("initialize", initialize), WAIT)
+    return str(
+        client.result(client.ask("session/new", {"cwd": str(workdir), "mcpServers": []}), WAIT)["sessionId"]
+    )
+
+
 # --- 1. a background shell ---------------------------------------------------------------------
 
 
-def background_shell(client: Client, transcript: Transcript, workdir: Path) -> None:
+def background_shell(client: AgentProcess, transcript: Transcript, workdir: Path) -> None:
     transcript.heading("1. A background shell, live (ACP v2)")
-    client.call("initialize", {"protocolVersion": 2, "info": INFO, "capabilities": {}}, WAIT)
-    session = client.call("session/new", {"cwd": str(workdir), "mcpServers": []}, WAIT)["sessionId"]
-    client.call("session/prompt", {"sessionId": session, "prompt": [text(SHELL_PROMPT)]}, WAIT)
+    session = open_session(client, {"protocolVersion": 2, "info": INFO, "capabilities": {}}, workdir)
+    client.result(client.ask("session/prompt", {"sessionId": session, "prompt": [text(SHELL_PROMPT)]}), WAIT)
     opened = client.wait_for(lambda m: bool(update_of(m, "terminal_update")), WAIT, "a terminal")
     terminal = client.messages[opened]["params"]["update"]["terminalId"]
 
@@ -131,7 +148,7 @@ def background_shell(client: Client, transcript: Transcript, workdir: Path) -> N
         f"(the turn is over, the shell goes on; the client stops exactly that shell: {short(terminal)})"
     )
     since = client.seen
-    client.call("terminal/cancel", {"sessionId": session, "terminalId": terminal}, WAIT)
+    client.result(client.ask("terminal/cancel", {"sessionId": session, "terminalId": terminal}), WAIT)
 
     def exited(message: Message) -> bool:
         update = update_of(message, "terminal_update")
@@ -171,18 +188,18 @@ class Output:
 # --- 2. a held v1 prompt -----------------------------------------------------------------------
 
 
-def held_prompt(client: Client, transcript: Transcript, workdir: Path) -> None:
+def held_prompt(client: AgentProcess, transcript: Transcript, workdir: Path) -> None:
     transcript.heading("2. A held v1 prompt while a background subagent finishes (ACP v1)")
-    init = {"protocolVersion": 1, "clientCapabilities": {}, "clientInfo": INFO}
-    client.call("initialize", init, WAIT)
-    session = client.call("session/new", {"cwd": str(workdir), "mcpServers": []}, WAIT)["sessionId"]
-    prompt = client.request("session/prompt", {"sessionId": session, "prompt": [text(SUBAGENT_PROMPT)]})
+    session = open_session(
+        client, {"protocolVersion": 1, "clientCapabilities": {}, "clientInfo": INFO}, workdir
+    )
+    prompt = client.ask("session/prompt", {"sessionId": session, "prompt": [text(SUBAGENT_PROMPT)]})
     delegated = client.wait_for(lambda m: says(m, DELEGATED), WAIT, "Claude's word that it delegated")
     transcript.flush()
     transcript.say(
         "(Claude Code ended its turn; the answer waits for the background subagent that turn started)"
     )
-    outcome = client.result(prompt, WAIT, "the answer to the prompt")
+    outcome = client.result(prompt, WAIT)
     # In order: the end of the turn, the subagent's report, Claude's follow-up, the answer.
     order = [
         delegated,
@@ -192,7 +209,7 @@ def held_prompt(client: Client, transcript: Transcript, workdir: Path) -> None:
     ]
     if order != sorted(order) or outcome.get("stopReason") != "end_turn":
         raise DemoError(f"the prompt was answered {outcome} before the subagent's report and the follow-up")
-    held = client.received[order[-1]] - client.received[delegated]
+    held = (client.received[order[-1]] - client.received[delegated]) / 1e9
     transcript.say(
         f"(answered {held:.1f} s after the turn ended, once the subagent had reported: "
         "a v1 client sees all of it inside the turn)"

@@ -52,11 +52,11 @@ elif fault == "restart":
 elif fault == "late-watcher":
     from asyncio import unix_events
 
-    do_waitpid = unix_events.ThreadedChildWatcher._do_waitpid
+    do_waitpid = unix_events.ThreadedChildWatcher._do_waitpid  # type: ignore[attr-defined]  # private, not in typeshed
 
     def late_waitpid(self: Any, loop: Any, pid: int, callback: Any, args: Any) -> None:
         os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)  # until it ended, leaving it a zombie
         time.sleep(LATE)
         do_waitpid(self, loop, pid, callback, args)
 
-    unix_events.ThreadedChildWatcher._do_waitpid = late_waitpid  # type: ignore[method-assign]
+    unix_events.ThreadedChildWatcher._do_waitpid = late_waitpid  # type: ignore[attr-defined]

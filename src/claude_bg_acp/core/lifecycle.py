@@ -1,0 +1,56 @@
+"""Lifecycles as tables that the code is held to.
+
+A module that owns a lifecycle keeps its phases in an enum, draws the lifecycle as a table in its
+docstring (the phases a row starts from in its first column, the phase it leads to in its last;
+``any`` for every phase, a word in parentheses for "not known yet" or "forgotten", ``None``
+here), and declares the same rows in code as a ``Lifecycle``. Every change of phase goes through
+``Lifecycle.move``, which refuses one that no row has: ``IllegalTransition``, a bug of ours
+(never the client's or Claude Code's), which reaches the session host as an internal error.
+Staying in a phase is no transition. ``tests/test_lifecycles.py`` reads each docstring's table
+and checks that it has exactly the rows of the code's, and that no phase is set any other way.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Generic, TypeVar, overload
+
+P = TypeVar("P", bound=enum.Enum)
+
+
+class IllegalTransition(RuntimeError):
+    """A change of phase that the lifecycle's table does not have."""
+
+
+@dataclass(frozen=True)
+class Lifecycle(Generic[P]):
+    name: str
+    """What lives through it: the first header cell of its docstring table."""
+    phases: type[P]
+    allowed: frozenset[tuple[P | None, P | None]]
+    """(from, to) for every row; ``None`` before the thing is known, or once it is forgotten."""
+
+    @classmethod
+    def of(cls, name: str, phases: type[P], *rows: tuple[Iterable[P | None], P | None]) -> Lifecycle[P]:
+        """The lifecycle of ``rows`` as the docstring draws them: (the phases it starts from, the
+        phase it leads to)."""
+        pairs = {(was, to) for starts, to in rows for was in starts if was is not to}
+        return cls(name, phases, frozenset(pairs))
+
+    @overload
+    def move(self, was: P | None, to: P) -> P: ...
+
+    @overload
+    def move(self, was: P | None, to: None) -> None: ...
+
+    def move(self, was: P | None, to: P | None) -> P | None:
+        """``to``, if the table leads there from ``was``; raises ``IllegalTransition`` if not."""
+        if was is not to and (was, to) not in self.allowed:
+            raise IllegalTransition(f"{self.name}: no row leads from {_name(was)} to {_name(to)}")
+        return to
+
+
+def _name(phase: enum.Enum | None) -> str:
+    return "(none)" if phase is None else phase.name

@@ -1,0 +1,227 @@
+"""Every lifecycle of the core is a table the code is held to, and the one its docstring draws.
+
+Each module of ``claude_bg_acp.core`` that draws a lifecycle table in its docstring declares the
+same rows as a ``Lifecycle`` (``core.lifecycle``). Checked here: the docstring's table and the
+code's have exactly the same transitions, and name every phase; no phase is set but through
+``Lifecycle.move``; ``move`` refuses every transition the table does not have; and the core's
+transitions do go through the tables: with a table emptied, what uses it raises.
+"""
+
+from __future__ import annotations
+
+import ast
+import enum
+import importlib
+import inspect
+import pkgutil
+import re
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+import claude_bg_acp.core
+from claude_bg_acp.core import events as ev
+from claude_bg_acp.core import foreground
+from claude_bg_acp.core.foreground import TurnPhase
+from claude_bg_acp.core.lifecycle import IllegalTransition, Lifecycle
+from tests.support.driver import CoreDriver, load_frames
+from tests.support.frames import tool_result, tool_use
+
+UNCHECKED = {
+    "claude_bg_acp.core.config": "what the client was told of the options; config.py is being "
+    "reworked with the presenters (issue 20, items 2 and 8), which declares its table then",
+}
+"""Modules whose docstring table has no ``Lifecycle`` yet, and why."""
+
+BORDER = re.compile(r"=+(?: +=+)+")
+Pair = tuple[enum.Enum | None, enum.Enum | None]
+
+
+def core_modules() -> list[ModuleType]:
+    names = [info.name for info in pkgutil.iter_modules(claude_bg_acp.core.__path__)]
+    return [importlib.import_module(f"claude_bg_acp.core.{name}") for name in sorted(names)]
+
+
+def lifecycles(module: ModuleType) -> dict[str, Lifecycle[Any]]:
+    """The lifecycles a module declares (not those it imports), by name."""
+    return {
+        value.name: value
+        for value in vars(module).values()
+        if isinstance(value, Lifecycle) and value.phases.__module__ == module.__name__
+    }
+
+
+def tables(doc: str) -> dict[str, list[tuple[str, str]]]:
+    """The tables a docstring draws, by the first cell of their header: each row's first and last
+    cell. A row goes on over the lines below it while its first cell is blank there, or ends in
+    a comma (a list of phases)."""
+    lines = doc.splitlines()
+    borders = [i for i, line in enumerate(lines) if BORDER.fullmatch(line.strip())]
+    assert len(borders) % 3 == 0, "a table is drawn with three borders: top, under the header, bottom"
+    found: dict[str, list[tuple[str, str]]] = {}
+    for top, head, bottom in zip(borders[::3], borders[1::3], borders[2::3], strict=True):
+        starts = [match.start() for match in re.finditer("=+", lines[top])]
+        name = lines[top + 1][starts[0] : starts[1]].strip()
+        rows: list[tuple[str, str]] = []
+        for line in lines[head + 1 : bottom]:
+            first, last = line[starts[0] : starts[1]].strip(), line[starts[-1] :].strip()
+            if rows and (not first or rows[-1][0].endswith(",")):
+                rows[-1] = (f"{rows[-1][0]} {first}".strip(), f"{rows[-1][1]} {last}".strip())
+            else:
+                rows.append((first, last))
+        found[name] = rows
+    return found
+
+
+def phases_in(cell: str, phases: type[enum.Enum]) -> list[enum.Enum | None]:
+    """The phases a cell names: ``any``, ``NAME``s, and "(not known yet)" or "(forgotten)" as None."""
+    if cell == "any":
+        return list(phases)
+    named: list[enum.Enum | None] = [phases[name] for name in re.findall(r"``(\w+)``", cell)]
+    return [None for _ in re.findall(r"\([^)]*\)", cell)] + named
+
+
+def drawn(rows: list[tuple[str, str]], phases: type[enum.Enum]) -> frozenset[Pair]:
+    pairs: set[Pair] = set()
+    for first, last in rows:
+        (to,) = phases_in(last, phases)  # each row leads to one phase
+        pairs.update((was, to) for was in phases_in(first, phases) if was is not to)
+    return frozenset(pairs)
+
+
+def shown(pair: Pair) -> str:
+    return " -> ".join("(none)" if phase is None else phase.name for phase in pair)
+
+
+FOUND = [
+    (module, name, lifecycle) for module in core_modules() for name, lifecycle in lifecycles(module).items()
+]
+DECLARED = [
+    pytest.param(module, lifecycle, id=f"{module.__name__.rsplit('.', 1)[1]}:{name}")
+    for module, name, lifecycle in FOUND
+]
+
+
+def test_every_table_in_the_core_is_declared_in_code() -> None:
+    for module in core_modules():
+        drawn_names = set(tables(module.__doc__ or ""))
+        declared = set(lifecycles(module))
+        if module.__name__ in UNCHECKED:
+            assert not declared, f"{module.__name__} declares its lifecycle now: check it"
+            continue
+        assert drawn_names == declared, f"{module.__name__}: tables {drawn_names}, declared {declared}"
+
+
+@pytest.mark.parametrize(("module", "lifecycle"), DECLARED)
+def test_the_docstring_draws_the_table_the_code_is_held_to(
+    module: ModuleType, lifecycle: Lifecycle[enum.Enum]
+) -> None:
+    rows = tables(module.__doc__ or "")[lifecycle.name]
+    docstring = drawn(rows, lifecycle.phases)
+    missing = sorted(map(shown, lifecycle.allowed - docstring))
+    extra = sorted(map(shown, docstring - lifecycle.allowed))
+    assert not missing and not extra, f"the docstring lacks {missing} and has {extra} besides"
+    reached = {phase for pair in lifecycle.allowed for phase in pair}
+    assert reached >= set(lifecycle.phases), f"phases in no row: {set(lifecycle.phases) - reached}"
+
+
+@pytest.mark.parametrize(("module", "lifecycle"), DECLARED)
+def test_move_refuses_every_transition_its_table_does_not_have(
+    module: ModuleType, lifecycle: Lifecycle[enum.Enum]
+) -> None:
+    phases: list[enum.Enum | None] = [None, *lifecycle.phases]
+    for was in phases:
+        for to in phases:
+            if was is to or (was, to) in lifecycle.allowed:
+                assert lifecycle.move(was, to) is to
+                continue
+            with pytest.raises(IllegalTransition, match=lifecycle.name):
+                lifecycle.move(was, to)
+
+
+def test_no_phase_is_set_but_through_its_table() -> None:
+    """An assignment to a phase field (``phase``, ``hold``, or any field annotated with a
+    lifecycle's phases) is ``<table>.move(...)``, bar the initial one."""
+    enums = {lc.phases for module in core_modules() for lc in lifecycles(module).values()}
+    for module in core_modules():
+        tree = ast.parse(Path(inspect.getfile(module)).read_text())
+        fields = {"phase", "hold"} | {
+            node.target.attr if isinstance(node.target, ast.Attribute) else node.target.id
+            for node in ast.walk(tree)
+            if isinstance(node, ast.AnnAssign)
+            and isinstance(node.target, ast.Attribute | ast.Name)
+            and vars(module).get(ast.unparse(node.annotation)) in enums
+        }
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Assign):
+                continue
+            for target in node.targets:
+                targets = target.elts if isinstance(target, ast.Tuple) else [target]
+                values = node.value.elts if isinstance(node.value, ast.Tuple) else [node.value]
+                for each, value in zip(targets, values, strict=False):
+                    if isinstance(each, ast.Attribute) and each.attr in fields:
+                        moved = (
+                            isinstance(value, ast.Call)
+                            and isinstance(value.func, ast.Attribute)
+                            and value.func.attr == "move"
+                        )
+                        assert moved, f"{module.__name__}:{node.lineno} sets {ast.unparse(each)} directly"
+
+
+# --- the core's transitions go through the tables ----------------------------------------------
+
+
+def replay(fixture: str, client: str) -> Callable[[], object]:
+    return lambda: CoreDriver.for_client(client).replay(load_frames(fixture))
+
+
+def schedule_stopped() -> object:
+    d = CoreDriver(2)
+    d.frames(tool_use("toolu_wake", "ScheduleWakeup", {"delaySeconds": 600}), tool_result("toolu_wake", "ok"))
+    return d.frames(tool_use("toolu_stop", "ScheduleWakeup", {"stop": True}), tool_result("toolu_stop", "ok"))
+
+
+USES: dict[str, Callable[[], object]] = {
+    "turn": lambda: CoreDriver(2).prompt("Hello"),
+    "hold": replay("agent_hold_new_prompt", "v1"),
+    "task": replay("bg_completed", "v2"),
+    "item": replay("bg_completed", "v2"),
+    "tool use": replay("fg_bash", "v2"),
+    "child": replay("agent_bg", "v2"),
+    "schedule": schedule_stopped,
+    "question": replay("permission", "v2"),
+    "title": lambda: CoreDriver(2).handle(ev.TitleRead("Greeting", None)),
+}
+"""Something the core does that moves each lifecycle."""
+
+
+def test_each_lifecycle_has_a_use_here() -> None:
+    assert set(USES) == {lifecycle.name for _, _, lifecycle in FOUND}
+
+
+@pytest.mark.parametrize(("module", "lifecycle"), DECLARED)
+def test_with_its_table_emptied_a_lifecycle_refuses_to_move(
+    module: ModuleType, lifecycle: Lifecycle[enum.Enum], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    use = USES[lifecycle.name]
+    use()  # with its table, it goes through
+    (name,) = [name for name, value in vars(module).items() if value is lifecycle]
+    monkeypatch.setattr(module, name, Lifecycle(lifecycle.name, lifecycle.phases, frozenset()))
+    with pytest.raises(IllegalTransition, match=f"^{lifecycle.name}: "):
+        use()
+
+
+def test_an_illegal_transition_leaves_the_turn_where_it_was(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A transition the table lacks raises before the phase changes: the turn stays where it
+    was, and the prompt that could not go in still waits."""
+    without_insertion = foreground.TURNS.allowed - {(TurnPhase.IDLE, TurnPhase.PROMPTED)}
+    monkeypatch.setattr(foreground, "TURNS", Lifecycle("turn", TurnPhase, without_insertion))
+    d = CoreDriver(2)
+    with pytest.raises(IllegalTransition, match="no row leads from IDLE to PROMPTED"):
+        d.prompt("Hello")
+    foreground_now = d.core.foreground
+    assert foreground_now.phase is TurnPhase.IDLE and foreground_now.prompt is None
+    assert len(foreground_now.waiting) == 1  # the prompt still waits, not lost half-inserted
