@@ -252,3 +252,21 @@ def test_a_subagents_work_is_announced_listed_and_cancelled_in_its_session(
     assert rules.view(ROOT).listed == [] and child.listed in (None, [])
     agent_lines, client_lines = as_jsonrpc(d.effects)
     assert not validate_transcript(agent_lines, client_lines, 2)
+
+
+# --- the RFD form in v1 (issue 22) --------------------------------------------------------------
+
+
+def test_a_v1_client_sees_a_failed_child_idle_with_the_error() -> None:
+    """The v1 unstable schema's child state has ``stopReason: error`` with the ``error``."""
+    d = CoreDriver(1, {"subagents": {}}, session_id=ROOT)
+    d.frames(HELPER.launch(), HELPER.started(), tasks_changed([HELPER.level_entry()]), HELPER.hand_off())
+    failed = d.frame(HELPER.notification("failed"))
+    (state,) = [u["state"] for _, u in notes(failed) if u["sessionUpdate"] == "subagent_update"]
+    assert state == {
+        "state": "idle",
+        "stopReason": "error",
+        "error": {"code": -32603, "message": HELPER.summary("failed")},
+    }
+    agent_lines, client_lines = as_jsonrpc(d.effects)
+    assert not validate_transcript(agent_lines, client_lines, 1)

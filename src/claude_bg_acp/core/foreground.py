@@ -468,7 +468,9 @@ class Foreground:
         return [StateReported(self.session_id, self.reported, self.background)] if changed else []
 
     def fail(self, error: Failure) -> list[ForegroundOut]:
-        """Claude Code is gone: end the turn with an error and refuse what was held and what comes."""
+        """Claude Code is gone: end the turn with an error and refuse what was held and what comes.
+        Its subagents went with it: nothing holds the turn's answer."""
+        self.live_subagents.clear()
         out = self._release()
         self._close(error)
         while self.waiting:

@@ -539,7 +539,7 @@ class SessionCore:
         effects: list[Effect] = []
         for ticket in self.questions.tickets():
             effects += self._withdraw(ticket, "Claude Code stopped")
-        effects += self._children(self.subagents.lost()) + self._abandon(now, stopped)
+        effects += self._children(self.subagents.lost(reason)) + self._abandon(now, stopped)
         effects += self._present(self.tool_uses.cut_all())
         self.background.forget()
         self.registry = TaskRegistry()

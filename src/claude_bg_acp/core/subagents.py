@@ -28,12 +28,15 @@ child                what happens                                        next
 ``RUNNING``          a permission question of its own opens              ``REQUIRES_ACTION``
 ``REQUIRES_ACTION``  its last open question is answered or withdrawn     ``RUNNING``
 ``RUNNING``,         its task ended (``end_turn``, ``cancelled``,        ``IDLE``
-``REQUIRES_ACTION``  ``error``; no stop reason when how is unknown)
-``RUNNING``,         Claude Code is gone                                 ``UNKNOWN``
-``REQUIRES_ACTION``
-``IDLE``,            a new run of its task (a resumed subagent), also    ``RUNNING``
-``UNKNOWN``          one that a Claude Code taking over starts
+``REQUIRES_ACTION``  ``error``; no stop reason when how is unknown), or
+                     Claude Code, which ran it, is gone (``error``)
+``IDLE``             a new run of its task (a resumed subagent), also    ``RUNNING``
+                     one that a Claude Code taking over starts
 ===================  ==================================================  ===================
+
+A child is never ``unknown``: the agent always knows when its work stops (its task's end, or
+the end of the Claude Code that ran it, whose processes the agent stops), and a child whose
+work ended is ``idle`` before the list that drops it.
 
 A change of its own ``background`` list is reported as a repeated snapshot of its state.
 """
@@ -65,7 +68,6 @@ class State(enum.Enum):
     RUNNING = "running"
     REQUIRES_ACTION = "requires_action"
     IDLE = "idle"
-    UNKNOWN = "unknown"
 
 
 WORKING = (State.RUNNING, State.REQUIRES_ACTION)
@@ -76,8 +78,7 @@ CHILDREN = Lifecycle.of(
     ((State.RUNNING,), State.REQUIRES_ACTION),
     ((State.REQUIRES_ACTION,), State.RUNNING),
     (WORKING, State.IDLE),
-    (WORKING, State.UNKNOWN),
-    ((State.IDLE, State.UNKNOWN), State.RUNNING),
+    ((State.IDLE,), State.RUNNING),
 )
 
 
@@ -137,6 +138,8 @@ class ChildStateChanged:
     error: str | None = None
     """With the ``error`` stop reason: what Claude Code said of the failure."""
     repeat: bool = False
+    lost: bool = False
+    """Its work ended with the Claude Code that ran it (``idle`` with the ``error``)."""
 
 
 ChildFact = ChildAnnounced | ChildStateChanged
@@ -173,12 +176,12 @@ class Subagents:
         error = (task.summary or "The subagent failed") if stop_reason == "error" else None
         return self._report(child, State.IDLE, stop_reason, error)
 
-    def lost(self) -> list[ChildFact]:
-        """Claude Code is gone: what its children were doing can no longer be observed."""
+    def lost(self, reason: str) -> list[ChildFact]:
+        """Claude Code is gone (``reason``), and the work of its children with it."""
         facts: list[ChildFact] = []
         for child in self.children.values():
             if child.state in WORKING:
-                facts += self._report(child, State.UNKNOWN, None)
+                facts += self._report(child, State.IDLE, "error", reason, lost=True)
         return facts
 
     def restate(self, session_id: str) -> ChildRestated:
@@ -238,11 +241,17 @@ class Subagents:
 
     @staticmethod
     def _report(
-        child: Child, state: State, stop_reason: StopReason | None, error: str | None = None
+        child: Child,
+        state: State,
+        stop_reason: StopReason | None,
+        error: str | None = None,
+        lost: bool = False,
     ) -> list[ChildFact]:
         child.state, child.stop_reason = CHILDREN.move(child.state, state), stop_reason
         return [
-            ChildStateChanged(child.parent_id, child.session_id, state, child.background, stop_reason, error)
+            ChildStateChanged(
+                child.parent_id, child.session_id, state, child.background, stop_reason, error, lost=lost
+            )
         ]
 
 

@@ -61,7 +61,7 @@ class DraftSubagents:
             self._ended.discard(fact.child_id)
             return [Notify(fact.parent_id, self._spawned[fact.child_id])]
         self._ended.add(fact.child_id)
-        state = "disconnected" if fact.state is State.UNKNOWN else ENDS[fact.stop_reason]
+        state = "disconnected" if fact.lost else ENDS[fact.stop_reason]
         return [Notify(fact.parent_id, SubagentStateUpdate(subagent_session_id=fact.child_id, state=state))]
 
     def stamp(self, effects: list[ClientEffect]) -> list[ClientEffect]:

@@ -7,8 +7,9 @@ and the work that goes on on a tool call are not shown. A tool call whose result
 on ends there, with that result, as any other; should the work end before the call had a
 result (Claude Code gone, the session closed), the call ends with it. Scheduled work runs until
 its result, never ``pending``. A client that declares ``clientCapabilities.subagents`` gets
-subagents as child sessions in the RFD's form: ``subagent_update`` on the parent (no stop
-reason ``error``: v1 has none) and the launching prompt as a ``session_message``. Claude Code's
+subagents as child sessions in the RFD's form: ``subagent_update`` on the parent (a failure is
+``idle`` with the stop reason ``error`` and the ``error``, as in v2) and the launching prompt as
+a ``session_message``. Claude Code's
 permission modes are also the session's modes (``modes`` in the answer,
 ``current_mode_update``; Zed reads them when an agent offers no config options), the same as
 the ``mode`` config option.
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from claude_bg_acp.acp.jsonrpc import INTERNAL_ERROR
 from claude_bg_acp.acp.updates import CurrentModeUpdate, PlanEntries, SessionMessage, SubagentUpdate, ToolCall
 from claude_bg_acp.claude.server_info import SlashCommand
 from claude_bg_acp.core.background import WorkEnded, WorkOpened, WorkStatus
@@ -104,15 +106,18 @@ class V1Presenter(BasePresenter):
             return announce_child(fact)
         if fact.repeat:
             return []  # v1 keeps no background lists
-        return [
-            Notify(fact.parent_id, SubagentUpdate(session_id=fact.child_id, state=self.child_state(fact)))
-        ]
+        return [Notify(fact.parent_id, SubagentUpdate(session_id=fact.child_id, state=child_state(fact)))]
 
-    def child_state(self, fact: ChildStateChanged) -> dict[str, Any]:
-        state: dict[str, Any] = {"state": fact.state.value}
-        if fact.stop_reason is not None and fact.stop_reason != "error":
-            state["stopReason"] = fact.stop_reason
-        return state
+
+def child_state(fact: ChildStateChanged) -> dict[str, Any]:
+    """A child's state snapshot; a repeat (only its list changed) is no new completion: no stop
+    reason."""
+    state: dict[str, Any] = {"state": fact.state.value}
+    if fact.stop_reason is not None and not fact.repeat:
+        state["stopReason"] = fact.stop_reason
+    if fact.error is not None and not fact.repeat:
+        state["error"] = {"code": INTERNAL_ERROR, "message": fact.error}
+    return state
 
 
 def answer(ticket: Ticket, outcome: Outcome) -> ClientEffect:

@@ -21,7 +21,6 @@ import base64
 from typing import Any
 
 from claude_bg_acp.acp.errors import failed
-from claude_bg_acp.acp.jsonrpc import INTERNAL_ERROR
 from claude_bg_acp.acp.updates import (
     ErrorObject,
     PlanUpdate,
@@ -56,7 +55,7 @@ from claude_bg_acp.core.subagents import WORKING, ChildAnnounced, ChildRestated,
 from claude_bg_acp.core.tool_uses import ToolCallHandedOff
 from claude_bg_acp.presenters import tool_views
 from claude_bg_acp.presenters.base import CANCEL, BasePresenter, exit_status, plan_entries
-from claude_bg_acp.presenters.v1 import announce_child
+from claude_bg_acp.presenters.v1 import announce_child, child_state
 
 PLAN_ID = "plan"
 """The one plan of a session: Claude Code keeps one list at a time."""
@@ -200,12 +199,8 @@ class V2Presenter(BasePresenter):
         if isinstance(fact, ChildAnnounced):
             return [*announce_child(fact), Notify(fact.child_id, StateUpdate(state="running", background=[]))]
         # One snapshot, on the child and mirrored on its parent (the RFD's two reports of one
-        # state); a repeat (only the list changed) is no new completion: no stop reason.
-        state: dict[str, Any] = {"state": fact.state.value}
-        if fact.stop_reason is not None and not fact.repeat:
-            state["stopReason"] = fact.stop_reason
-        if fact.error is not None and not fact.repeat:
-            state["error"] = {"code": INTERNAL_ERROR, "message": fact.error}
+        # state).
+        state = child_state(fact)
         state["background"] = [listed(entry) for entry in fact.background]
         own = StateUpdate.model_validate(state)
         return [
