@@ -79,7 +79,7 @@ from claude_bg_acp.core.effects import FinishTail, Log, StopTask, Tail, Ticket
 from claude_bg_acp.core.errors import Refusal, Refused
 from claude_bg_acp.core.lifecycle import Lifecycle
 from claude_bg_acp.core.tasks import Task
-from claude_bg_acp.core.tool_uses import ToolUse
+from claude_bg_acp.core.tool_uses import ToolUse, ToolUsePhase
 
 CLASSIFY_GRACE = 0.5
 STOP_BOUND = 10.0
@@ -184,10 +184,21 @@ class Item:
     """How its process ended when the agent stopped it (Claude Code was gone)."""
     exit: ExitInfo | None = None
     """The exit a final terminal reported (None: unknown)."""
+    ran: bool = False
+    """A tool call's status was ``in_progress`` or ``paused``: it never goes back to ``pending``."""
 
     @property
     def final(self) -> bool:
         return self.phase is ItemPhase.FINAL
+
+    def status(self) -> LiveStatus:
+        """A tool call's live status now: its task's, but never ``pending`` again once it ran
+        (the RFD: statuses never go back to ``pending``), whatever order Claude Code reports in."""
+        status = _live_status(self.task)
+        if status == "pending" and self.ran:
+            return "in_progress"
+        self.ran = self.ran or status != "pending"
+        return status
 
     @property
     def tool_call_id(self) -> str:
@@ -452,14 +463,15 @@ class Background:
 
     def _open_tool_call(self, task: Task, tool: ToolUse | None) -> list[BackgroundOut]:
         if tool is not None and task.tool_use_id and not tool.final:
-            item = self.items[task.task_id] = Item(task, Kind.TOOL_CALL, tool.call_id, tool.session_id)
-            return [
-                ToolCallDetached(item.ref),
-                WorkOpened(item.session_id, item.ref, _live_status(task)),
-            ]
+            # Its launching call runs already (``in_progress``) once its input is known.
+            ran = tool.phase is ToolUsePhase.RUNNING
+            item = self.items[task.task_id] = Item(
+                task, Kind.TOOL_CALL, tool.call_id, tool.session_id, ran=ran
+            )
+            return [ToolCallDetached(item.ref), WorkOpened(item.session_id, item.ref, item.status())]
         ref = self._fresh(f"task-{task.task_id}")
         item = self.items[task.task_id] = Item(task, Kind.TOOL_CALL, ref, self.root_id)
-        return [WorkOpened(item.session_id, item.ref, _live_status(task), _own_title(task))]
+        return [WorkOpened(item.session_id, item.ref, item.status(), _own_title(task))]
 
     def _fresh(self, ref: str) -> str:
         """``ref``, or for a new run of a task whose earlier run used it, a new one: a final
@@ -495,7 +507,7 @@ class Background:
             return []
         out: list[BackgroundOut] = []
         if item.kind is Kind.TOOL_CALL:
-            out.append(WorkStatus(item.session_id, item.ref, _live_status(task)))
+            out.append(WorkStatus(item.session_id, item.ref, item.status()))
         if item.reported_as_task:
             state = _run_state(task)
             out.append(TaskChanged(item.session_id, task.task_id, task.tool_use_id, task.output_file, state))
@@ -637,7 +649,7 @@ class Background:
                 )
             elif item.kind is Kind.TOOL_CALL:
                 tool = tool_of(item.task.tool_use_id) if item.ref == item.task.tool_use_id else None
-                status = _live_status(item.task)
+                status = item.status()
                 if tool is None:
                     out.append(WorkRestated(session_id, item.ref, status, _own_title(item.task)))
                 else:
