@@ -412,3 +412,30 @@ def test_the_rules_take_output_sent_before_a_reattachment_was_read() -> None:
     rules.attached("s")
     with pytest.raises(Violation, match="rule 5: output of terminal t1 before its terminal_update"):
         rules.see("s", output)
+
+
+def test_the_rules_catch_a_status_that_goes_back_to_pending() -> None:
+    rules = BackgroundRules()
+    rules.see("s", {"sessionUpdate": "tool_call", "toolCallId": "c1", "title": "x", "status": "pending"})
+    rules.see("s", {"sessionUpdate": "tool_call_update", "toolCallId": "c1", "status": "paused"})
+    rules.see("s", {"sessionUpdate": "tool_call_update", "toolCallId": "c1", "status": "in_progress"})
+    with pytest.raises(Violation, match="rule 10: tool call c1 goes back from in_progress to pending"):
+        rules.see("s", {"sessionUpdate": "tool_call_update", "toolCallId": "c1", "status": "pending"})
+
+
+def test_the_rules_catch_a_mirror_that_is_not_the_childs_own_state() -> None:
+    """The announcement and the child's first snapshot go out in either order; by the parent's
+    next snapshot they must be the same."""
+    running = {"state": "running", "background": []}
+    rules = BackgroundRules(lists=True)
+    rules.see("root", {"sessionUpdate": "subagent_update", "sessionId": "c", "state": {"state": "running"}})
+    rules.see("c", {"sessionUpdate": "state_update", **running})
+    with pytest.raises(Violation, match="rule 11: root mirrors child c as"):
+        rules.see("root", {"sessionUpdate": "state_update", "state": "running", "background": []})
+    rules = BackgroundRules(lists=True)
+    rules.see("c", {"sessionUpdate": "state_update", **running})
+    rules.see("root", {"sessionUpdate": "subagent_update", "sessionId": "c", "state": running})
+    rules.see("root", {"sessionUpdate": "state_update", "state": "running", "background": []})
+    rules.see("c", {"sessionUpdate": "state_update", "state": "idle", "background": []})
+    with pytest.raises(Violation, match="rule 11"):
+        rules.finish()

@@ -270,3 +270,12 @@ def test_a_v1_client_sees_a_failed_child_idle_with_the_error() -> None:
     }
     agent_lines, client_lines = as_jsonrpc(d.effects)
     assert not validate_transcript(agent_lines, client_lines, 1)
+
+
+def test_the_v2_announcement_carries_the_childs_own_first_snapshot() -> None:
+    """The RFD's two reports of a child's state are the same ``StateUpdate`` snapshot."""
+    d = CoreDriver(2, session_id=ROOT)
+    effects = d.frames(HELPER.launch(), HELPER.started())
+    (announced,) = [u["state"] for _, u in notes(effects) if u["sessionUpdate"] == "subagent_update"]
+    own = d.updates_of(effects, "state_update", HELPER.task_id)[0]
+    assert announced == {key: value for key, value in own.items() if key != "sessionUpdate"}

@@ -386,6 +386,7 @@ class ClientRun:
                     rules.attached(session_id)
                 else:
                     rules.see(session_id, update)
+            rules.finish()
         except Violation as broken:
             return [str(broken)]
         return []

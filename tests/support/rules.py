@@ -25,9 +25,13 @@ replay golden, every live transcript and the property tests go through it. Per s
    is its ``usage_update``: the agent sends one at the end of each turn of the main conversation
    (``core/usage.py``), so two of them with no ``idle`` between are two turns without one;
 9. a tool call's ``rawInput`` and ``rawOutput`` are JSON objects when they are there, and no
-   update carries ``_meta: null`` (strictly typed clients such as Toad reject anything else).
+   update carries ``_meta: null`` (strictly typed clients such as Toad reject anything else);
+10. a tool call's status never goes back to ``pending`` once it was ``in_progress`` or
+    ``paused`` (``in_progress`` and ``paused`` may alternate);
+11. (v2) a child's state as its parent mirrors it (``subagent_update``) is the child's own latest
+    ``state_update`` (the same snapshot on both paths), whenever the parent reports its state.
 
-v1 transcripts have no snapshots: rules 3 (final statuses, exits, cancel), 5, 6, 7 and 9 still
+v1 transcripts have no snapshots: rules 3 (final statuses, exits, cancel), 5, 6, 7, 9 and 10 still
 apply, also to the terminals of the ``_meta`` extension (Zed's): announced by
 ``terminal_info`` on a ``tool_call``, fed by ``terminal_output`` / ``terminal_output_delta``,
 ended by ``terminal_exit``.
@@ -67,6 +71,10 @@ class SessionView:
     """Announced subagent sessions and their latest state."""
     children_work: dict[str, bool] = field(default_factory=dict)
     """Whether a child's own ``background`` list (mirrored on its parent) names work."""
+    mirrors: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Each child's latest state as mirrored here (its parent)."""
+    own_state: dict[str, Any] | None = None
+    """The session's latest ``state_update`` (less ``sessionUpdate``)."""
     caps: dict[tuple[str, str], bool] = field(default_factory=dict)
     """(item type, id) -> whether it advertises cancel now."""
     listed: list[dict[str, Any]] | None = None
@@ -130,6 +138,8 @@ class BackgroundRules:
             )
             if isinstance(state, dict) and isinstance(state.get("background"), list):
                 view.children_work[child] = bool(state["background"])
+            if isinstance(state, dict):
+                view.mirrors[child] = state
             self._capabilities(view, ("subagent", child), update)
         elif kind == "state_update":
             self._snapshot(session_id, view, update)
@@ -185,6 +195,8 @@ class BackgroundRules:
         before = view.tool_status.get(call_id)
         if before in FINAL and status is not None and status != before:
             raise Violation(f"rule 3: tool call {call_id} changes from final {before} to {status}")
+        if before in ("in_progress", "paused") and status == "pending":
+            raise Violation(f"rule 10: tool call {call_id} goes back from {before} to pending")
         view.tool_status[call_id] = status or before or "pending"
         self._meta_terminal(view, update)
         for item in update.get("content") or []:
@@ -251,6 +263,8 @@ class BackgroundRules:
     def _snapshot(self, session_id: str, view: SessionView, update: dict[str, Any]) -> None:
         view.snapshots += 1
         view.last_state = update["state"]
+        view.own_state = {key: value for key, value in update.items() if key != "sessionUpdate"}
+        self.mirrored(session_id, view)
         if view.last_state == "idle":
             view.turn_ended = False
         background = update.get("background")
@@ -277,6 +291,19 @@ class BackgroundRules:
                 raise Violation(f"rule 3: {item} is removed before its final status (list: {background})")
         view.listed = background
 
+    def mirrored(self, session_id: str, view: SessionView) -> None:
+        """Rule 11: when a session reports its state, what it mirrors of each child is the child's
+        own latest state (a child and its mirror are reported together, in either order)."""
+        for child, mirror in view.mirrors.items():
+            own = self.sessions[child].own_state if child in self.sessions else None
+            if own is not None and own != mirror:
+                raise Violation(f"rule 11: {session_id} mirrors child {child} as {mirror}, not as {own}")
+
+    def finish(self) -> None:
+        """The transcript ended: the last mirrors too must be the children's own states."""
+        for session_id, view in list(self.sessions.items()):
+            self.mirrored(session_id, view)
+
     def listing(self, view: SessionView, item: dict[str, Any], background: list[dict[str, Any]]) -> None:
         """A hook for checks of one listed item that need more than the transcript."""
 
@@ -297,4 +324,5 @@ def check_updates(updates: Iterable[tuple[str, dict[str, Any]]], version: int) -
     rules = BackgroundRules(lists=version >= 2)
     for session_id, update in updates:
         rules.see(session_id, update)
+    rules.finish()
     return rules

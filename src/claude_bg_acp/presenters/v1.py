@@ -130,10 +130,14 @@ def answer(ticket: Ticket, outcome: Outcome) -> ClientEffect:
     return Reply(ticket, result)
 
 
-def announce_child(fact: ChildAnnounced) -> list[ClientEffect]:
-    """The child on its parent (``subagent_update``), then the prompt that launched it."""
+def announce_child(fact: ChildAnnounced, state: dict[str, Any] | None = None) -> list[ClientEffect]:
+    """The child on its parent (``subagent_update``, with its first ``state``: ``running``), then
+    the prompt that launched it."""
     announcement = SubagentUpdate(
-        session_id=fact.child_id, title=fact.title, description=fact.description, state={"state": "running"}
+        session_id=fact.child_id,
+        title=fact.title,
+        description=fact.description,
+        state=state or {"state": "running"},
     )
     if fact.cancellable:
         announcement.capabilities = CANCEL

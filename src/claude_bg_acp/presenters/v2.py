@@ -197,7 +197,9 @@ class V2Presenter(BasePresenter):
 
     def child(self, fact: ChildAnnounced | ChildStateChanged) -> list[ClientEffect]:
         if isinstance(fact, ChildAnnounced):
-            return [*announce_child(fact), Notify(fact.child_id, StateUpdate(state="running", background=[]))]
+            # The same first snapshot on the parent's announcement and on the child.
+            first: dict[str, Any] = {"state": "running", "background": []}
+            return [*announce_child(fact, first), Notify(fact.child_id, StateUpdate.model_validate(first))]
         # One snapshot, on the child and mirrored on its parent (the RFD's two reports of one
         # state).
         state = child_state(fact)
