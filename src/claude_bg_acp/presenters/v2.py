@@ -189,6 +189,8 @@ class V2Presenter(BasePresenter):
                 )
             case WorkOpened():
                 update.capabilities = CANCEL
+            case ScheduleEnded():
+                update.capabilities = None
             case WorkEnded():
                 update.capabilities = None
                 if fact.summary:
