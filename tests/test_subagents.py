@@ -15,8 +15,17 @@ from hypothesis import strategies as st
 from claude_bg_acp.core import events as ev
 from claude_bg_acp.core.effects import Effect, FinishTail, StopTask
 from claude_bg_acp.core.errors import Refusal, Refused
+from claude_bg_acp.core.session import ALLOW_ONCE
 from tests.support.driver import CoreDriver, as_jsonrpc
-from tests.support.frames import TaskSpec, agent_launch, level_entry, task_started, tasks_changed
+from tests.support.frames import (
+    TaskSpec,
+    agent_launch,
+    level_entry,
+    state_changed,
+    task_started,
+    tasks_changed,
+    tool_use,
+)
 from tests.support.rules import BackgroundRules, check_updates
 from tests.support.schema import validate_transcript
 
@@ -279,3 +288,64 @@ def test_the_v2_announcement_carries_the_childs_own_first_snapshot() -> None:
     (announced,) = [u["state"] for _, u in notes(effects) if u["sessionUpdate"] == "subagent_update"]
     own = d.updates_of(effects, "state_update", HELPER.task_id)[0]
     assert announced == {key: value for key, value in own.items() if key != "sessionUpdate"}
+
+
+# --- a turn that waits on a synchronous child (issue 22) ----------------------------------------
+
+OUTER = TaskSpec("agent", "agent05", tool_use_id="toolu_outer", description="outer")
+INNER = TaskSpec("agent", "agent06", tool_use_id="toolu_inner", description="inner", parent="toolu_outer")
+PEER = TaskSpec("agent", "agent07", tool_use_id="toolu_peer", description="peer")
+
+
+def root_states(d: CoreDriver, effects: list[Effect], session: str = ROOT) -> list[str]:
+    return [u["state"] for u in d.updates_of(effects, "state_update", session)]
+
+
+def ask_in(d: CoreDriver, spec: TaskSpec, ticket: int) -> list[Effect]:
+    """The subagent of ``spec`` uses Bash, and Claude Code asks about it."""
+    use = f"toolu_bash_{spec.task_id}"
+    d.frame(tool_use(use, "Bash", {"command": "touch x"}, parent=spec.tool_use_id))
+    return d.ask(ticket, "Bash", {"command": "touch x"}, use, spec.task_id)
+
+
+def test_a_turn_waiting_on_a_synchronous_child_that_asks_requires_action() -> None:
+    """The child's question blocks the foreground: the child's and the root's, which waits on it
+    (prompt lifecycle: requires_action while foreground work is blocked on user action)."""
+    d = CoreDriver(2, session_id=ROOT)
+    d.prompt("delegate and wait")
+    d.frames(state_changed("running"), OUTER.launch(), OUTER.started(backgrounded=False))
+    asked = ask_in(d, OUTER, 1)
+    assert root_states(d, asked, OUTER.task_id) == ["requires_action"]
+    assert root_states(d, asked) == ["requires_action"]
+    answered = d.answer(1, ALLOW_ONCE)
+    assert root_states(d, answered, OUTER.task_id) == ["running"] and root_states(d, answered) == ["running"]
+    check_updates(d.notified(d.effects), 2)
+
+
+def test_a_question_two_synchronous_children_down_blocks_each_one_that_waits() -> None:
+    d = CoreDriver(2, session_id=ROOT)
+    d.prompt("delegate and wait")
+    d.frames(state_changed("running"), OUTER.launch(), OUTER.started(backgrounded=False))
+    d.frames(INNER.launch(), INNER.started(backgrounded=False))
+    asked = ask_in(d, INNER, 1)
+    for session in (INNER.task_id, OUTER.task_id, ROOT):
+        assert root_states(d, asked, session) == ["requires_action"], session
+    answered = d.answer(1, ALLOW_ONCE)
+    for session in (INNER.task_id, OUTER.task_id, ROOT):
+        assert root_states(d, answered, session) == ["running"], session
+    check_updates(d.notified(d.effects), 2)
+
+
+def test_a_turn_is_not_blocked_while_other_foreground_work_goes_on() -> None:
+    """A backgrounded child's question blocks only the child; so does a synchronous child's
+    while another synchronous child of the same turn still works."""
+    d = CoreDriver(2, session_id=ROOT)
+    d.prompt("delegate")
+    d.frames(state_changed("running"), HELPER.launch(), HELPER.started(), HELPER.hand_off())
+    assert root_states(d, ask_in(d, HELPER, 1)) == []
+    d.frames(
+        OUTER.launch(), OUTER.started(backgrounded=False), PEER.launch(), PEER.started(backgrounded=False)
+    )
+    assert root_states(d, ask_in(d, OUTER, 2)) == []
+    assert root_states(d, ask_in(d, PEER, 3)) == ["requires_action"]
+    assert root_states(d, d.answer(2, ALLOW_ONCE)) == ["running"]

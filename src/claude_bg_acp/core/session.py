@@ -637,7 +637,8 @@ class SessionCore:
         effects: list[Effect] = []
         for change in changes:
             effects += self._task_change(change, now)
-        return effects + self._publish()
+        # A child that ended, or went to the background, no longer blocks what waited on it.
+        return effects + self._publish() + self._blocking()
 
     def _task_change(self, change: TaskChange, now: float) -> list[Effect]:
         task = change.task
@@ -710,10 +711,8 @@ class SessionCore:
         # the model's call had one: the person deciding should see what the model asked for.
         tool_input = asked.tool_input or (known.tool_input if known else {})
         params = self.presenter.permission_request(session_id, tool_call_id, asked.tool_name, tool_input)
-        effects: list[Effect] = [AskPermission(asked.ticket, params)]
-        if foreground:
-            effects += self._foreground(self.foreground.set_blocked(True))
-        return effects + self._children(self.subagents.asking(session_id, opened=True))
+        self.subagents.asking(session_id, opened=True)
+        return [AskPermission(asked.ticket, params), *self._blocking()]
 
     def _answered(self, ticket: Ticket, option_id: str | None) -> list[Effect]:
         """``option_id`` is None when the client cancelled the question."""
@@ -734,9 +733,17 @@ class SessionCore:
 
     def _forget_question(self, ticket: Ticket, how: QuestionPhase) -> list[Effect]:
         question = self.questions.decide(ticket, how)
-        effects = self._children(self.subagents.asking(question.session_id, opened=False))
-        if question.foreground and not self.questions.blocking:
-            effects += self._foreground(self.foreground.set_blocked(False))
+        self.subagents.asking(question.session_id, opened=False)
+        return self._blocking()
+
+    def _blocking(self) -> list[Effect]:
+        """Whose foreground work is blocked on user action now: each child's (``Subagents``),
+        then the root's: a question of the main conversation is open, or the turn waits on
+        synchronous children that all are blocked."""
+        effects = self._children(self.subagents.blocked())
+        blocked = self.questions.blocking or self.subagents.waits_blocked(self.session_id)
+        if blocked is not self.foreground.blocked:
+            effects += self._foreground(self.foreground.set_blocked(blocked))
         return effects
 
     # --- routing facts -------------------------------------------------------------------------

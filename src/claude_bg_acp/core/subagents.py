@@ -25,8 +25,11 @@ A child's lifecycle:
 child                what happens                                        next
 ===================  ==================================================  ===================
 (task)               announced, its parent being exposed                 ``RUNNING``
-``RUNNING``          a permission question of its own opens              ``REQUIRES_ACTION``
-``REQUIRES_ACTION``  its last open question is answered or withdrawn     ``RUNNING``
+``RUNNING``          its foreground is blocked: a permission question    ``REQUIRES_ACTION``
+                     of its own opens, or every synchronous child it
+                     waits on is ``REQUIRES_ACTION``
+``REQUIRES_ACTION``  it is no longer blocked (its last open question is  ``RUNNING``
+                     decided, a child it waited on goes on or ends)
 ``RUNNING``,         its task ended (``end_turn``, ``cancelled``,        ``IDLE``
 ``REQUIRES_ACTION``  ``error``; no stop reason when how is unknown), or
                      Claude Code, which ran it, is gone (``error``)
@@ -85,7 +88,8 @@ CHILDREN = Lifecycle.of(
 @dataclass
 class Child:
     session_id: str
-    task_id: str
+    task: Task
+    """Its task (of its current run): whether it runs in the background, among others."""
     tool_use_id: str
     parent_id: str
     title: str
@@ -159,10 +163,11 @@ class Subagents:
             return None
         known = self.children.get(task.task_id)
         if known is not None:
+            known.task = task  # a Claude Code that took over knows it anew
             return self._report(known, State.RUNNING, None)  # the same child, working again
         description = _text(tool.tool_input.get("description")) or task.description or None
         child = Child(
-            task.task_id, task.task_id, task.tool_use_id, parent, _title(tool.tool_input, task), description
+            task.task_id, task, task.tool_use_id, parent, _title(tool.tool_input, task), description
         )
         self.children[child.session_id] = child
         prompt = task.prompt or _text(tool.tool_input.get("prompt"))
@@ -199,17 +204,37 @@ class Subagents:
     def working(self) -> frozenset[str]:
         return frozenset(c.session_id for c in self.children.values() if c.state in WORKING)
 
-    def asking(self, session_id: str, opened: bool) -> list[ChildFact]:
-        """A permission question of the child's own opened (or closed)."""
+    def asking(self, session_id: str, opened: bool) -> None:
+        """A permission question of the child's own opened (or closed): see ``blocked``."""
         child = self.children.get(session_id)
-        if child is None:
-            return []
-        child.questions += 1 if opened else -1
-        if child.state is State.RUNNING and child.questions > 0:
-            return self._report(child, State.REQUIRES_ACTION, None)
-        if child.state is State.REQUIRES_ACTION and child.questions == 0:
-            return self._report(child, State.RUNNING, None)
-        return []
+        if child is not None:
+            child.questions += 1 if opened else -1
+
+    def blocked(self) -> list[ChildFact]:
+        """Each working child is ``REQUIRES_ACTION`` while its foreground work is blocked on user
+        action: a question of its own is open, or it waits on synchronous children that all are
+        (``waits_blocked``); else ``RUNNING``. The most nested first, so each sees its children's
+        states as they are now."""
+        facts: list[ChildFact] = []
+        for child in reversed(list(self.children.values())):
+            if child.state not in WORKING:
+                continue
+            blocked = child.questions > 0 or self.waits_blocked(child.session_id)
+            state = State.REQUIRES_ACTION if blocked else State.RUNNING
+            if child.state is not state:
+                facts += self._report(child, state, None)
+        return facts
+
+    def waits_blocked(self, session_id: str) -> bool:
+        """``session_id``'s turn waits on synchronous children (not run in the background), each
+        of them blocked on user action: its foreground work cannot progress (the prompt
+        lifecycle's ``requires_action``; one that still works keeps it ``running``)."""
+        waited = [
+            c
+            for c in self.children.values()
+            if c.parent_id == session_id and c.state in WORKING and c.task.backgrounded is False
+        ]
+        return bool(waited) and all(c.state is State.REQUIRES_ACTION for c in waited)
 
     def listing(self, session_id: str, background: Sequence[Listed]) -> list[ChildFact]:
         """The child's own background list now; a change is a repeated snapshot of its state."""
@@ -227,7 +252,7 @@ class Subagents:
         child = self.children.get(session_id)
         if child is None:
             raise Refused(Refusal.UNKNOWN, f"unknown session {session_id}")
-        return [StopTask(child.task_id)] if child.state in WORKING else []
+        return [StopTask(child.task.task_id)] if child.state in WORKING else []
 
     def child_launched_by(self, tool_use_id: str) -> str | None:
         """The child session whose subagent the Agent tool use ``tool_use_id`` launched."""
