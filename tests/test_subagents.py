@@ -16,7 +16,7 @@ from claude_bg_acp.core import events as ev
 from claude_bg_acp.core.effects import Effect, FinishTail, StopTask
 from claude_bg_acp.core.errors import Refusal, Refused
 from claude_bg_acp.core.session import ALLOW_ONCE
-from tests.support.driver import CoreDriver, as_jsonrpc
+from tests.support.driver import CoreDriver, as_jsonrpc, check_transcript
 from tests.support.frames import (
     TaskSpec,
     agent_launch,
@@ -349,3 +349,67 @@ def test_a_turn_is_not_blocked_while_other_foreground_work_goes_on() -> None:
     assert root_states(d, ask_in(d, OUTER, 2)) == []
     assert root_states(d, ask_in(d, PEER, 3)) == ["requires_action"]
     assert root_states(d, d.answer(2, ALLOW_ONCE)) == ["running"]
+
+
+# --- later messages to a resumed child (issue 22) ----------------------------------------------
+
+
+def finished_helper(d: CoreDriver) -> None:
+    d.frames(HELPER.launch(), HELPER.started(), tasks_changed([HELPER.level_entry()]), HELPER.hand_off())
+    d.frames(HELPER.updated("completed"), HELPER.notification("completed"), tasks_changed([]))
+
+
+def sent_to(effects: list[Effect]) -> list[tuple[str, dict[str, Any]]]:
+    return [(s, u) for s, u in notes(effects) if u["sessionUpdate"] == "session_message"]
+
+
+@pytest.mark.parametrize("level_first", [False, True])
+@pytest.mark.parametrize("client", ["v2", "v1-subagents"])
+def test_a_message_to_a_resumed_child_is_a_session_message_from_the_session_that_sent_it(
+    client: str, level_first: bool
+) -> None:
+    """Subagent Sessions: every task a parent gives a child, not only the first, is a
+    session-directed message; its sender is the session whose tool use sent it."""
+    d = CoreDriver.for_client(client, session_id=ROOT)
+    finished_helper(d)
+    sent = tool_use("toolu_send", "SendMessage", {"to": HELPER.task_id, "message": "Now the tests."})
+    started = task_started(
+        HELPER.task_id,
+        "run02",
+        "helper",
+        "local_agent",
+        "toolu_send",
+        True,
+        "general-purpose",
+        "Now the tests.",
+    )
+    level = tasks_changed([HELPER.level_entry("run02")])
+    resumed = d.frames(sent, *([level, started] if level_first else [started, level]))
+    assert sent_to(resumed) == [
+        (
+            HELPER.task_id,
+            {
+                "sessionUpdate": "session_message",
+                "messageId": "delegation-toolu_send",
+                "senderSessionId": ROOT,
+                "recipientSessionId": HELPER.task_id,
+                "content": [{"type": "text", "text": "Now the tests."}],
+            },
+        )
+    ]
+    assert sent_to(d.frames(HELPER.progress("run02"), level)) == []  # once per run
+    check_transcript(d, d.effects, client)
+
+
+def test_a_message_whose_sender_is_not_known_names_none() -> None:
+    """A new run that names no tool use of its own: the message is shown, its sender never
+    guessed (prompt lifecycle: with no evidence of the sender, omit it)."""
+    d = CoreDriver(2, session_id=ROOT)
+    finished_helper(d)
+    resumed = d.frame(
+        task_started(HELPER.task_id, "run02", "helper", "local_agent", None, True, "general-purpose", "More.")
+    )
+    ((session, message),) = sent_to(resumed)
+    assert session == HELPER.task_id and "senderSessionId" not in message
+    assert message["messageId"] == f"delegation-{HELPER.task_id}-2"
+    assert message["content"] == [{"type": "text", "text": "More."}]

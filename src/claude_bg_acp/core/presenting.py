@@ -37,7 +37,7 @@ from claude_bg_acp.core.permission_modes import ModeChanged
 from claude_bg_acp.core.plan import PlanChanged
 from claude_bg_acp.core.policy import Policy
 from claude_bg_acp.core.schedules import ScheduleEnded
-from claude_bg_acp.core.subagents import ChildAnnounced, ChildRestated, ChildStateChanged
+from claude_bg_acp.core.subagents import ChildAnnounced, ChildMessaged, ChildRestated, ChildStateChanged
 from claude_bg_acp.core.titles import TitleChanged
 from claude_bg_acp.core.tool_uses import (
     ToolCallCut,
@@ -70,6 +70,7 @@ Fact = (
     | TaskStopAnswered
     | ChildAnnounced
     | ChildStateChanged
+    | ChildMessaged
     | StateReported
     | PromptInserted
     | PromptAnswered

@@ -656,8 +656,11 @@ class SessionCore:
         if task.is_subagent:
             self.foreground.subagent_started(task.task_id)
         if self.background.knows(task.task_id):
-            return self._background(self.background.changed(task), now)
-        return self._consider(task, now)
+            effects = self._background(self.background.changed(task), now)
+        else:
+            effects = self._consider(task, now)
+        sender = self.tool_uses.get(task.run_tool_use_id)
+        return effects + self._children(self.subagents.messaged(task, sender))
 
     def _consider(self, task: Task, now: float, force: bool = False) -> list[Effect]:
         """Show a live task once we know enough to say what it is."""

@@ -11,7 +11,9 @@ call and its traffic shows in the session that launched it.
   its traffic is buffered by the session core. A parent is never guessed.
 - Announcement, before any of the child's traffic: the child with its title (the agent's name
   and type), its description (the tool input's ``description``) and the launching prompt,
-  sent by the parent.
+  sent by the parent. Each later run's task (a message that resumed the subagent) is a message
+  to the child too, from the session whose tool use sent it when its run names that tool use
+  (else from no one: a sender is never guessed).
 - ``session/cancel`` with a child's id stops that child's task only.
 - The Agent tool call stays a tool call of the session that made it.
 - Its own background work (shells, monitors, nested children) is its own: listed in its own
@@ -100,6 +102,8 @@ class Child:
     """Permission questions of its own that are open."""
     background: Sequence[Listed] = ()
     """Its own background work, as last reported."""
+    told: int = 1
+    """The last run whose task it was shown given (the first: with its announcement)."""
 
 
 # --- what happened to a child, for the presenter ----------------------------------------------
@@ -146,7 +150,18 @@ class ChildStateChanged:
     """Its work ended with the Claude Code that ran it (``idle`` with the ``error``)."""
 
 
-ChildFact = ChildAnnounced | ChildStateChanged
+@dataclass(frozen=True)
+class ChildMessaged:
+    """A later task given to a child (a message that resumed its subagent): an incoming message
+    on the child, from ``sender_id`` when known."""
+
+    child_id: str
+    message_id: str
+    text: str
+    sender_id: str | None
+
+
+ChildFact = ChildAnnounced | ChildStateChanged | ChildMessaged
 
 
 class Subagents:
@@ -167,11 +182,36 @@ class Subagents:
             return self._report(known, State.RUNNING, None)  # the same child, working again
         description = _text(tool.tool_input.get("description")) or task.description or None
         child = Child(
-            task.task_id, task, task.tool_use_id, parent, _title(tool.tool_input, task), description
+            task.task_id,
+            task,
+            task.tool_use_id,
+            parent,
+            _title(tool.tool_input, task),
+            description,
+            told=task.run,
         )
         self.children[child.session_id] = child
         prompt = task.prompt or _text(tool.tool_input.get("prompt"))
         return [ChildAnnounced(parent, child.session_id, task.tool_use_id, child.title, description, prompt)]
+
+    def messaged(self, task: Task, sender: ToolUse | None) -> list[ChildFact]:
+        """The task of a known child's new run (a message that resumed its subagent), once its
+        text is known; once per run. ``sender`` is the tool use the run names, if known: its
+        session sent the message (the Agent tool use that launched the child says nothing of
+        who sent a later one)."""
+        child = self.children.get(task.task_id)
+        if child is None or child.told >= task.run or not task.prompt:
+            return []
+        child.told = task.run
+        if sender is not None and sender.tool_use_id != child.tool_use_id:
+            return [
+                ChildMessaged(
+                    child.session_id, f"delegation-{sender.call_id}", task.prompt, sender.session_id
+                )
+            ]
+        return [
+            ChildMessaged(child.session_id, f"delegation-{child.session_id}-{task.run}", task.prompt, None)
+        ]
 
     def ended(self, task: Task) -> list[ChildFact]:
         child = self.children.get(task.task_id)

@@ -36,7 +36,7 @@ from claude_bg_acp.core.config import Options
 from claude_bg_acp.core.effects import ClientEffect, Notify
 from claude_bg_acp.core.policy import Policy
 from claude_bg_acp.core.presenting import Fact
-from claude_bg_acp.core.subagents import ChildAnnounced, ChildStateChanged
+from claude_bg_acp.core.subagents import ChildAnnounced, ChildMessaged, ChildStateChanged
 from claude_bg_acp.core.tool_uses import ToolCallFinished, ToolCallHandedOff
 from claude_bg_acp.presenters.base import with_meta
 from claude_bg_acp.presenters.draft_subagents import DraftSubagents
@@ -85,7 +85,7 @@ class AirPresenter:
         match fact:
             case TaskOpened() | TaskChanged() | TaskEnded():
                 effects = self._task(fact) if self.async_tasks else []
-            case ChildAnnounced() | ChildStateChanged() if self.subagents is not None:
+            case ChildAnnounced() | ChildStateChanged() | ChildMessaged() if self.subagents is not None:
                 effects = self.subagents.render(fact)
             case ToolCallFinished() | ToolCallHandedOff() if fact.tool_call_id in self._backgrounded:
                 effects = [_backgrounded(effect) for effect in self.plain.render(fact)]

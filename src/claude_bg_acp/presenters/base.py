@@ -52,7 +52,7 @@ from claude_bg_acp.core.plan import PlanChanged
 from claude_bg_acp.core.policy import Policy
 from claude_bg_acp.core.presenting import Fact
 from claude_bg_acp.core.schedules import ScheduleEnded
-from claude_bg_acp.core.subagents import ChildAnnounced, ChildRestated, ChildStateChanged
+from claude_bg_acp.core.subagents import ChildAnnounced, ChildMessaged, ChildRestated, ChildStateChanged
 from claude_bg_acp.core.titles import TitleChanged
 from claude_bg_acp.core.tool_uses import (
     ToolCallCut,
@@ -103,7 +103,7 @@ class BasePresenter:
                 return self.task(fact)
             case TaskStopAnswered():
                 return [Reply(fact.ticket, {"stopped": fact.stopped})]
-            case ChildAnnounced() | ChildStateChanged():
+            case ChildAnnounced() | ChildStateChanged() | ChildMessaged():
                 return self.child(fact)
             case StateReported():
                 return self.state(fact)
@@ -283,7 +283,7 @@ class BasePresenter:
     def task(self, fact: TaskOpened | TaskChanged | TaskEnded) -> list[ClientEffect]:
         return []
 
-    def child(self, fact: ChildAnnounced | ChildStateChanged) -> list[ClientEffect]:
+    def child(self, fact: ChildAnnounced | ChildStateChanged | ChildMessaged) -> list[ClientEffect]:
         return []
 
     def state(self, fact: StateReported) -> list[ClientEffect]:

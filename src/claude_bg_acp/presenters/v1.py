@@ -30,7 +30,7 @@ from claude_bg_acp.core.permission_modes import ModeChanged
 from claude_bg_acp.core.plan import PlanChanged
 from claude_bg_acp.core.policy import Policy
 from claude_bg_acp.core.schedules import ScheduleEnded
-from claude_bg_acp.core.subagents import ChildAnnounced, ChildStateChanged
+from claude_bg_acp.core.subagents import ChildAnnounced, ChildMessaged, ChildStateChanged
 from claude_bg_acp.core.tool_uses import (
     ToolCallCut,
     ToolCallFinished,
@@ -101,9 +101,11 @@ class V1Presenter(BasePresenter):
             return [Reply(fact.ticket, {"stopReason": "cancelled"})]
         return []
 
-    def child(self, fact: ChildAnnounced | ChildStateChanged) -> list[ClientEffect]:
+    def child(self, fact: ChildAnnounced | ChildStateChanged | ChildMessaged) -> list[ClientEffect]:
         if isinstance(fact, ChildAnnounced):
             return announce_child(fact)
+        if isinstance(fact, ChildMessaged):
+            return [message_to(fact.child_id, fact.message_id, fact.text, fact.sender_id)]
         if fact.repeat:
             return []  # v1 keeps no background lists
         return [Notify(fact.parent_id, SubagentUpdate(session_id=fact.child_id, state=child_state(fact)))]
@@ -143,11 +145,17 @@ def announce_child(fact: ChildAnnounced, state: dict[str, Any] | None = None) ->
         announcement.capabilities = CANCEL
     effects: list[ClientEffect] = [Notify(fact.parent_id, announcement)]
     if fact.prompt:
-        message = SessionMessage(
-            message_id=f"delegation-{fact.tool_use_id}",
-            sender_session_id=fact.parent_id,
-            recipient_session_id=fact.child_id,
-            content=[{"type": "text", "text": fact.prompt}],
+        effects.append(
+            message_to(fact.child_id, f"delegation-{fact.tool_use_id}", fact.prompt, fact.parent_id)
         )
-        effects.append(Notify(fact.child_id, message))
     return effects
+
+
+def message_to(child_id: str, message_id: str, text: str, sender_id: str | None) -> ClientEffect:
+    """A task given to a child, as an incoming ``session_message`` on it (no sender when unknown)."""
+    message = SessionMessage(
+        message_id=message_id, recipient_session_id=child_id, content=[{"type": "text", "text": text}]
+    )
+    if sender_id is not None:
+        message.sender_session_id = sender_id
+    return Notify(child_id, message)

@@ -51,11 +51,17 @@ from claude_bg_acp.core.history import PromptRecalled
 from claude_bg_acp.core.plan import PlanChanged
 from claude_bg_acp.core.policy import Policy
 from claude_bg_acp.core.schedules import ScheduleEnded
-from claude_bg_acp.core.subagents import WORKING, ChildAnnounced, ChildRestated, ChildStateChanged
+from claude_bg_acp.core.subagents import (
+    WORKING,
+    ChildAnnounced,
+    ChildMessaged,
+    ChildRestated,
+    ChildStateChanged,
+)
 from claude_bg_acp.core.tool_uses import ToolCallHandedOff
 from claude_bg_acp.presenters import tool_views
 from claude_bg_acp.presenters.base import CANCEL, BasePresenter, exit_status, plan_entries
-from claude_bg_acp.presenters.v1 import announce_child, child_state
+from claude_bg_acp.presenters.v1 import announce_child, child_state, message_to
 
 PLAN_ID = "plan"
 """The one plan of a session: Claude Code keeps one list at a time."""
@@ -197,7 +203,9 @@ class V2Presenter(BasePresenter):
                     update.content = [tool_views.text_content(fact.summary)]
         return [Notify(fact.session_id, update)]
 
-    def child(self, fact: ChildAnnounced | ChildStateChanged) -> list[ClientEffect]:
+    def child(self, fact: ChildAnnounced | ChildStateChanged | ChildMessaged) -> list[ClientEffect]:
+        if isinstance(fact, ChildMessaged):
+            return [message_to(fact.child_id, fact.message_id, fact.text, fact.sender_id)]
         if isinstance(fact, ChildAnnounced):
             # The same first snapshot on the parent's announcement and on the child.
             first: dict[str, Any] = {"state": "running", "background": []}
