@@ -24,6 +24,7 @@ from tests.support.frames import (
     state_changed,
     task_started,
     tasks_changed,
+    text,
     tool_use,
 )
 from tests.support.rules import BackgroundRules, check_updates
@@ -413,3 +414,45 @@ def test_a_message_whose_sender_is_not_known_names_none() -> None:
     assert session == HELPER.task_id and "senderSessionId" not in message
     assert message["messageId"] == f"delegation-{HELPER.task_id}-2"
     assert message["content"] == [{"type": "text", "text": "More."}]
+
+
+# --- a subagent shown before its parent was known (issue 22) ----------------------------------
+
+
+def test_a_subagent_first_shown_as_work_of_ours_becomes_its_child_session() -> None:
+    """Seen only on the level signal for longer than the grace, a subagent is shown as a tool
+    call of ours on the root (its parent is never guessed). Once ``task_started`` names the
+    Agent tool use that launched it, that tool call ends, the child is announced, and what it
+    said meanwhile follows."""
+    d = CoreDriver(2, session_id=ROOT)
+    d.frame(tasks_changed([HELPER.level_entry()]))
+    d.advance(0.6)
+    stand_in = {"type": "tool_call", "toolCallId": f"task-{HELPER.task_id}"}
+    assert lists(d.effects, ROOT)[-1] == [stand_in]
+    d.frames(HELPER.launch(), text("hello from the child", parent=HELPER.tool_use_id))
+    placed = d.frames(HELPER.started(), HELPER.hand_off())
+    ends = [u for u in d.updates_of(placed) if u.get("toolCallId") == stand_in["toolCallId"]]
+    assert [u["status"] for u in ends] == ["completed"]
+    assert [u["sessionId"] for u in d.updates_of(placed, "subagent_update")] == [HELPER.task_id]
+    chunks = d.updates_of(placed, "agent_message_chunk", HELPER.task_id)
+    assert [c["content"]["text"] for c in chunks] == ["hello from the child"]
+    assert lists(d.effects, ROOT)[-1] == [{"type": "subagent", "sessionId": HELPER.task_id}]
+    check_transcript(d, d.effects, "v2")
+
+
+def test_a_nested_subagent_shown_as_work_of_ours_becomes_a_child_of_its_own_parent() -> None:
+    """Both were shown as work of ours; the inner one's ``task_started`` came while its parent
+    was not exposed. Once the outer one is, the inner one is its child."""
+    outer = TaskSpec("agent", "agent05", tool_use_id="toolu_outer", description="outer")
+    inner = TaskSpec("agent", "agent06", tool_use_id="toolu_inner", description="inner", parent="toolu_outer")
+    d = CoreDriver(2, session_id=ROOT)
+    d.frame(tasks_changed([outer.level_entry(), inner.level_entry()]))
+    d.advance(0.6)
+    d.frames(outer.launch(), inner.launch(), inner.started())
+    assert d.updates_of(d.effects, "subagent_update") == []
+    placed = d.frames(outer.started())
+    announced = [(s, u["sessionId"]) for s, u in notes(placed) if u["sessionUpdate"] == "subagent_update"]
+    assert announced[:2] == [(ROOT, outer.task_id), (outer.task_id, inner.task_id)]
+    assert lists(d.effects, outer.task_id)[-1] == [{"type": "subagent", "sessionId": inner.task_id}]
+    assert lists(d.effects, ROOT)[-1] == [{"type": "subagent", "sessionId": outer.task_id}]
+    check_transcript(d, d.effects, "v2")

@@ -13,7 +13,8 @@ each one is to the client and keeps the RFD's ordering rules:
   call started, gets a tool call of our own. Scheduled work is ``schedules``' business.
 - A subagent is a child session (``subagents``) when the session shows subagents as sessions,
   listed while it runs detached or while its own list is not empty; one whose parent stays
-  unknown is work on a tool call of our own (its parent is never guessed). When the session
+  unknown is work on a tool call of our own (its parent is never guessed), which ends once the
+  parent is known and the child is shown. When the session
   shows subagents in the session that launched them, a subagent that runs in the background
   is work on its Agent tool call, as a Monitor is.
 - Work belongs to the session whose transcript holds the tool use that launched it: a shell or
@@ -52,11 +53,13 @@ item          what happens                                              next
               file is read to the end
 ``LIVE``      any other item's task ended; a stop was not confirmed in  ``FINAL``
               time; Claude Code is gone, or the close waited long
-              enough; its task turned out to be housekeeping
+              enough; its task turned out to be housekeeping; a
+              subagent shown as work of ours found its parent
 ``DRAINING``  the file's end was read (or a stop went unconfirmed, or   ``FINAL``
               its task turned out to be housekeeping)
 ``FINAL``     a new run of its task (a resumed subagent): shown anew;   (task)
-              or Claude Code is gone: forgotten
+              a subagent shown as work of ours is its child session
+              from now on; or Claude Code is gone: forgotten
 ============  ========================================================  ============
 
 A stop request (``stop_sent_at``) is orthogonal: it waits for the task's end in any phase. A
@@ -441,8 +444,22 @@ class Background:
 
     def unplaced(self, task: Task) -> list[BackgroundOut]:
         """A subagent whose parent session stayed unknown: never guessed, its work is shown as a
-        tool call of ours."""
+        tool call of ours (until ``placed``)."""
         return self._open_tool_call(task, None)
+
+    def stands_in(self, task_id: str) -> bool:
+        """A subagent's work is shown as a tool call of ours (``unplaced``), not yet final."""
+        item = self.items.get(task_id)
+        return item is not None and item.kind is Kind.TOOL_CALL and item.task.is_subagent and not item.final
+
+    def placed(self, task: Task, now: float) -> list[BackgroundOut]:
+        """The subagent shown as a tool call of ours (``unplaced``) found its parent: that tool
+        call ends (``completed``: its work goes on as the child session, which ``open_child``
+        lists from now on)."""
+        item = self.items.pop(task.task_id)
+        out = self._finalize(item, None, now)
+        ITEMS.move(item.phase, None)
+        return out
 
     def open_child(self, task: Task, parent_id: str) -> None:
         """An exposed subagent, listed by its parent while it runs detached or has work of its own."""

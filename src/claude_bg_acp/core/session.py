@@ -476,15 +476,19 @@ class SessionCore:
         return []
 
     def _flush(self, now: float) -> list[Effect]:
-        """Send what waited for a child that is exposed now, and show the work it launched."""
+        """Send what waited for a child that is exposed now, and show the work it launched (a
+        subagent among it that was shown as work of ours is its child session now)."""
         effects: list[Effect] = []
         for tool_use_id in list(self._buffered):
             child = self.subagents.child_launched_by(tool_use_id)
-            if child is not None:
+            if child is not None and tool_use_id in self._buffered:  # not sent by a nested flush
                 for message in self._buffered.pop(tool_use_id):
                     effects += self._translate(child, message, now)
                 for task in self.registry.live():
-                    if not self.background.knows(task.task_id) and self.tool_uses.get(task.tool_use_id):
+                    placed = self._place(task, now)
+                    if placed is not None:
+                        effects += placed
+                    elif not self.background.knows(task.task_id) and self.tool_uses.get(task.tool_use_id):
                         effects += self._consider(task, now)
         return effects
 
@@ -655,7 +659,10 @@ class SessionCore:
             return effects
         if task.is_subagent:
             self.foreground.subagent_started(task.task_id)
-        if self.background.knows(task.task_id):
+        placed = self._place(task, now)
+        if placed is not None:
+            effects = placed
+        elif self.background.knows(task.task_id):
             effects = self._background(self.background.changed(task), now)
         else:
             effects = self._consider(task, now)
@@ -681,6 +688,19 @@ class SessionCore:
                 self._tasks_root, self.registry.cli_session_id, task.task_id
             )
         return self._background(self.background.consider(task, tool, output_file, force), now)
+
+    def _place(self, task: Task, now: float) -> list[Effect] | None:
+        """A subagent shown as work of ours while its parent was unknown is the child session it
+        is once its parent is known: that tool call ends (its work goes on in the child), the
+        child is announced, and what it said meanwhile follows. None while it stays as it is."""
+        if not (self.policy.subagents_are_sessions and self.background.stands_in(task.task_id)):
+            return None
+        announced = self.subagents.announce(task, self.tool_uses.get(task.tool_use_id))
+        if announced is None:
+            return None
+        effects = self._background(self.background.placed(task, now), now)
+        self.background.open_child(task, self.subagents.children[task.task_id].parent_id)
+        return effects + self._children(announced) + self._flush(now) + self._publish()
 
     def _tick(self, now: float) -> list[Effect]:
         effects = self._task_changes(self.registry.tick(now), now)
