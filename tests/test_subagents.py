@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from claude_bg_acp.core import events as ev
-from claude_bg_acp.core.effects import Effect, FinishTail, StopTask
+from claude_bg_acp.core.effects import AskPermission, Effect, FinishTail, StopTask
 from claude_bg_acp.core.errors import Refusal, Refused
 from claude_bg_acp.core.session import ALLOW_ONCE
 from tests.support.driver import CoreDriver, as_jsonrpc, check_transcript
@@ -25,6 +25,7 @@ from tests.support.frames import (
     task_started,
     tasks_changed,
     text,
+    tool_result,
     tool_use,
 )
 from tests.support.rules import BackgroundRules, check_updates
@@ -455,4 +456,26 @@ def test_a_nested_subagent_shown_as_work_of_ours_becomes_a_child_of_its_own_pare
     assert announced[:2] == [(ROOT, outer.task_id), (outer.task_id, inner.task_id)]
     assert lists(d.effects, outer.task_id)[-1] == [{"type": "subagent", "sessionId": inner.task_id}]
     assert lists(d.effects, ROOT)[-1] == [{"type": "subagent", "sessionId": outer.task_id}]
+    check_transcript(d, d.effects, "v2")
+
+
+def test_a_question_asked_before_its_child_was_announced_keeps_its_tool_call_on_the_root() -> None:
+    """The question was asked on the root (the child was not exposed yet), which showed its tool
+    call there: that tool call stays the root's to its final status, never moved to the child
+    (Subagent Sessions: an issued interaction is not moved later)."""
+    d = CoreDriver(2, session_id=ROOT)
+    d.frames(HELPER.launch(), tasks_changed([HELPER.level_entry()]))
+    d.frame(tool_use("toolu_early", "Bash", {"command": "touch x"}, parent=HELPER.tool_use_id))
+    asked = d.ask(1, "Bash", {"command": "touch x"}, "toolu_early", HELPER.task_id)
+    (request,) = [e.params for e in asked if isinstance(e, AskPermission)]
+    assert request["sessionId"] == ROOT and request["subject"]["toolCall"]["toolCallId"] == "toolu_early"
+    d.answer(1, ALLOW_ONCE)
+    d.frames(
+        HELPER.started(),
+        HELPER.hand_off(),
+        {**tool_result("toolu_early", "done"), "parent_tool_use_id": HELPER.tool_use_id},
+    )
+    shown = [(s, u.get("status")) for s, u in notes(d.effects) if u.get("toolCallId") == "toolu_early"]
+    assert {s for s, _ in shown} == {ROOT} and shown[-1] == (ROOT, "completed")
+    assert d.updates(HELPER.task_id)  # the child was announced, and shows the rest of its work
     check_transcript(d, d.effects, "v2")

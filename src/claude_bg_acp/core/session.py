@@ -16,7 +16,8 @@ this module routes them and never lets the parts call each other:
 - Results and ``session_state_changed`` drive the ``Foreground``; a task that ended by itself
   owes it a follow-up turn, which that turn's result (naming the task's run) pays;
   ``can_use_tool`` becomes a permission question (``Questions``), asked under the session the
-  tool use belongs to.
+  tool use belongs to (under the root for a child not exposed yet: the tool call it shows then
+  stays the root's, never moved).
 - After task changes, the ``background`` lists go to the children and the foreground, which
   report them with their states.
 - A client attaching to a stored or live session gets the stored conversation replayed by
@@ -164,6 +165,10 @@ class SessionCore:
         self.transcripts = {session_id: Transcript(session_id)}
         self.questions = Questions()
         self._buffered: defaultdict[str, list[Message]] = defaultdict(list)
+        self._asked_in: dict[str, str] = {}
+        """Tool uses a permission question showed (as its tool call) before their transcript did,
+        and the session it was asked in: the tool call stays there (an issued interaction is
+        never moved)."""
         self._wakeup_fired = False
         """The running turn was taken for a wakeup firing (at its start)."""
         self._turn_error: str | None = None
@@ -436,7 +441,8 @@ class SessionCore:
             case ToolStreamed(tool_use_id, name) if name in PLAN_TOOLS:
                 return []
             case ToolStreamed(tool_use_id, name):
-                return self._present(self.tool_uses.streaming(session_id, tool_use_id, name))
+                owner = self._asked_in.get(tool_use_id, session_id)
+                return self._present(self.tool_uses.streaming(owner, tool_use_id, name))
             case ToolInput(tool_use_id, name, tool_input, launched_by) if name in PLAN_TOOLS and (
                 launched_by is None or session_id != self.session_id
             ):
@@ -449,12 +455,13 @@ class SessionCore:
             case ToolInput(tool_use_id, name, tool_input, launched_by, message):
                 # Work that is only scheduled is pending from the start, never in progress.
                 pending = schedules_work(name, tool_input)
+                owner = self._asked_in.pop(tool_use_id, session_id)
                 running = self.tool_uses.input_known(
-                    session_id, tool_use_id, name, tool_input, launched_by, message, pending
+                    owner, tool_use_id, name, tool_input, launched_by, message, pending
                 )
                 return self._present(running)
             case ToolResulted():
-                return self._tool_result(session_id, fact, now)
+                return self._tool_result(fact, now)
             case _:
                 assert_never(fact)
 
@@ -601,7 +608,7 @@ class SessionCore:
 
     # --- tool results ---------------------------------------------------------------------------
 
-    def _tool_result(self, session_id: str, fact: ToolResulted, now: float) -> list[Effect]:
+    def _tool_result(self, fact: ToolResulted, now: float) -> list[Effect]:
         use = self.tool_uses.get(fact.tool_use_id)
         if use is None or use.final:
             return []
@@ -617,7 +624,7 @@ class SessionCore:
             if target.terminal_id is not None:
                 self.tool_uses.finish(use.call_id)
             handoff = ToolCallHandedOff(
-                session_id, use.call_id, fact.text, target.terminal_id, target.status, fact.is_error
+                use.session_id, use.call_id, fact.text, target.terminal_id, target.status, fact.is_error
             )
             return effects + self._present([handoff])
         if not fact.is_error:
@@ -625,7 +632,7 @@ class SessionCore:
             effects += self._schedules_ended(ended, publish=not scheduled)
             if scheduled:
                 self.tool_uses.detach(use.call_id)
-                handoff = ToolCallHandedOff(session_id, use.call_id, fact.text, None, "pending")
+                handoff = ToolCallHandedOff(use.session_id, use.call_id, fact.text, None, "pending")
                 return effects + self._present([handoff]) + self._publish()
         finished = self.tool_uses.result(use, fact.is_error, fact.text, fact.images, handed is not None)
         return effects + self._present(finished)
@@ -729,6 +736,8 @@ class SessionCore:
         foreground = asked.agent_id is None
         self.questions.ask(asked.ticket, session_id, foreground)
         known = self.tool_uses.get(asked.tool_use_id)
+        if known is None and asked.tool_use_id:
+            self._asked_in[asked.tool_use_id] = session_id  # a child's not exposed yet: the root
         tool_call_id = known.call_id if known else asked.tool_use_id or f"permission-{asked.ticket}"
         # Claude Code asks about some tools with an empty input (ExitPlanMode: its plan), though
         # the model's call had one: the person deciding should see what the model asked for.
