@@ -77,8 +77,8 @@ hold      what happens                                                    next
           follow-up turn, or when Claude Code reports ``idle``, with
           none of its subagents live; once its last subagent was
           stopped (at once: nothing follows a stop); when the next
-          prompt arrives, or Claude Code died; as ``cancelled``, on
-          ``session/cancel``; the session closes
+          prompt arrives, or Claude Code died; as ``cancelled`` with
+          the stored usage, on ``session/cancel``; the session closes
 ``DUE``   released as from ``HELD``, or ``FOLLOW_UP_WAIT`` passed         ``NONE``
 ========  ==============================================================  ========
 """
@@ -399,7 +399,7 @@ class Foreground:
         return self._release() + self._report()
 
     def cancel(self) -> list[ForegroundOut]:
-        out = self._release(Outcome("cancelled")) + self._refuse_waiting()
+        out = self._release(cancelled=True) + self._refuse_waiting()
         if not self.busy or self.cancelled:
             return out
         self.cancelled = True
@@ -577,13 +577,17 @@ class Foreground:
     def _hold_needed(self) -> bool:
         return self.held is not None and bool(self.held.spawned & self.live_subagents)
 
-    def _release(self, outcome: Outcome | None = None) -> list[ForegroundOut]:
-        """Answer the held turn: with ``outcome`` if given, else with the one it recorded."""
+    def _release(self, cancelled: bool = False) -> list[ForegroundOut]:
+        """Answer the held turn with the outcome it recorded; ``cancelled`` (``session/cancel``)
+        with that stop reason instead, which the v1 schema requires after a cancel, and the
+        usage it recorded, which the held-turns PR keeps (its stored outcome)."""
         held = self.held
         if held is None:
             return []
         self._move_hold(HoldPhase.NONE)
-        outcome = outcome or held.outcome
+        outcome = held.outcome
+        if cancelled:
+            outcome = Outcome("cancelled", outcome.usage if outcome is not None else None)
         return [PromptAnswered(held.ticket, outcome)] if outcome is not None else []
 
     def _refuse_waiting(self) -> list[ForegroundOut]:
