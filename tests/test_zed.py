@@ -18,6 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from claude_bg_acp.acp.capabilities import ClientCapabilities
 from claude_bg_acp.claude.conventions import shell_result
 from claude_bg_acp.closing_line import ExitInfo
 from claude_bg_acp.core import events as ev
@@ -64,10 +65,11 @@ def wire(d: CoreDriver) -> list[dict[str, Any]]:
 
 
 def test_zed_gets_terminals_and_subagents_in_the_session_that_launched_them() -> None:
-    zed = presenter_for(1, ZED_CAPABILITIES)
+    zed = presenter_for(ClientCapabilities.declared(1, ZED_CAPABILITIES))
     assert zed.visibility == Visibility(terminals="with_tool_call", detached_work=False, children=False)
-    assert presenter_for(1, {"subagents": {}}).visibility.children, "other v1 clients get the RFD form"
-    assert not presenter_for(1, {}).visibility.children
+    others = presenter_for(ClientCapabilities.declared(1, {"subagents": {}}))
+    assert others.visibility.children, "other v1 clients get the RFD form"
+    assert not presenter_for(ClientCapabilities.declared(1, {})).visibility.children
 
 
 # --- background shells ----------------------------------------------------------------------------

@@ -48,7 +48,8 @@ from unittest import mock
 
 from claude_agent_sdk._internal.message_parser import parse_message
 
-from claude_bg_acp.acp.schema import ContentBlock, air_capabilities
+from claude_bg_acp.acp.capabilities import ASYNC_TASKS, ClientCapabilities
+from claude_bg_acp.acp.schema import ContentBlock
 from claude_bg_acp.claude import store
 from claude_bg_acp.claude.conventions import tasks_base
 from claude_bg_acp.claude.server_info import Applied, read_server_info
@@ -123,11 +124,11 @@ class CoreDriver:
         allow_bypass: bool = True,
     ) -> None:
         self.session_id = session_id
-        presenter = presenter_for(version, capabilities or {})
-        self.core = SessionCore(session_id, presenter, CWD, tasks_root, allow_bypass)
+        client = ClientCapabilities.declared(version, capabilities)
+        self.core = SessionCore(session_id, presenter_for(client), CWD, tasks_root, allow_bypass)
         self.now = 0.0
         self.echo_uuids = echo_uuids
-        self.stops_tasks = "asyncTasks" in (air_capabilities(capabilities or {}) or ())
+        self.stops_tasks = ASYNC_TASKS in (client.air or ())
         """The client stops a task by its id (JetBrains AIR's async tasks)."""
         self.requests: dict[int, str] = {}
         """The client requests other than prompts the core answers, by ticket."""
