@@ -15,6 +15,7 @@ import pytest
 from claude_bg_acp.acp.capabilities import ClientCapabilities
 from claude_bg_acp.core import events as ev
 from claude_bg_acp.core.effects import Effect, Reply, StopTask
+from claude_bg_acp.core.policy import Policy
 from claude_bg_acp.core.presenting import Presenter
 from claude_bg_acp.presenters.air import AirPresenter
 from claude_bg_acp.presenters.choice import presenter_for
@@ -78,12 +79,12 @@ def test_the_presenter_of_an_air_client_wraps_the_v1_client_it_also_is() -> None
     assert type(chosen(2, air.air_capabilities(*BOTH))) is V2Presenter
     plain = chosen(1, air.air_capabilities(air.ASYNC_TASKS))
     assert isinstance(plain, AirPresenter) and type(plain.plain) is V1Presenter
-    assert not plain.visibility.children
+    assert not plain.policy.subagents_are_sessions
     zed_capabilities = air.air_capabilities(*BOTH)
     zed_capabilities["_meta"]["terminal_output"] = True
     zed_like = chosen(1, zed_capabilities)
     assert isinstance(zed_like, AirPresenter) and type(zed_like.plain) is ZedPresenter
-    assert zed_like.visibility.children and zed_like.holds_turns
+    assert zed_like.policy == Policy(answers_wait_for_subagents=True, subagents_are_sessions=True)
 
 
 # --- async tasks ---------------------------------------------------------------------------------

@@ -497,7 +497,7 @@ class Agent:
         config options, and v1's modes); what the client is told next (its commands, options
         that changed meanwhile) follows once the answer is written."""
         session.open = True
-        self._endpoint.after_reply(request_id, lambda: session.handle(ev.Opened()))
+        self._endpoint.after_reply(request_id, lambda: session.handle(ev.AnswerWritten()))
         return session.answer_fields()
 
     async def _close_session(self, session_id: str) -> dict[str, Any]:

@@ -16,6 +16,11 @@ The rule, by negotiated version and declared ``clientCapabilities``:
 - JetBrains AIR (``_meta.jetbrains.air`` with ``asyncTasks`` or ``nativeSubagentSessions``):
   ``AirPresenter`` around the v1 presenter it otherwise gets, adding async tasks and child
   sessions in the draft form AIR reads.
+
+Each presenter comes with the ``Policy`` the core follows for its client (``core.policy``):
+v1 clients have their prompts' answers wait for the subagents their turns started; subagents
+are sessions for v2, for v1 clients that declare ``subagents`` (not Zed) and for AIR with
+native subagent sessions.
 """
 
 from __future__ import annotations
