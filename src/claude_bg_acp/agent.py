@@ -620,7 +620,7 @@ def login_methods(client: ClientCapabilities, cli_path: str | None) -> list[dict
         "type": "terminal",
         "args": ["login"],
     }
-    if client.meta.terminal_auth:
+    if client.earlier_terminal_auth:
         # The earlier form (still read by Zed): the command itself, with a label.
         command = [sys.executable, "-m", "claude_bg_acp"]
         command += ["--cli-path", cli_path] if cli_path else []

@@ -133,7 +133,7 @@ class CoreDriver:
         self.echo_uuids = echo_uuids
         self.stops_tasks = ASYNC_TASKS in (client.air or ())
         """The client stops a task by its id (JetBrains AIR's async tasks)."""
-        draws_terminals = client.meta.terminal_output
+        draws_terminals = client.terminal_output
         self.cancels = (
             {Kind.TERMINAL, Kind.TOOL_CALL} if version >= 2 else {Kind.TERMINAL} if draws_terminals else set()
         )

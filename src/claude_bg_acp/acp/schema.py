@@ -99,10 +99,10 @@ class InitializeParams(WireModel):
     ``info``; the capabilities are read once the version is known (``declared``)."""
 
     protocol_version: int
-    client_capabilities: dict[str, Any] | None = None
+    client_capabilities: dict[str, object] | None = None
     client_info: Implementation | None = None
     info: Implementation | None = None
-    capabilities: dict[str, Any] | None = None
+    capabilities: dict[str, object] | None = None
 
     @field_validator("protocol_version", mode="before")
     @classmethod

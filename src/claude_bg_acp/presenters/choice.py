@@ -38,8 +38,8 @@ def presenter_for(client: ClientCapabilities) -> Presenter:
         return V2Presenter()
     air = client.air or frozenset()
     plain: V1Presenter
-    if client.meta.terminal_output:
-        delta = client.meta.terminal_output_delta
+    if client.terminal_output:
+        delta = client.terminal_output_delta
         plain = ZedPresenter("terminal_output_delta" if delta else "terminal_output")
     else:
         plain = V1Presenter(client.child_sessions)
