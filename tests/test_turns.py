@@ -215,6 +215,78 @@ def test_prompts_during_a_turn_wait_and_are_inserted_after_an_idle_boundary_in_o
         assert answers(ended3) == [Reply(third, {"stopReason": "end_turn", "usage": ACP_USAGE})]
 
 
+# --- retries: a submission named by its idempotencyKey (v2 Preview) ----------------------------------
+
+
+def test_v2_a_retry_of_an_inserted_prompt_is_answered_with_its_message_id_and_inserts_nothing(
+    new_driver: NewDriver,
+) -> None:
+    """Idempotency Keys RFD: the agent inserts a key's user message at most once and answers
+    every retry with the original ``messageId``, during its turn and after it."""
+    d = new_driver(2)
+    _, inserted = d.prompt("Say hello.", key="k-1")
+    [message] = user_messages(inserted)
+    retried = [d.prompt("Say hello.", key="k-1")]
+    run_turn(d)
+    retried.append(d.prompt("Say hello.", key="k-1"))
+    for ticket, effects in retried:
+        assert effects == [Reply(ticket, {"messageId": message.message_id})]
+    _, again = d.prompt("Say hello.", key="k-2")  # another submission, the same words
+    [message2] = user_messages(again)
+    assert message2.message_id != message.message_id and queries(again) == ["Say hello."]
+    check_transcript(d, d.effects, "v2")
+
+
+def test_v2_a_retry_while_its_prompt_waits_is_answered_with_it_at_its_insertion(
+    new_driver: NewDriver,
+) -> None:
+    d = new_driver(2)
+    d.prompt("first")
+    d.frames(state_changed("running"), text("working on the first"))
+    waiting, held = d.prompt("second", key="k")
+    retry, joined = d.prompt("second", key="k")
+    assert answers(held) == answers(joined) == [] and queries(joined) == []
+    ended = d.frame(result())
+    assert queries(ended) == ["second"]
+    [message] = user_messages(ended)
+    reply = {"messageId": message.message_id}
+    assert answers(ended) == [Reply(waiting, reply), Reply(retry, reply)]
+    assert d.frame(result()) and queries(d.effects).count("second") == 1
+    check_transcript(d, d.effects, "v2")
+
+
+@pytest.mark.parametrize("withdrawn", ["first", "retry"])
+def test_v2_withdrawing_one_attempt_leaves_the_submission_to_the_others(
+    new_driver: NewDriver, withdrawn: str
+) -> None:
+    d = new_driver(2)
+    d.prompt("first")
+    d.frames(state_changed("running"), text("working on the first"))
+    first, _ = d.prompt("second", key="k")
+    retry, _ = d.prompt("second", key="k")
+    gone, stays = (first, retry) if withdrawn == "first" else (retry, first)
+    out = d.handle(ev.WithdrawPrompt(gone))
+    [refused] = answers(out)
+    assert isinstance(refused, Fail) and refused.ticket == gone
+    assert failed(refused.failure).code == REQUEST_CANCELLED
+    ended = d.frame(result())
+    [message] = user_messages(ended)
+    assert queries(ended) == ["second"]
+    assert answers(ended) == [Reply(stays, {"messageId": message.message_id})]
+
+
+def test_v2_session_cancel_cancels_every_attempt_of_a_waiting_prompt(new_driver: NewDriver) -> None:
+    d = new_driver(2)
+    d.prompt("first")
+    d.frames(state_changed("running"), text("working on the first"))
+    tickets = [d.prompt("second", key="k")[0] for _ in range(2)]
+    cancelled = d.cancel()
+    assert [a.ticket for a in answers(cancelled)] == tickets
+    assert all(isinstance(a, Fail) for a in answers(cancelled))
+    d.frame(interrupted_result())
+    assert queries(d.effects).count("second") == 0
+
+
 # --- cancel ---------------------------------------------------------------------------------------
 
 

@@ -61,7 +61,7 @@ from claude_agent_sdk.types import (
 
 from claude_bg_acp.acp import errors
 from claude_bg_acp.acp.jsonrpc import INTERNAL_ERROR, RequestId, RpcError
-from claude_bg_acp.acp.schema import McpServer, PermissionResponse, PromptParams
+from claude_bg_acp.acp.schema import ContentBlock, McpServer, PermissionResponse
 from claude_bg_acp.acp.updates import session_update_line
 from claude_bg_acp.claude import leftovers, store
 from claude_bg_acp.claude.conventions import tasks_base, tasks_root
@@ -522,13 +522,15 @@ class SessionHost:
         self._unperformed += 1
         await barrier.wait()
 
-    async def prompt(self, params: PromptParams, request_id: RequestId) -> Any:
+    async def prompt(self, content: list[ContentBlock], key: str | None, request_id: RequestId) -> Any:
+        """``session/prompt``; ``key``: its v2 ``idempotencyKey``, if any (the core inserts a
+        key's prompt once and answers every attempt with it)."""
         if self._closing.is_set():
             raise RpcError(INTERNAL_ERROR, "The session is closed")
         ticket = next(self._tickets)
         waiter = self._waiters[ticket] = Waiter()
         self._prompt_requests[request_id] = ticket
-        self.handle(ev.Prompt(ticket, params.prompt))
+        self.handle(ev.Prompt(ticket, content, key))
         try:
             return await waiter.wait()
         finally:

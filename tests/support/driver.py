@@ -193,13 +193,18 @@ class CoreDriver:
         return next(self._tickets)
 
     def prompt(
-        self, words: str | list[dict[str, Any]], ticket: int | None = None, dt: float = 0.01
+        self,
+        words: str | list[dict[str, Any]],
+        ticket: int | None = None,
+        dt: float = 0.01,
+        key: str | None = None,
     ) -> tuple[int, list[Effect]]:
-        """``session/prompt`` with text (or content blocks); its ticket names the answer."""
+        """``session/prompt`` with text (or content blocks), and its ``idempotencyKey`` if given;
+        its ticket names the answer."""
         ticket = self.ticket() if ticket is None else ticket
         blocks = [{"type": "text", "text": words}] if isinstance(words, str) else words
         content = [ContentBlock.model_validate(block) for block in blocks]
-        return ticket, self.handle(ev.Prompt(ticket, content), dt)
+        return ticket, self.handle(ev.Prompt(ticket, content, key), dt)
 
     def cancel(self) -> list[Effect]:
         return self.handle(ev.CancelTurn(), 0.01)

@@ -31,7 +31,13 @@ from claude_bg_acp.core.background import (
 from claude_bg_acp.core.commands import CommandsChanged
 from claude_bg_acp.core.config import Options, OptionsAnswered, OptionsChanged
 from claude_bg_acp.core.effects import ClientEffect
-from claude_bg_acp.core.foreground import PromptAnswered, PromptCancelled, PromptInserted, StateReported
+from claude_bg_acp.core.foreground import (
+    PromptAnswered,
+    PromptCancelled,
+    PromptInserted,
+    PromptRetried,
+    StateReported,
+)
 from claude_bg_acp.core.history import PromptRecalled
 from claude_bg_acp.core.permission_modes import ModeChanged
 from claude_bg_acp.core.plan import PlanChanged
@@ -73,6 +79,7 @@ Fact = (
     | ChildMessaged
     | StateReported
     | PromptInserted
+    | PromptRetried
     | PromptAnswered
     | PromptCancelled
     | PromptRecalled

@@ -178,7 +178,7 @@ class SessionCore:
 
     def handle(self, event: ev.Event, now: float) -> list[Effect]:
         match event:
-            case ev.Prompt(ticket, content):
+            case ev.Prompt(ticket, content, key):
                 wire = [block.wire() for block in content]
                 if conventions.starts_new_conversation(
                     next((b["text"] for b in wire if b["type"] == "text"), "")
@@ -190,7 +190,7 @@ class SessionCore:
                         "prompt",
                     )
                 return self._foreground(
-                    self.foreground.submit(WaitingPrompt(ticket, wire, to_claude_content(wire)))
+                    self.foreground.submit(WaitingPrompt(ticket, wire, to_claude_content(wire), key))
                 )
             case ev.WithdrawPrompt(ticket):
                 return self._foreground(self.foreground.withdraw(ticket))

@@ -45,7 +45,14 @@ from claude_bg_acp.core.background import (
 from claude_bg_acp.core.commands import CommandsChanged
 from claude_bg_acp.core.config import EFFORT, MODE, MODEL, Options, OptionsAnswered, OptionsChanged
 from claude_bg_acp.core.effects import ClientEffect, Notify, Reply
-from claude_bg_acp.core.foreground import PromptAnswered, PromptCancelled, PromptInserted, StateReported
+from claude_bg_acp.core.foreground import (
+    PromptAnswered,
+    PromptCancelled,
+    PromptFact,
+    PromptInserted,
+    PromptRetried,
+    StateReported,
+)
 from claude_bg_acp.core.history import PromptRecalled
 from claude_bg_acp.core.permission_modes import ModeChanged
 from claude_bg_acp.core.plan import PlanChanged
@@ -107,7 +114,7 @@ class BasePresenter:
                 return self.child(fact)
             case StateReported():
                 return self.state(fact)
-            case PromptInserted() | PromptAnswered() | PromptCancelled():
+            case PromptInserted() | PromptRetried() | PromptAnswered() | PromptCancelled():
                 return self.prompt(fact)
             case PromptRecalled():
                 return self.recalled(fact)
@@ -289,7 +296,7 @@ class BasePresenter:
     def state(self, fact: StateReported) -> list[ClientEffect]:
         return []
 
-    def prompt(self, fact: PromptInserted | PromptAnswered | PromptCancelled) -> list[ClientEffect]:
+    def prompt(self, fact: PromptFact) -> list[ClientEffect]:
         return []
 
     def restate(self, fact: TerminalRestated | WorkRestated | ChildRestated) -> list[ClientEffect]:

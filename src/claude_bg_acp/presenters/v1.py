@@ -25,7 +25,8 @@ from claude_bg_acp.claude.server_info import SlashCommand
 from claude_bg_acp.core.background import WorkEnded, WorkOpened, WorkStatus
 from claude_bg_acp.core.config import Options
 from claude_bg_acp.core.effects import ClientEffect, Fail, Notify, Reply, Ticket
-from claude_bg_acp.core.foreground import Outcome, PromptAnswered, PromptCancelled, PromptInserted
+from claude_bg_acp.core.errors import Failing, Failure
+from claude_bg_acp.core.foreground import Outcome, PromptAnswered, PromptCancelled, PromptFact, PromptRetried
 from claude_bg_acp.core.permission_modes import ModeChanged
 from claude_bg_acp.core.plan import PlanChanged
 from claude_bg_acp.core.policy import Policy
@@ -39,6 +40,8 @@ from claude_bg_acp.core.tool_uses import (
     ToolCallStarted,
 )
 from claude_bg_acp.presenters.base import CANCEL, BasePresenter, plan_entries
+
+RETRY_IN_V1 = "A retry of a prompt inserted already (idempotencyKey) has an answer in ACP v2 only"
 
 
 class V1Presenter(BasePresenter):
@@ -94,11 +97,15 @@ class V1Presenter(BasePresenter):
     def plan(self, fact: PlanChanged) -> PlanEntries:
         return PlanEntries(entries=plan_entries(fact))
 
-    def prompt(self, fact: PromptInserted | PromptAnswered | PromptCancelled) -> list[ClientEffect]:
+    def prompt(self, fact: PromptFact) -> list[ClientEffect]:
         if isinstance(fact, PromptAnswered):
             return [answer(fact.ticket, fact.outcome)]
         if isinstance(fact, PromptCancelled):
             return [Reply(fact.ticket, {"stopReason": "cancelled"})]
+        if isinstance(fact, PromptRetried):
+            # Only v2 names a prompt's submission (the agent reads no key from a v1 client); a
+            # session begun in v1 under a connection that went v2 gets no answer it could read.
+            return [Fail(fact.ticket, Failure(Failing.ERROR, RETRY_IN_V1))]
         return []
 
     def child(self, fact: ChildAnnounced | ChildStateChanged | ChildMessaged) -> list[ClientEffect]:

@@ -46,7 +46,13 @@ from claude_bg_acp.core.background import (
 )
 from claude_bg_acp.core.effects import ClientEffect, Fail, Notify, Reply
 from claude_bg_acp.core.errors import Failing, Failure
-from claude_bg_acp.core.foreground import PromptAnswered, PromptCancelled, PromptInserted, StateReported
+from claude_bg_acp.core.foreground import (
+    PromptCancelled,
+    PromptFact,
+    PromptInserted,
+    PromptRetried,
+    StateReported,
+)
 from claude_bg_acp.core.history import PromptRecalled
 from claude_bg_acp.core.plan import PlanChanged
 from claude_bg_acp.core.policy import Policy
@@ -100,10 +106,12 @@ class V2Presenter(BasePresenter):
                 update.error = ErrorObject(code=error.code, message=error.message)
         return [Notify(fact.session_id, update)]
 
-    def prompt(self, fact: PromptInserted | PromptAnswered | PromptCancelled) -> list[ClientEffect]:
+    def prompt(self, fact: PromptFact) -> list[ClientEffect]:
         if isinstance(fact, PromptInserted):
             message = UserMessage.model_validate({"messageId": fact.message_id, "content": fact.content})
             return [Notify(fact.session_id, message), Reply(fact.ticket, {"messageId": fact.message_id})]
+        if isinstance(fact, PromptRetried):  # its first attempt's answer, nothing shown again
+            return [Reply(fact.ticket, {"messageId": fact.message_id})]
         if isinstance(fact, PromptCancelled):
             return [Fail(fact.ticket, Failure(Failing.WITHDRAWN, "Prompt cancelled before insertion"))]
         return []  # answered at insertion
