@@ -29,9 +29,11 @@ replay golden, every live transcript and the property tests go through it. Per s
 10. a tool call's status never goes back to ``pending`` once it was ``in_progress`` or
     ``paused`` (``in_progress`` and ``paused`` may alternate);
 11. (v2) a child's state as its parent mirrors it (``subagent_update``) is the child's own latest
-    ``state_update`` (the same snapshot on both paths), whenever the parent reports its state.
+    ``state_update`` (the same snapshot on both paths), whenever the parent reports its state;
+12. a tool call is shown in one session only: an interaction issued in one session is never
+    moved to another (Subagent Sessions), nor is any other tool call.
 
-v1 transcripts have no snapshots: rules 3 (final statuses, exits, cancel), 5, 6, 7, 9 and 10 still
+v1 transcripts have no snapshots: rules 3 (final statuses, exits, cancel), 5, 6, 7, 9, 10 and 12 still
 apply, also to the terminals of the ``_meta`` extension (Zed's): announced by
 ``terminal_info`` on a ``tool_call``, fed by ``terminal_output`` / ``terminal_output_delta``,
 ended by ``terminal_exit``.
@@ -94,6 +96,8 @@ class BackgroundRules:
     sessions: dict[str, SessionView] = field(default_factory=dict)
     drafts: set[str] = field(default_factory=set)
     """Child sessions announced in the draft form (``subagent_spawned``)."""
+    tool_calls: dict[str, str] = field(default_factory=dict)
+    """Each tool call shown, and the session it is shown in."""
 
     def view(self, session_id: str) -> SessionView:
         return self.sessions.setdefault(session_id, SessionView())
@@ -106,6 +110,8 @@ class BackgroundRules:
         """The client (re)attaches to the session: what it knew of it and its children is gone."""
         view = self.sessions.pop(session_id, None)
         self.in_flight[session_id] = (asked or session_id, set(view.terminals) if view else set())
+        for call_id in view.tool_status if view is not None else ():
+            self.tool_calls.pop(call_id, None)
         for child in view.children if view is not None else ():
             self.forget(child, asked or session_id)
 
@@ -129,6 +135,11 @@ class BackgroundRules:
             if terminal_id in view.exited:
                 raise Violation(f"rule 3: output of terminal {terminal_id} after its exitStatus")
         elif kind in ("tool_call", "tool_call_update"):
+            shown_in = self.tool_calls.setdefault(update["toolCallId"], session_id)
+            if shown_in != session_id:
+                raise Violation(
+                    f"rule 12: tool call {update['toolCallId']} of {shown_in} shown in {session_id}"
+                )
             self._tool_call(view, update)
         elif kind == "subagent_update":
             state = update.get("state")
