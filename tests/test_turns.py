@@ -287,6 +287,21 @@ def test_v2_session_cancel_cancels_every_attempt_of_a_waiting_prompt(new_driver:
     assert queries(d.effects).count("second") == 0
 
 
+def test_a_v1_session_given_a_key_inserts_its_prompt_once_and_refuses_the_retry(
+    new_driver: NewDriver,
+) -> None:
+    """Keys are v2's: the agent reads none from a v1 client. A v1 session still gets one when a
+    later ``initialize`` made the connection v2 (a session keeps the version it was created
+    with): its prompt still goes in once, and a retry, which v1 could answer only with the
+    turn's outcome, is refused rather than run again."""
+    d = new_driver(1)
+    first, _ = d.prompt("Say hello.", key="k")
+    retry, out = d.prompt("Say hello.", key="k")
+    [refused] = answers(out)
+    assert isinstance(refused, Fail) and refused.ticket == retry and queries(out) == []
+    assert answers(run_turn(d)) == [Reply(first, {"stopReason": "end_turn", "usage": ACP_USAGE})]
+
+
 # --- cancel ---------------------------------------------------------------------------------------
 
 
