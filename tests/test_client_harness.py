@@ -426,7 +426,7 @@ def test_the_rules_catch_a_status_that_goes_back_to_pending() -> None:
 def test_the_rules_catch_a_tool_call_moved_to_another_session() -> None:
     rules = BackgroundRules()
     rules.see("root", {"sessionUpdate": "tool_call", "toolCallId": "c1", "title": "x", "status": "pending"})
-    with pytest.raises(Violation, match="rule 12: tool call c1 of root shown in child"):
+    with pytest.raises(Violation, match="rule 15: tool call c1 of root shown in child"):
         rules.see("child", {"sessionUpdate": "tool_call_update", "toolCallId": "c1", "status": "in_progress"})
     rules.forget("root")  # a client re-attaching forgets it: shown anew, it may be anywhere
     rules.see("child", {"sessionUpdate": "tool_call", "toolCallId": "c1", "title": "x", "status": "pending"})

@@ -30,10 +30,10 @@ replay golden, every live transcript and the property tests go through it. Per s
     ``paused`` (``in_progress`` and ``paused`` may alternate);
 11. (v2) a child's state as its parent mirrors it (``subagent_update``) is the child's own latest
     ``state_update`` (the same snapshot on both paths), whenever the parent reports its state;
-12. a tool call is shown in one session only: an interaction issued in one session is never
+15. a tool call is shown in one session only: an interaction issued in one session is never
     moved to another (Subagent Sessions), nor is any other tool call.
 
-v1 transcripts have no snapshots: rules 3 (final statuses, exits, cancel), 5, 6, 7, 9, 10 and 12 still
+v1 transcripts have no snapshots: rules 3 (final statuses, exits, cancel), 5, 6, 7, 9, 10 and 15 still
 apply, also to the terminals of the ``_meta`` extension (Zed's): announced by
 ``terminal_info`` on a ``tool_call``, fed by ``terminal_output`` / ``terminal_output_delta``,
 ended by ``terminal_exit``.
@@ -138,7 +138,7 @@ class BackgroundRules:
             shown_in = self.tool_calls.setdefault(update["toolCallId"], session_id)
             if shown_in != session_id:
                 raise Violation(
-                    f"rule 12: tool call {update['toolCallId']} of {shown_in} shown in {session_id}"
+                    f"rule 15: tool call {update['toolCallId']} of {shown_in} shown in {session_id}"
                 )
             self._tool_call(view, update)
         elif kind == "subagent_update":
