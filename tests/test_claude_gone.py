@@ -207,19 +207,19 @@ def test_a_v1_tool_call_whose_work_started_before_its_result_ends_when_claude_co
 AGENT = TaskSpec("agent", "agent01")
 
 
+def delegating(d: CoreDriver) -> int:
+    """A prompt whose turn launches a background subagent, which runs; its ticket."""
+    ticket, _ = d.prompt("delegate")
+    launch = [AGENT.launch(), tasks_changed([AGENT.level_entry()]), AGENT.started(), AGENT.hand_off()]
+    d.frames(state_changed("running"), *launch)
+    return ticket
+
+
 def with_a_working_child(version: int, capabilities: dict[str, Any] | None = None) -> CoreDriver:
     """A background subagent runs; the turn that launched it is over (a v1 answer is held)."""
     d = CoreDriver(version, capabilities, session_id=ROOT)
-    d.prompt("delegate")
-    d.frames(
-        state_changed("running"),
-        AGENT.launch(),
-        tasks_changed([AGENT.level_entry()]),
-        AGENT.started(),
-        AGENT.hand_off(),
-        result(),
-        state_changed("idle"),
-    )
+    delegating(d)
+    d.frames(result(), state_changed("idle"))
     return d
 
 
@@ -255,13 +255,6 @@ def test_a_v1_prompt_whose_subagent_runs_is_answered_when_claude_code_dies(fatal
     """The turn had no result yet: it ends with the error, and nothing holds its answer (its
     subagents went with Claude Code), also when Claude Code is gone for good."""
     d = CoreDriver(1, {"subagents": {}}, session_id=ROOT)
-    ticket, _ = d.prompt("delegate")
-    d.frames(
-        state_changed("running"),
-        AGENT.launch(),
-        tasks_changed([AGENT.level_entry()]),
-        AGENT.started(),
-        AGENT.hand_off(),
-    )
+    ticket = delegating(d)
     died = d.handle(ev.ClaudeDied("Claude Code failed", fatal), 1.0)
     assert [e.ticket for e in died if isinstance(e, Fail)] == [ticket]

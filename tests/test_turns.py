@@ -237,14 +237,18 @@ def test_v2_a_retry_of_an_inserted_prompt_is_answered_with_its_message_id_and_in
     check_transcript(d, d.effects, "v2")
 
 
-def test_v2_a_retry_while_its_prompt_waits_is_answered_with_it_at_its_insertion(
-    new_driver: NewDriver,
-) -> None:
+def waiting_twice(new_driver: NewDriver) -> tuple[CoreDriver, list[tuple[int, list[Effect]]]]:
+    """A v2 turn runs; two attempts of one submission (key ``k``) come meanwhile."""
     d = new_driver(2)
     d.prompt("first")
     d.frames(state_changed("running"), text("working on the first"))
-    waiting, held = d.prompt("second", key="k")
-    retry, joined = d.prompt("second", key="k")
+    return d, [d.prompt("second", key="k") for _ in range(2)]
+
+
+def test_v2_a_retry_while_its_prompt_waits_is_answered_with_it_at_its_insertion(
+    new_driver: NewDriver,
+) -> None:
+    d, [(waiting, held), (retry, joined)] = waiting_twice(new_driver)
     assert answers(held) == answers(joined) == [] and queries(joined) == []
     ended = d.frame(result())
     assert queries(ended) == ["second"]
@@ -259,11 +263,7 @@ def test_v2_a_retry_while_its_prompt_waits_is_answered_with_it_at_its_insertion(
 def test_v2_withdrawing_one_attempt_leaves_the_submission_to_the_others(
     new_driver: NewDriver, withdrawn: str
 ) -> None:
-    d = new_driver(2)
-    d.prompt("first")
-    d.frames(state_changed("running"), text("working on the first"))
-    first, _ = d.prompt("second", key="k")
-    retry, _ = d.prompt("second", key="k")
+    d, [(first, _), (retry, _)] = waiting_twice(new_driver)
     gone, stays = (first, retry) if withdrawn == "first" else (retry, first)
     out = d.handle(ev.WithdrawPrompt(gone))
     [refused] = answers(out)
@@ -276,10 +276,8 @@ def test_v2_withdrawing_one_attempt_leaves_the_submission_to_the_others(
 
 
 def test_v2_session_cancel_cancels_every_attempt_of_a_waiting_prompt(new_driver: NewDriver) -> None:
-    d = new_driver(2)
-    d.prompt("first")
-    d.frames(state_changed("running"), text("working on the first"))
-    tickets = [d.prompt("second", key="k")[0] for _ in range(2)]
+    d, attempts = waiting_twice(new_driver)
+    tickets = [ticket for ticket, _ in attempts]
     cancelled = d.cancel()
     assert [a.ticket for a in answers(cancelled)] == tickets
     assert all(isinstance(a, Fail) for a in answers(cancelled))
