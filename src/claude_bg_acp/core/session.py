@@ -702,7 +702,7 @@ class SessionCore:
         """A subagent shown as work of ours while its parent was unknown is the child session it
         is once its parent is known: that tool call ends (its work goes on in the child), the
         child is announced, and what it said meanwhile follows. None while it stays as it is."""
-        if not (self.policy.subagents_are_sessions and self.background.stands_in(task.task_id)):
+        if not self.background.stands_in(task.task_id):  # only where subagents are sessions
             return None
         announced = self.subagents.announce(task, self.tool_uses.get(task.tool_use_id))
         if announced is None:
