@@ -755,6 +755,27 @@ def test_a_resumed_claude_code_that_works_is_a_turn_the_prompt_waits_for(new_dri
 # --- permission questions ----------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("client", ["v1", "v2"])
+def test_a_question_leaves_the_status_of_a_tool_call_that_runs_as_it_is(
+    new_driver: NewDriver, client: str
+) -> None:
+    """A client applies a permission request's tool call as an update (v2's schema says so):
+    one already ``in_progress`` is not put back to ``pending`` (statuses never go back); one the
+    question shows first is created ``pending``."""
+    d = new_driver(int(client[1]))
+    d.prompt("Touch a file.")
+    d.frames(state_changed("running"), tool_use("toolu_touch", "Bash", {"command": "touch x"}))
+    asked = d.ask(1, "Bash", {"command": "touch x"}, "toolu_touch", None)
+    first = d.ask(2, "Bash", {"command": "touch y"}, "toolu_unseen", None)
+    calls = [
+        e.params.get("toolCall") or e.params["subject"]["toolCall"]
+        for e in asked + first
+        if isinstance(e, AskPermission)
+    ]
+    assert [call.get("status") for call in calls] == [None, "pending"]
+    check_transcript(d, d.effects, client)
+
+
 def test_requires_action_while_a_foreground_question_is_open(new_driver: NewDriver) -> None:
     d = new_driver(2)
     d.prompt("Create a file.")

@@ -502,6 +502,20 @@ def _digested(value: Any) -> Any:
     return value
 
 
+def applied(effects: Iterable[Effect]) -> list[tuple[str, dict[str, Any]]]:
+    """``(session id, update)`` as a client applies them: each update, and the tool call of each
+    permission request, which a client applies as a ``tool_call_update`` (v2 says so)."""
+    seen: list[tuple[str, dict[str, Any]]] = []
+    for effect in effects:
+        if isinstance(effect, Notify):
+            seen.append((effect.session_id, effect.update.wire()))
+        elif isinstance(effect, AskPermission):
+            call = effect.params.get("toolCall") or effect.params.get("subject", {}).get("toolCall")
+            if call is not None:
+                seen.append((effect.params["sessionId"], {"sessionUpdate": "tool_call_update", **call}))
+    return seen
+
+
 def check_transcript(driver: CoreDriver, effects: list[Effect], client: str) -> None:
     """The effects, as the wire carries them, are valid for the client kind's version, keep the
     background rules, and (for Zed) leave no terminal that Zed would show running forever."""
@@ -509,7 +523,7 @@ def check_transcript(driver: CoreDriver, effects: list[Effect], client: str) -> 
     version, capabilities = CLIENTS[client]
     violations = validate_transcript(agent_lines, client_lines, version, air=declares_air(capabilities))
     assert not violations, "\n".join(violations)
-    check_updates(driver.notified(effects), version)
+    check_updates(applied(effects), version)
     if capabilities == ZED_CAPABILITIES:
         shown = ZedView.replay(driver.session_id, agent_lines, client_lines)
         assert not shown.problems(), "\n".join(shown.problems())

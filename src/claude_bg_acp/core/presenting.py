@@ -111,7 +111,8 @@ class Presenter(Protocol):
         ...
 
     def permission_request(
-        self, session_id: str, tool_call_id: str, tool_name: str, tool_input: dict[str, Any]
+        self, session_id: str, tool_call_id: str, tool_name: str, tool_input: dict[str, Any], shown: bool
     ) -> dict[str, Any]:
-        """The params of ``session/request_permission`` for a tool use."""
+        """The params of ``session/request_permission`` for a tool use; ``shown``: its tool call
+        was shown already (the request updates it; else it creates it, ``pending``)."""
         ...

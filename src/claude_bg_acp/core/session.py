@@ -744,7 +744,9 @@ class SessionCore:
         # Claude Code asks about some tools with an empty input (ExitPlanMode: its plan), though
         # the model's call had one: the person deciding should see what the model asked for.
         tool_input = asked.tool_input or (known.tool_input if known else {})
-        params = self.presenter.permission_request(session_id, tool_call_id, asked.tool_name, tool_input)
+        params = self.presenter.permission_request(
+            session_id, tool_call_id, asked.tool_name, tool_input, shown=known is not None
+        )
         self.subagents.asking(session_id, opened=True)
         return [AskPermission(asked.ticket, params), *self._blocking()]
 

@@ -203,10 +203,13 @@ class BasePresenter:
         ]
 
     def permission_request(
-        self, session_id: str, tool_call_id: str, tool_name: str, tool_input: dict[str, Any]
+        self, session_id: str, tool_call_id: str, tool_name: str, tool_input: dict[str, Any], shown: bool
     ) -> dict[str, Any]:
         call = self.call_fields(tool_call_id, tool_name, tool_input)
-        call["status"] = "pending"
+        if not shown:
+            # A client applies the request's tool call as an update: one that ran already stays
+            # as it is (statuses never go back to pending); a first-seen one is created pending.
+            call["status"] = "pending"
         params = self.permission_subject(call, tool_views.describe(tool_name, tool_input).title)
         params.update(sessionId=session_id, options=PERMISSION_OPTIONS)
         return params
