@@ -17,17 +17,19 @@ played from the output files the recorder kept: when the core finishes a termina
 bytes go through the closing-line rule the tailer applies, then back to the core.
 
 ``stored_conversation`` reads what a recording kept of Claude Code's stored conversation the
-way the agent does (the SDK's readers through ``claude.store``), for ``recall``: a client
-loading the session (the parts of a conversation, or all of it as one); ``resync`` is a client
-(re)attaching.
+way the agent does (the SDK's readers through ``claude.store``), for ``attach``: a client
+loading or resuming the session, with the replay of a conversation (in parts, or all of it as
+one) or without, up to its answer; ``answered`` is what follows the answer. The driver keeps
+where the client asked and was answered, for the rules (``timeline``).
 
 ``updates_of`` selects from effects the updates a session was sent (the root's by default),
 of one kind if asked; ``notified`` every session's, each with its session id.
 
 ``effect_json`` and ``as_jsonrpc`` show the effects as golden lines and as the JSON-RPC
 messages they become on the wire; ``check_transcript`` validates those against the schema and
-the background rules, and ``assert_golden`` compares golden lines with their file
-(``UPDATE_GOLDEN=1`` rewrites it).
+the background rules (knowing where the client re-attached when the effects are the driver's
+from its first), and ``assert_golden`` compares golden lines with their file (``UPDATE_GOLDEN=1``
+rewrites it).
 """
 
 from __future__ import annotations
@@ -61,7 +63,7 @@ from claude_bg_acp.core.session import ALLOW_ONCE, REJECT_ONCE, SessionCore
 from claude_bg_acp.presenters.choice import presenter_for
 from tests.support.air import air_capabilities as air_capabilities_of
 from tests.support.air import declares_air
-from tests.support.rules import check_updates
+from tests.support.rules import Answered, Reattach, Seen, check_updates
 from tests.support.schema import validate_transcript
 from tests.support.zed import ZED_CAPABILITIES, ZedView
 
@@ -143,6 +145,8 @@ class CoreDriver:
         self.effects: list[Effect] = []
         self.sent: deque[str | None] = deque()
         """The uuids of the user messages written to Claude Code (``Query``), oldest first."""
+        self.marks: dict[int, list[Reattach | Answered]] = {}
+        """Where a client asked to re-attach and was answered, by the number of effects before."""
         self._tickets = itertools.count(1)
         self._paths: dict[str, str] = {}
         self._questions: dict[str, int] = {}
@@ -267,6 +271,37 @@ class CoreDriver:
 
     def resync(self) -> list[Effect]:
         return self.handle(ev.Resync())
+
+    def attach(self, *parts: ev.StoredConversation) -> list[Effect]:
+        """A client loads or resumes the session, as the session host has it: with ``parts``
+        (a stored conversation, whole or in parts) replayed, held from the request on; without,
+        no replay; then the current state. What comes before the answer (``answered``: after)."""
+        self._mark(Reattach(self.session_id, replay=bool(parts)))
+        effects = (self.handle(ev.Attaching()) + self.recall(*parts)) if parts else []
+        effects += self.resync()
+        self._mark(Answered(self.session_id))
+        return effects
+
+    def answered(self) -> list[Effect]:
+        """The answer to a load, resume or ``session/new`` is written: what follows it."""
+        return self.handle(ev.AnswerWritten())
+
+    def _mark(self, mark: Reattach | Answered) -> None:
+        self.marks.setdefault(len(self.effects), []).append(mark)
+
+    def timeline(self, effects: list[Effect]) -> list[Seen]:
+        """The updates among ``effects`` as the rules follow them, with where the client
+        re-attached when ``effects`` are the driver's from its first."""
+        ours = len(effects) <= len(self.effects) and all(
+            a is b for a, b in zip(effects, self.effects[: len(effects)], strict=True)
+        )
+        marks = self.marks if ours else {}
+        seen: list[Seen] = []
+        for index, effect in enumerate(effects):
+            seen += marks.get(index, [])
+            if isinstance(effect, Notify):
+                seen.append((effect.session_id, effect.update.wire()))
+        return seen + marks.get(len(effects), [])
 
     def tick(self, to: float | None = None) -> list[Effect]:
         """The ticker: at ``to`` (never back in time), or now."""
@@ -503,7 +538,7 @@ def check_transcript(driver: CoreDriver, effects: list[Effect], client: str) -> 
     version, capabilities = CLIENTS[client]
     violations = validate_transcript(agent_lines, client_lines, version, air=declares_air(capabilities))
     assert not violations, "\n".join(violations)
-    check_updates(driver.notified(effects), version)
+    check_updates(driver.timeline(effects), version)
     if capabilities == ZED_CAPABILITIES:
         shown = ZedView.replay(driver.session_id, agent_lines, client_lines)
         assert not shown.problems(), "\n".join(shown.problems())

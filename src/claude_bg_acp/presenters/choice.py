@@ -12,6 +12,8 @@ The rule, by negotiated version and declared ``clientCapabilities``:
   would leave it updates for sessions it never heard of, which it drops.
 - other v1 clients: ``V1Presenter``, with child sessions in the RFD's form
   (``subagent_update``, ``session_message``) when they declare ``subagents``.
+- a v1 client that declares ``session.notices`` is sent ``notice`` updates (the v1 schema
+  allows them only then); every v2 client is.
 - JetBrains AIR (``_meta.jetbrains.air`` with ``asyncTasks`` or ``nativeSubagentSessions``):
   ``AirPresenter`` around the v1 presenter it otherwise gets, adding async tasks and child
   sessions in the draft form AIR reads.
@@ -40,11 +42,13 @@ def presenter_for(version: int, capabilities: dict[str, Any]) -> Presenter:
     air = air_capabilities(capabilities) or frozenset()
     meta = capabilities.get("_meta")
     plain: V1Presenter
+    session = capabilities.get("session")
+    notices = isinstance(session, dict) and session.get("notices") is not None
     if isinstance(meta, dict) and meta.get("terminal_output") is True:
         delta = meta.get("terminal_output_delta") is True
-        plain = ZedPresenter("terminal_output_delta" if delta else "terminal_output")
+        plain = ZedPresenter("terminal_output_delta" if delta else "terminal_output", notices)
     else:
-        plain = V1Presenter(capabilities.get("subagents") is not None)
+        plain = V1Presenter(capabilities.get("subagents") is not None, notices)
     if air & {ASYNC_TASKS, NATIVE_SUBAGENTS}:
         return AirPresenter(plain, air)
     return plain
