@@ -26,20 +26,17 @@ replay golden, every live transcript and the property tests go through it. Per s
    (``core/usage.py``), so two of them with no ``idle`` between are two turns without one;
 9. a tool call's ``rawInput`` and ``rawOutput`` are JSON objects when they are there, and no
    update carries ``_meta: null`` (strictly typed clients such as Toad reject anything else);
-10. no ``user_message`` or ``user_message_chunk`` in a child session: children are never
-   prompted by the user, live or replayed (Subagent Sessions: a message to a child is a
-   ``session_message``);
-11. (v2) a replay is marked: between a request that asks for one and its answer,
-   ``replay_complete`` once on the session, and once on each child announced before that (at
-   most once on one announced after it), and never anywhere else;
-12. while a replay is under way, until its answer, no ``subagent_update`` grants ``cancel``:
-   what comes before the answer is history, and history authorizes nothing (Subagent Sessions,
-   the freshness boundary).
+12. no ``user_message`` or ``user_message_chunk`` in a child session: children are never
+    prompted by the user, live or replayed (Subagent Sessions: a message to a child is a
+    ``session_message``);
+13. (v2) a replay is marked: between a request that asks for one and its answer,
+    ``replay_complete`` once on the session, and once on each child announced before that (at
+    most once on one announced after it), and never anywhere else;
+14. while a replay is under way, until its answer, no ``subagent_update`` grants ``cancel``:
+    what comes before the answer is history, and history authorizes nothing (Subagent Sessions,
+    the freshness boundary).
 
-Rule 1 also holds for the copy of a child's state on its parent (v2): a ``subagent_update``
-that carries a state carries its ``background`` list, the same snapshot as the child's own.
-
-v1 transcripts have no snapshots: rules 3 (final statuses, exits, cancel), 5, 6, 7 and 9 still
+v1 transcripts have no snapshots: rules 3 (final statuses, exits, cancel), 5, 6, 7, 9, 12 and 14 still
 apply, also to the terminals of the ``_meta`` extension (Zed's): announced by
 ``terminal_info`` on a ``tool_call``, fed by ``terminal_output`` / ``terminal_output_delta``,
 ended by ``terminal_exit``.
@@ -180,12 +177,12 @@ class BackgroundRules:
         if window is None or not window.marked or not ok:
             return
         if not window.done:
-            raise Violation(f"rule 11: the replay of {session_id} was answered without its replay_complete")
+            raise Violation(f"rule 13: the replay of {session_id} was answered without its replay_complete")
         unmarked = [
             child for child, replayed in window.announced.items() if replayed and child not in window.markers
         ]
         if unmarked:
-            raise Violation(f"rule 11: children the replay announced have no replay_complete: {unmarked}")
+            raise Violation(f"rule 13: children the replay announced have no replay_complete: {unmarked}")
 
     def _replay_of(self, session_id: str) -> tuple[str, ReplayWindow] | None:
         """The replay under way that ``session_id`` is part of (the session asked for, or a child
@@ -198,10 +195,10 @@ class BackgroundRules:
     def _marked(self, session_id: str) -> None:
         found = self._replay_of(session_id)
         if found is None or not found[1].marked:
-            raise Violation(f"rule 11: replay_complete on {session_id}, which no replay under way has")
+            raise Violation(f"rule 13: replay_complete on {session_id}, which no replay under way has")
         asked, window = found
         if session_id in window.markers:
-            raise Violation(f"rule 11: a second replay_complete on {session_id}")
+            raise Violation(f"rule 13: a second replay_complete on {session_id}")
         window.markers.add(session_id)
         window.done = window.done or session_id == asked
 
@@ -216,7 +213,7 @@ class BackgroundRules:
         caps = update.get("capabilities")
         if isinstance(caps, dict) and caps.get("cancel") is not None:
             raise Violation(
-                f"rule 12: child {child} is granted cancel by history (before the answer): {update}"
+                f"rule 14: child {child} is granted cancel by history (before the answer): {update}"
             )
 
     def see(self, session_id: str, update: dict[str, Any]) -> None:
@@ -229,7 +226,7 @@ class BackgroundRules:
                 f"client re-attached: {update}"
             )
         if kind in USER_MESSAGES and session_id in self.children:
-            raise Violation(f"rule 10: a {kind} in child session {session_id}: {update}")
+            raise Violation(f"rule 12: a {kind} in child session {session_id}: {update}")
         if kind == "replay_complete":
             self._marked(session_id)
         if kind == "terminal_update":
@@ -248,8 +245,6 @@ class BackgroundRules:
             state = update.get("state")
             child = update["sessionId"]
             self._announced(session_id, child, update)
-            if self.lists and isinstance(state, dict) and not isinstance(state.get("background"), list):
-                raise Violation(f"rule 1: the state of child {child} is copied without its background list")
             view.children[child] = (
                 str(state.get("state")) if isinstance(state, dict) else view.children.get(child, "running")
             )

@@ -110,8 +110,10 @@ class BasePresenter:
                 return self.task(fact)
             case TaskStopAnswered():
                 return [Reply(fact.ticket, {"stopped": fact.stopped})]
-            case ChildAnnounced() | ChildStateChanged() | ChildConfirmed():
+            case ChildAnnounced() | ChildStateChanged():
                 return self.child(fact)
+            case ChildConfirmed():
+                return self.confirmed(fact)
             case ChildMessageRecalled():
                 return self.child_message(fact)
             case ReplayCompleted():
@@ -302,7 +304,10 @@ class BasePresenter:
     def task(self, fact: TaskOpened | TaskChanged | TaskEnded) -> list[ClientEffect]:
         return []
 
-    def child(self, fact: ChildAnnounced | ChildStateChanged | ChildConfirmed) -> list[ClientEffect]:
+    def child(self, fact: ChildAnnounced | ChildStateChanged) -> list[ClientEffect]:
+        return []
+
+    def confirmed(self, fact: ChildConfirmed) -> list[ClientEffect]:
         return []
 
     def child_message(self, fact: ChildMessageRecalled) -> list[ClientEffect]:

@@ -104,19 +104,20 @@ class V1Presenter(BasePresenter):
             return [Reply(fact.ticket, {"stopReason": "cancelled"})]
         return []
 
-    def child(self, fact: ChildAnnounced | ChildStateChanged | ChildConfirmed) -> list[ClientEffect]:
+    def child(self, fact: ChildAnnounced | ChildStateChanged) -> list[ClientEffect]:
         if isinstance(fact, ChildAnnounced):
-            return announce_child(fact, {"state": "running"})
-        if isinstance(fact, ChildConfirmed):
-            confirmed = SubagentUpdate(
-                session_id=fact.child_id, state={"state": fact.state.value}, capabilities=CANCEL
-            )
-            return [Notify(fact.parent_id, confirmed)]
+            return announce_child(fact)
         if fact.repeat:
             return []  # v1 keeps no background lists
         return [
             Notify(fact.parent_id, SubagentUpdate(session_id=fact.child_id, state=self.child_state(fact)))
         ]
+
+    def confirmed(self, fact: ChildConfirmed) -> list[ClientEffect]:
+        grant = SubagentUpdate(
+            session_id=fact.child_id, state={"state": fact.state.value}, capabilities=CANCEL
+        )
+        return [Notify(fact.parent_id, grant)]
 
     def child_message(self, fact: ChildMessageRecalled) -> list[ClientEffect]:
         return [message_to_child(fact)]
@@ -143,11 +144,10 @@ def answer(ticket: Ticket, outcome: Outcome) -> ClientEffect:
     return Reply(ticket, result)
 
 
-def announce_child(fact: ChildAnnounced, state: dict[str, Any]) -> list[ClientEffect]:
-    """The child on its parent (``subagent_update``, with its ``state`` as the version has it),
-    then the prompt that launched it."""
+def announce_child(fact: ChildAnnounced) -> list[ClientEffect]:
+    """The child on its parent (``subagent_update``), then the prompt that launched it."""
     announcement = SubagentUpdate(
-        session_id=fact.child_id, title=fact.title, description=fact.description, state=state
+        session_id=fact.child_id, title=fact.title, description=fact.description, state={"state": "running"}
     )
     if fact.cancellable:
         announcement.capabilities = CANCEL

@@ -7,22 +7,21 @@ which carries the ``background`` list on every snapshot. A background shell is a
 ``terminal_output_chunk``; ``exitStatus``), referenced by the Bash tool call that completes at
 hand-off. Work without a process stays on its tool call, ``in_progress`` (or ``paused``,
 ``pending`` when scheduled) and cancellable until its final status. Every subagent is a child
-session with its own ``state_update``, mirrored on the parent's ``subagent_update`` (the same
-snapshot, its ``background`` list included). A client that re-attaches gets each listed item
-whole: a terminal with its latest output as a snapshot, a tool call with its title and status,
-a child with its state; all cancellable but scheduled work, and but children until the answer
-when it asked for a replay (their current state and ``cancel`` follow the answer). A replay's
-end is marked (``replay_complete``) on the session and on each child it announced, and what it
-lacks follows as a ``notice``. A replayed prompt is a ``user_message``, as it was live; a message
-a child received later is an incoming ``session_message``. v2 has no session modes: the permission mode is
-the ``mode`` config option; commands carry their ``type`` (``command``, with ``text`` input),
-and the plan is one item plan (``plan_update``).
+session with its own ``state_update``, mirrored on the parent's ``subagent_update``. A client
+that re-attaches gets each listed item whole: a terminal with its latest output as a snapshot,
+a tool call with its title and status, a child with its state; all cancellable but scheduled
+work, and but children until the answer when it asked for a replay (their current state and
+``cancel`` follow the answer). A replay's end is marked (``replay_complete``) on the session
+and on each child it announced, and what it lacks follows as a ``notice``. A replayed prompt is
+a ``user_message``, as it was live; a message a child received later is an incoming
+``session_message``. v2 has no session modes: the permission mode is the ``mode`` config
+option; commands carry their ``type`` (``command``, with ``text`` input), and the plan is one
+item plan (``plan_update``).
 """
 
 from __future__ import annotations
 
 import base64
-from collections.abc import Sequence
 from typing import Any
 
 from claude_bg_acp.acp.errors import failed
@@ -64,7 +63,6 @@ from claude_bg_acp.core.subagents import (
     ChildConfirmed,
     ChildRestated,
     ChildStateChanged,
-    State,
 )
 from claude_bg_acp.core.tool_uses import ToolCallHandedOff
 from claude_bg_acp.presenters import tool_views
@@ -212,38 +210,28 @@ class V2Presenter(BasePresenter):
                     update.content = [tool_views.text_content(fact.summary)]
         return [Notify(fact.session_id, update)]
 
-    def child(self, fact: ChildAnnounced | ChildStateChanged | ChildConfirmed) -> list[ClientEffect]:
+    def child(self, fact: ChildAnnounced | ChildStateChanged) -> list[ClientEffect]:
         if isinstance(fact, ChildAnnounced):
-            running = snapshot(State.RUNNING, [])
-            return [
-                *announce_child(fact, running),
-                Notify(fact.child_id, StateUpdate.model_validate(running)),
-            ]
-        if isinstance(fact, ChildConfirmed):
-            return mirrored(fact.parent_id, fact.child_id, snapshot(fact.state, fact.background), CANCEL)
-        # A repeat (only the list changed) is no new completion: no stop reason.
-        state = snapshot(fact.state, fact.background)
+            return [*announce_child(fact), Notify(fact.child_id, StateUpdate(state="running", background=[]))]
+        # One snapshot, on the child and mirrored on its parent (the RFD's two reports of one
+        # state); a repeat (only the list changed) is no new completion: no stop reason.
+        state: dict[str, Any] = {"state": fact.state.value}
         if fact.stop_reason is not None and not fact.repeat:
             state["stopReason"] = fact.stop_reason
         if fact.error is not None and not fact.repeat:
             state["error"] = {"code": INTERNAL_ERROR, "message": fact.error}
-        return mirrored(fact.parent_id, fact.child_id, state)
+        state["background"] = [listed(entry) for entry in fact.background]
+        own = StateUpdate.model_validate(state)
+        return [
+            Notify(fact.child_id, own),
+            Notify(fact.parent_id, SubagentUpdate(session_id=fact.child_id, state=state)),
+        ]
 
-
-def snapshot(state: State, background: Sequence[Listed]) -> dict[str, Any]:
-    """A child's ``StateUpdate`` (as a dict): its state and its own list."""
-    return {"state": state.value, "background": [listed(entry) for entry in background]}
-
-
-def mirrored(
-    parent_id: str, child_id: str, state: dict[str, Any], capabilities: dict[str, Any] | None = None
-) -> list[ClientEffect]:
-    """One snapshot, on the child and mirrored on its parent (the RFD's two reports of one
-    state), the mirror granting ``capabilities`` when given."""
-    mirror = SubagentUpdate(session_id=child_id, state=state)
-    if capabilities is not None:
-        mirror.capabilities = capabilities
-    return [Notify(child_id, StateUpdate.model_validate(state)), Notify(parent_id, mirror)]
+    def confirmed(self, fact: ChildConfirmed) -> list[ClientEffect]:
+        # The child's current snapshot, and its parent's copy, which grants the cancel.
+        state = {"state": fact.state.value, "background": [listed(entry) for entry in fact.background]}
+        grant = SubagentUpdate(session_id=fact.child_id, state=state, capabilities=CANCEL)
+        return [Notify(fact.child_id, StateUpdate.model_validate(state)), Notify(fact.parent_id, grant)]
 
 
 def listed(entry: Listed) -> dict[str, Any]:
