@@ -39,6 +39,7 @@ from tests.support.driver import (
     check_transcript,
     effect_json,
     joined,
+    live_after_first_turn,
     load_frames,
     store_recorded,
     stored_conversation,
@@ -248,17 +249,6 @@ def test_a_stored_prompt_comes_back_as_it_was_sent() -> None:
         {"type": "resource", "resource": {"uri": "file:///a.py", "text": "print(1)\n"}},
     ]
     assert from_claude_content(to_claude_content(sent)) == sent
-
-
-def live_after_first_turn(recording: str) -> CoreDriver:
-    """A v2 session that ran the recording up to its first turn's end: its work still runs."""
-    frames = load_frames(recording)
-    first_result = next(
-        i for i, f in enumerate(frames) if f["dir"] == "in" and f["msg"].get("type") == "result"
-    )
-    driver = CoreDriver.for_client("v2", session_id=RECORDED_SESSION)
-    driver.replay(frames[: first_result + 1])
-    return driver
 
 
 def test_a_listed_tool_call_is_restated_whole_and_cancellable() -> None:

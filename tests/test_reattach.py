@@ -17,11 +17,12 @@ from tests.support.driver import (
     RECORDED_SESSION,
     CoreDriver,
     check_transcript,
+    live_after_first_turn,
     load_frames,
     stored_conversation,
 )
 from tests.support.frames import TaskSpec, result, tasks_changed, text, tool_result, tool_use
-from tests.support.rules import Violation, check_updates
+from tests.support.rules import Answered, Reattach, Violation, check_updates
 
 RECORDING = "conversation"
 CHILD = "agent01"
@@ -32,17 +33,6 @@ CHILD_KINDS = ("subagent_update", "state_update")
 @pytest.fixture(scope="module")
 def conversation(tmp_path_factory: pytest.TempPathFactory) -> ev.StoredConversation:
     return stored_conversation(load_frames(RECORDING), tmp_path_factory.mktemp("config"))
-
-
-def live_after_first_turn(recording: str) -> CoreDriver:
-    """A v2 session that ran the recording up to its first turn's end: its work still runs."""
-    frames = load_frames(recording)
-    first_result = next(
-        i for i, f in enumerate(frames) if f["dir"] == "in" and f["msg"].get("type") == "result"
-    )
-    driver = CoreDriver.for_client("v2", session_id=RECORDED_SESSION)
-    driver.replay(frames[: first_result + 1])
-    return driver
 
 
 # --- replay_complete ----------------------------------------------------------------------------
@@ -174,8 +164,6 @@ def test_the_rules_refuse_a_replay_without_its_marker_and_a_historical_grant() -
         "state": {"state": "running", "background": []},
     }
     idle = {"sessionUpdate": "state_update", "state": "idle", "background": []}
-    from tests.support.rules import Answered, Reattach
-
     with pytest.raises(Violation, match="replay_complete"):
         check_updates([Reattach("s", replay=True), ("s", idle), Answered("s")], 2)
     with pytest.raises(Violation, match="replay_complete"):
@@ -223,8 +211,6 @@ def test_the_rules_refuse_traffic_of_a_child_not_announced_again() -> None:
         "messageId": "m",
         "content": {"type": "text", "text": "x"},
     }
-    from tests.support.rules import Answered, Reattach
-
     with pytest.raises(Violation, match="announced"):
         check_updates([("s", announce), Reattach("s", replay=False), Answered("s"), ("c", chunk)], 2)
 

@@ -21,6 +21,8 @@ way the agent does (the SDK's readers through ``claude.store``), for ``attach``:
 loading or resuming the session, with the replay of a conversation (in parts, or all of it as
 one) or without, up to its answer; ``answered`` is what follows the answer. The driver keeps
 where the client asked and was answered, for the rules (``timeline``).
+``live_after_first_turn`` is a v2 session whose recorded first turn left its work running, to
+re-attach to.
 
 ``updates_of`` selects from effects the updates a session was sent (the root's by default),
 of one kind if asked; ``notified`` every session's, each with its session id.
@@ -423,6 +425,17 @@ class CoreDriver:
     def updates(self, session_id: str | None = None) -> list[dict[str, Any]]:
         """The wire form of every update sent so far to ``session_id`` (the root by default)."""
         return self.updates_of(self.effects, session_id=session_id)
+
+
+def live_after_first_turn(recording: str) -> CoreDriver:
+    """A v2 session that ran ``recording`` up to its first turn's end: its work still runs."""
+    frames = load_frames(recording)
+    first_result = next(
+        i for i, f in enumerate(frames) if f["dir"] == "in" and f["msg"].get("type") == "result"
+    )
+    driver = CoreDriver.for_client("v2", session_id=RECORDED_SESSION)
+    driver.replay(frames[: first_result + 1])
+    return driver
 
 
 def stored_conversation(recorded: list[Frame], config_dir: Path) -> ev.StoredConversation:
