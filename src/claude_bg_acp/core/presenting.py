@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from claude_bg_acp.core.attaching import ReplayCompleted
 from claude_bg_acp.core.background import (
     TaskChanged,
     TaskEnded,
@@ -38,12 +39,18 @@ from claude_bg_acp.core.foreground import (
     PromptRetried,
     StateReported,
 )
-from claude_bg_acp.core.history import PromptRecalled
+from claude_bg_acp.core.history import ChildMessageRecalled, HistoryIncomplete, PromptRecalled
 from claude_bg_acp.core.permission_modes import ModeChanged
 from claude_bg_acp.core.plan import PlanChanged
 from claude_bg_acp.core.policy import Policy
 from claude_bg_acp.core.schedules import ScheduleEnded
-from claude_bg_acp.core.subagents import ChildAnnounced, ChildMessaged, ChildRestated, ChildStateChanged
+from claude_bg_acp.core.subagents import (
+    ChildAnnounced,
+    ChildConfirmed,
+    ChildMessaged,
+    ChildRestated,
+    ChildStateChanged,
+)
 from claude_bg_acp.core.titles import TitleChanged
 from claude_bg_acp.core.tool_uses import (
     ToolCallCut,
@@ -77,12 +84,16 @@ Fact = (
     | ChildAnnounced
     | ChildStateChanged
     | ChildMessaged
+    | ChildConfirmed
     | StateReported
     | PromptInserted
     | PromptRetried
     | PromptAnswered
     | PromptCancelled
     | PromptRecalled
+    | ChildMessageRecalled
+    | ReplayCompleted
+    | HistoryIncomplete
     | ModeChanged
     | TitleChanged
     | TerminalRestated
