@@ -32,25 +32,13 @@ from claude_bg_acp.core.background import (
 from claude_bg_acp.core.commands import CommandsChanged
 from claude_bg_acp.core.config import Options, OptionsAnswered, OptionsChanged
 from claude_bg_acp.core.effects import ClientEffect
-from claude_bg_acp.core.foreground import (
-    PromptAnswered,
-    PromptCancelled,
-    PromptInserted,
-    PromptRetried,
-    StateReported,
-)
+from claude_bg_acp.core.foreground import PromptFact, StateReported
 from claude_bg_acp.core.history import ChildMessageRecalled, HistoryIncomplete, PromptRecalled
 from claude_bg_acp.core.permission_modes import ModeChanged
 from claude_bg_acp.core.plan import PlanChanged
 from claude_bg_acp.core.policy import Policy
 from claude_bg_acp.core.schedules import ScheduleEnded
-from claude_bg_acp.core.subagents import (
-    ChildAnnounced,
-    ChildConfirmed,
-    ChildMessaged,
-    ChildRestated,
-    ChildStateChanged,
-)
+from claude_bg_acp.core.subagents import ChildConfirmed, ChildFact, ChildRestated
 from claude_bg_acp.core.titles import TitleChanged
 from claude_bg_acp.core.tool_uses import (
     ToolCallCut,
@@ -81,15 +69,10 @@ Fact = (
     | TaskChanged
     | TaskEnded
     | TaskStopAnswered
-    | ChildAnnounced
-    | ChildStateChanged
-    | ChildMessaged
+    | ChildFact
     | ChildConfirmed
     | StateReported
-    | PromptInserted
-    | PromptRetried
-    | PromptAnswered
-    | PromptCancelled
+    | PromptFact
     | PromptRecalled
     | ChildMessageRecalled
     | ReplayCompleted
