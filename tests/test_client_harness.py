@@ -423,6 +423,26 @@ def test_the_rules_catch_a_status_that_goes_back_to_pending() -> None:
         rules.see("s", {"sessionUpdate": "tool_call_update", "toolCallId": "c1", "status": "pending"})
 
 
+def test_a_live_run_reads_a_permission_requests_tool_call_as_an_update() -> None:
+    """A client applies the request's tool call as a ``tool_call_update`` (v2's schema), so one
+    that puts a running call back to ``pending`` breaks rule 10 in a live transcript too."""
+    running = {"sessionUpdate": "tool_call", "toolCallId": "c1", "title": "x", "status": "in_progress"}
+    call = {"toolCallId": "c1", "title": "x", "status": "pending"}
+    lines = [
+        {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s", "update": running}},
+        {
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "session/request_permission",
+            "params": {"sessionId": "s", "subject": {"type": "tool_call", "toolCall": call}, "options": []},
+        },
+    ]
+    run = ClientRun({"client": "v2", "agentLines": lines, "agentLineTimes": [1.0, 2.0]}, {})
+    assert run.broken_rules() == ["rule 10: tool call c1 goes back from in_progress to pending"]
+    del call["status"]
+    assert run.broken_rules() == []
+
+
 def test_the_rules_catch_a_tool_call_moved_to_another_session() -> None:
     rules = BackgroundRules()
     rules.see("root", {"sessionUpdate": "tool_call", "toolCallId": "c1", "title": "x", "status": "pending"})
