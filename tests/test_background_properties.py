@@ -509,7 +509,8 @@ class Player:
 
     def step(self, step: Step) -> None:
         if step.frame is not None:
-            self.send(step)
+            if not self.died:  # a dead Claude Code says nothing more
+                self.send(step)
         elif step.role == "tick":
             self.tick(self.now)
         elif step.role == "drain" and self.pending:
