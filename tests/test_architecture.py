@@ -1,6 +1,7 @@
 """The package's shape, checked from its source: imports go one way, only presenters (and
 the version negotiation in ``agent``, and the clients: the demo, the scripted model) look at the
-protocol version, and one module reaches past the SDK's public API.
+protocol version, the core decides nothing by the kind of client but through its named
+policies, and one module reaches past the SDK's public API.
 
 Imports are read with ``ast`` from every module of ``claude_bg_acp``, those under
 ``TYPE_CHECKING`` included; ``from package import module`` counts as an import of that module.
@@ -9,9 +10,13 @@ Imports are read with ``ast`` from every module of ``claude_bg_acp``, those unde
 from __future__ import annotations
 
 import ast
+import re
+from dataclasses import fields
 from pathlib import Path
 
 import claude_bg_acp
+from claude_bg_acp.core import policy
+from claude_bg_acp.core.policy import Policy
 
 PACKAGE = Path(claude_bg_acp.__file__).parent
 NAME = "claude_bg_acp"
@@ -146,7 +151,13 @@ def docstrings(tree: ast.AST) -> set[int]:
     }
 
 
-def reach(node: ast.AST, prose: set[int]) -> str | None:
+def own_names(tree: ast.AST) -> set[str]:
+    """What a module may read private attributes of: its objects (``self``, ``cls``) and the
+    classes it defines (``Agent._prompt`` in ``agent``'s method table)."""
+    return {"self", "cls"} | {node.name for node in ast.walk(tree) if isinstance(node, ast.ClassDef)}
+
+
+def reach(node: ast.AST, prose: set[int], own: set[str]) -> str | None:
     """What ``node`` takes of the SDK's private surface, if anything."""
     match node:
         case ast.Import(names=aliases) | ast.ImportFrom(names=aliases):
@@ -156,7 +167,7 @@ def reach(node: ast.AST, prose: set[int]) -> str | None:
             return f"imports {private[0]}" if private else None
         case ast.Constant(value=str(text)) if f"{SDK}._" in text and id(node) not in prose:
             return f"names {text}"
-        case ast.Attribute(value=ast.Name(id="self" | "cls")):
+        case ast.Attribute(value=ast.Name(id=name)) if name in own:
             return None
         case ast.Attribute(attr=attr) if private_name(attr):
             return f"reads {ast.unparse(node)}"
@@ -170,20 +181,20 @@ def reach(node: ast.AST, prose: set[int]) -> str | None:
 
 def reaches_into_the_sdk(tree: ast.AST) -> list[str]:
     """Where a module imports a private SDK module or name (a part of its path starting with
-    ``_``), names one in a string, or reads a private attribute of anything but its own object
-    (``self``, ``cls``), directly or through ``getattr`` and the like."""
-    prose = docstrings(tree)
+    ``_``), names one in a string, or reads a private attribute of anything but its own objects
+    and classes (``own_names``), directly or through ``getattr`` and the like."""
+    prose, own = docstrings(tree), own_names(tree)
     return [
         f"{node.lineno}: {found}"
         for node in ast.walk(tree)
-        if (found := reach(node, prose)) and isinstance(node, ast.stmt | ast.expr)
+        if (found := reach(node, prose, own)) and isinstance(node, ast.stmt | ast.expr)
     ]
 
 
 def test_one_module_reaches_past_the_sdks_public_api() -> None:
     """``claude.sdk_private`` is the one importer of the SDK's private names and the one reader
     of private attributes: every other module keeps to the SDK's public names, and reads a
-    private attribute of its own objects only."""
+    private attribute of its own objects and classes only."""
     reaching = {
         m: found for m in MODULES if (found := reaches_into_the_sdk(ast.parse(MODULES[m].read_text())))
     }
@@ -203,6 +214,79 @@ def test_the_check_finds_what_reaches_into_the_sdk() -> None:
             "process = getattr(transport, '_process', None)\n"
             "self._own = self._client.connect()\n"
             "def f():\n    'claude_agent_sdk._internal in a docstring is prose'\n"
+            "class Own:\n    def _handle(self) -> None: ...\n"
+            "handler = Own._handle\n"
+            "reader = Query._read_messages\n"
         )
     )
-    assert [line.split(":")[0] for line in found] == ["1", "2", "3", "4", "5", "6"]
+    assert [line.split(":")[0] for line in found] == ["1", "2", "3", "4", "5", "6", "13"]
+
+
+# --- the core and the kinds of client ------------------------------------------------------------
+
+CLIENT_KIND_NAMES = VERSION_NAMES | {"holds_turns", "detached_work", "presenter_for"}
+CLIENT_KIND_PARTS = ("visibility", "capabilit")
+"""Names (or, for ``CLIENT_KIND_PARTS``, parts of names, in any case) that ask what the client
+is or declares: its version, its capabilities, what a presenter says it can see."""
+CLIENT_KIND_KEYS = {"_meta", "terminal_output", "terminal_output_delta", "jetbrains", "asyncTasks"}
+CLIENT_KIND_KEYS |= {"nativeSubagentSessions", "clientCapabilities", "protocolVersion"}
+"""Keys of what a client declares in ``initialize``."""
+RENDERING = {"render", "answer_fields", "permission_request"}
+"""What the core may ask of its presenter: to render facts and answers, never what it is."""
+POLICIES = {field.name for field in fields(Policy)}
+POLICY_READS = 5
+"""Where the core behaves differently by client kind: each read of a named policy, in all of
+``core/``. A new one is a decision of the core's, to be named in ``core.policy`` with its reason."""
+
+
+def asks_the_client_kind(name: str) -> bool:
+    return name in CLIENT_KIND_NAMES or any(part in name.lower() for part in CLIENT_KIND_PARTS)
+
+
+def client_kind_reads(tree: ast.AST) -> list[tuple[int, str]]:
+    """Every place in ``tree`` that asks what kind of client the session serves: a name or key
+    of the client's declarations or version, a question to the presenter other than to render,
+    or a read of one of the core's named policies (an attribute read: ``(line, its name)``)."""
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute):
+            owner = (
+                node.value.attr if isinstance(node.value, ast.Attribute) else getattr(node.value, "id", None)
+            )
+            if owner == "presenter" and node.attr not in RENDERING:
+                found.append((node.lineno, f"presenter.{node.attr}"))
+            elif asks_the_client_kind(node.attr) or (
+                node.attr in POLICIES and isinstance(node.ctx, ast.Load)
+            ):
+                found.append((node.lineno, node.attr))
+        elif isinstance(node, (ast.Name, ast.arg)):
+            name = node.id if isinstance(node, ast.Name) else node.arg
+            if asks_the_client_kind(name):
+                found.append((node.lineno, name))
+        elif (
+            isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in CLIENT_KIND_KEYS
+        ):
+            found.append((node.lineno, repr(node.value)))
+    return found
+
+
+def test_the_core_decides_nothing_by_client_kind_but_through_its_named_policies() -> None:
+    """The core states the same facts to every client (presenters drop or reshape them): it
+    reads no capability, no version and asks its presenter nothing but to render; where a kind
+    of client needs it to behave differently, a named policy says so, read at a known number of
+    places."""
+    core = [m for m in MODULES if m.startswith(f"{NAME}.core")]
+    assert f"{NAME}.core.session" in core and f"{NAME}.core.background" in core
+    policy_reads = 0
+    for module in core:
+        reads = client_kind_reads(ast.parse(MODULES[module].read_text()))
+        decisions = [(line, what) for line, what in reads if what not in POLICIES]
+        assert not decisions, f"{module} decides by the kind of client: {decisions}"
+        if module != f"{NAME}.core.policy":
+            policy_reads += len(reads)
+    assert policy_reads == POLICY_READS
+
+
+def test_each_policy_of_the_core_is_listed_with_why_it_is_no_presenters_choice() -> None:
+    listed = set(re.findall(r"^- ``(\w+)``", policy.__doc__ or "", re.MULTILINE))
+    assert listed == POLICIES

@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 
-from claude_bg_acp.acp.jsonrpc import INVALID_PARAMS, RpcError
 from claude_bg_acp.claude.options import may_bypass_permissions, session_options
 from claude_bg_acp.claude.server_info import read_applied
 from claude_bg_acp.core import events as ev
@@ -27,6 +26,7 @@ from claude_bg_acp.core.effects import (
     SetModel,
     SetPermissionMode,
 )
+from claude_bg_acp.core.errors import Refusal, Refused
 from tests.support.driver import CoreDriver, as_jsonrpc, recorded_server_info
 from tests.support.frames import init, result, state_changed, status
 from tests.support.schema import validate_agent_message, validate_transcript
@@ -97,7 +97,7 @@ def test_nothing_is_told_before_the_client_has_the_answer() -> None:
     assert [option["configId"] for option in fields["configOptions"]] == ["mode"]
     assert driver.start(INFO, OPUS, "medium") == []
     assert driver.frame(init(SONNET)) == []
-    opened_now = valid(driver, driver.handle(ev.Opened()), 2)
+    opened_now = valid(driver, driver.handle(ev.AnswerWritten()), 2)
     [update] = driver.updates_of(opened_now, "config_option_update")
     assert {o["configId"]: o["currentValue"] for o in update["configOptions"]}["model"] == "sonnet"
     assert len(driver.updates_of(opened_now, "available_commands_update")) == 1
@@ -140,9 +140,10 @@ def test_the_effort_option_follows_the_model_and_leaves_with_its_levels() -> Non
     changed = valid(driver, driver.settings_read(haiku["resolvedModel"], None), 1)
     assert changed == [], "the switch's answer told the client already"
     assert "effort" not in options_of(driver)
-    with pytest.raises(RpcError) as refused:
+    with pytest.raises(Refused) as refused:
         driver.choose("effort", "high")
-    assert refused.value.code == INVALID_PARAMS and "effort" in refused.value.message
+    assert refused.value.kind is Refusal.UNKNOWN and refused.value.field == "configId"
+    assert "effort" in str(refused.value)
 
 
 @pytest.mark.parametrize(
@@ -157,17 +158,17 @@ def test_the_effort_option_follows_the_model_and_leaves_with_its_levels() -> Non
 def test_an_unknown_option_or_value_is_refused_naming_it(config_id: str, value: str, named: str) -> None:
     driver = opened(2)
     before = driver.core.options()
-    with pytest.raises(RpcError) as refused:
+    with pytest.raises(Refused) as refused:
         driver.choose(config_id, value)
-    assert refused.value.code == INVALID_PARAMS and named in refused.value.message
+    assert named in str(refused.value)
     assert driver.core.options() == before
 
 
 def test_a_boolean_is_no_choice_of_a_select() -> None:
     driver = opened(1)
-    with pytest.raises(RpcError) as refused:
+    with pytest.raises(Refused) as refused:
         driver.choose("model", True)
-    assert refused.value.code == INVALID_PARAMS
+    assert refused.value.kind is Refusal.INVALID
 
 
 @pytest.mark.parametrize("version", [1, 2])
@@ -293,9 +294,9 @@ def test_bypass_is_not_offered_when_claude_code_cannot_bypass_permissions() -> N
     driver = CoreDriver(1, allow_bypass=False)
     driver.start(INFO, OPUS, "medium")
     assert mode_ids(driver) == ["default", "acceptEdits", "plan", "auto"]
-    with pytest.raises(RpcError) as refused:
+    with pytest.raises(Refused) as refused:
         driver.handle(ev.ChooseMode("bypassPermissions"))
-    assert refused.value.code == INVALID_PARAMS and "bypassPermissions" in refused.value.message
+    assert refused.value.kind is Refusal.UNKNOWN and "bypassPermissions" in str(refused.value)
 
 
 def test_modes_the_settings_disable_are_not_offered_nor_taken() -> None:
@@ -304,9 +305,9 @@ def test_modes_the_settings_disable_are_not_offered_nor_taken() -> None:
     told = valid(driver, driver.settings_read(OPUS, "medium", frozenset({"auto", "bypassPermissions"})), 1)
     assert told_modes(driver, told) == ["default", "acceptEdits", "plan"] == mode_ids(driver)
     for mode in ("auto", "bypassPermissions"):
-        with pytest.raises(RpcError) as refused:
+        with pytest.raises(Refused) as refused:
             driver.choose("mode", mode)
-        assert refused.value.code == INVALID_PARAMS and mode in refused.value.message
+        assert refused.value.kind is Refusal.INVALID and mode in str(refused.value)
 
 
 def test_auto_is_offered_while_the_model_can_run_it() -> None:

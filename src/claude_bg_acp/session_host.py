@@ -41,6 +41,7 @@ from typing import Any, assert_never
 import anyio
 from anyio.abc import TaskGroup
 
+from claude_bg_acp.acp import errors
 from claude_bg_acp.acp.jsonrpc import INTERNAL_ERROR, RequestId, RpcError
 from claude_bg_acp.acp.schema import McpServer, PromptParams
 from claude_bg_acp.claude import store
@@ -70,6 +71,7 @@ from claude_bg_acp.core.effects import (
     Ticket,
     WithdrawPermission,
 )
+from claude_bg_acp.core.errors import Refused
 from claude_bg_acp.core.presenting import Presenter
 from claude_bg_acp.core.session import SessionCore
 from claude_bg_acp.session_lifecycle import ENDED, ENDING, FAILED, HostLifecycle, HostPhase
@@ -113,6 +115,7 @@ class SessionHost:
         self.core = SessionCore(
             session_id,
             presenter,
+            presenter.policy,
             cwd,
             root,
             allow_bypass=may_bypass_permissions(),
@@ -120,8 +123,9 @@ class SessionHost:
         )
         self._clock = clock
         self._tickets = count(1)
-        self._waiting: dict[Ticket, Waiter] = {}
-        """The client requests waiting for the core's answer (a prompt, a config option ...)."""
+        self._waiters: dict[Ticket, Waiter] = {}
+        """Every client request the core answers through a ticket (prompts, config choices, stops
+        by task id), waiting for its answer."""
         self._prompt_requests: dict[RequestId, Ticket] = {}
         self._lifecycle = HostLifecycle(session_id)
         self._outbox = Outbox(session_id, endpoint, self._perform)
@@ -221,7 +225,7 @@ class SessionHost:
         await self._outbox.flush()
 
     def _fail_waiting(self, error: RpcError) -> None:
-        for waiter in self._waiting.values():
+        for waiter in self._waiters.values():
             if not waiter.done.is_set():
                 waiter.settle(error=error)
 
@@ -278,7 +282,11 @@ class SessionHost:
 
     def handle(self, event: ev.Event) -> None:
         """Feed one event to the core; raises ``RpcError`` for a client request it refuses."""
-        self._feed(self.core.handle(event, self._clock()))
+        try:
+            effects = self.core.handle(event, self._clock())
+        except Refused as refusal:
+            raise errors.refused(refusal) from None
+        self._feed(effects)
 
     def _feed(self, effects: list[Effect]) -> None:
         self._outbox.put(effects)
@@ -304,25 +312,25 @@ class SessionHost:
     async def prompt(self, params: PromptParams, request_id: RequestId) -> Any:
         self._refuse_if_ending()
         ticket = next(self._tickets)
-        waiter = self._waiting[ticket] = Waiter()
+        waiter = self._waiters[ticket] = Waiter()
         self._prompt_requests[request_id] = ticket
         self.handle(ev.Prompt(ticket, params.prompt))
         try:
             return await waiter.wait()
         finally:
-            self._waiting.pop(ticket, None)
+            self._waiters.pop(ticket, None)
             self._prompt_requests.pop(request_id, None)
 
     async def answer(self, request: Callable[[Ticket], ev.Event]) -> Any:
         """A client request the core answers through a ticket (``Reply`` or ``Fail``)."""
         self._refuse_if_ending()
         ticket = next(self._tickets)
-        waiter = self._waiting[ticket] = Waiter()
+        waiter = self._waiters[ticket] = Waiter()
         try:
             self.handle(request(ticket))
             return await waiter.wait()
         finally:
-            self._waiting.pop(ticket, None)
+            self._waiters.pop(ticket, None)
 
     def _refuse_if_ending(self) -> None:
         if self.phase in ENDING:
@@ -341,7 +349,7 @@ class SessionHost:
 
     def answer_fields(self) -> dict[str, Any]:
         """The config options (and v1's modes) for an answer that tells the client of the
-        session; ``Opened`` must follow once that answer is written."""
+        session; ``AnswerWritten`` must follow once that answer is written."""
         return self.core.presenter.answer_fields(self.core.answer())
 
     # --- effects ------------------------------------------------------------------------------------
@@ -351,8 +359,8 @@ class SessionHost:
         match effect:
             case Reply(ticket, result):
                 self._settle(ticket, value=result)
-            case Fail(ticket, error):
-                self._settle(ticket, error=error)
+            case Fail(ticket, failure):
+                self._settle(ticket, error=errors.failed(failure))
             case AskPermission():
                 self._task_group.start_soon(self._bridge.ask, effect)
             case WithdrawPermission(ticket):
@@ -387,7 +395,7 @@ class SessionHost:
         return self._tg
 
     def _settle(self, ticket: Ticket, value: Any = None, error: RpcError | None = None) -> None:
-        waiter = self._waiting.get(ticket)
+        waiter = self._waiters.get(ticket)
         if waiter is not None:
             waiter.settle(value, error)
 

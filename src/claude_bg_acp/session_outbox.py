@@ -26,7 +26,7 @@ import anyio
 from claude_bg_acp.acp.updates import session_update_line
 from claude_bg_acp.core.effects import (
     AskPermission,
-    Command,
+    ClaudeCommand,
     Decide,
     Effect,
     Fail,
@@ -43,7 +43,16 @@ from claude_bg_acp.stdio import Endpoint
 log = logging.getLogger(__name__)
 
 Handed = (
-    Reply | Fail | AskPermission | WithdrawPermission | Command | Decide | Tail | FinishTail | ReadTitle | Log
+    Reply
+    | Fail
+    | AskPermission
+    | WithdrawPermission
+    | ClaudeCommand
+    | Decide
+    | Tail
+    | FinishTail
+    | ReadTitle
+    | Log
 )
 """Every effect but an update: the session performs it (``hand_on``), once what came before is
 written."""

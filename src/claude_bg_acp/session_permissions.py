@@ -39,7 +39,7 @@ log = logging.getLogger(__name__)
 
 
 @dataclass
-class Question:
+class ClaudeQuestion:
     """A permission question of Claude Code's, waiting for the core's decision."""
 
     waiter: Waiter
@@ -63,7 +63,7 @@ class PermissionBridge:
         self._endpoint = endpoint
         self._handle = handle
         self._tickets = tickets
-        self._questions: dict[Ticket, Question] = {}
+        self._questions: dict[Ticket, ClaudeQuestion] = {}
         self._asks: dict[Ticket, Ask] = {}
 
     async def asked(
@@ -71,7 +71,7 @@ class PermissionBridge:
     ) -> PermissionResult:
         """Claude Code's question (the runner's ``can_use_tool``), answered with the core's decision."""
         ticket = next(self._tickets)
-        question = self._questions[ticket] = Question(Waiter(), list(context.suggestions))
+        question = self._questions[ticket] = ClaudeQuestion(Waiter(), list(context.suggestions))
         self._handle(ev.PermissionAsked(ticket, tool_name, tool_input, context.tool_use_id, context.agent_id))
         try:
             result: PermissionResult = await question.waiter.wait()

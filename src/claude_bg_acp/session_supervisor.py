@@ -53,7 +53,7 @@ from claude_bg_acp.claude.server_info import Applied, read_applied, read_server_
 from claude_bg_acp.closing_line import ExitInfo
 from claude_bg_acp.core import events as ev
 from claude_bg_acp.core.effects import (
-    Command,
+    ClaudeCommand,
     Interrupt,
     Query,
     ReadSettings,
@@ -152,7 +152,7 @@ class ClaudeSupervisor:
         self._starting = starting
         self._runner: ClaudeRunner | None = None
         """The latest Claude Code: the one being started, served or stopped."""
-        self._commands_in, self._commands = anyio.create_memory_object_stream[Command](math.inf)
+        self._commands_in, self._commands = anyio.create_memory_object_stream[ClaudeCommand](math.inf)
         self._in_flight = anyio.CancelScope()
         """The command being performed: a Claude Code that goes down never answers it."""
         self._settled_at_close: anyio.Event | None = None
@@ -162,7 +162,7 @@ class ClaudeSupervisor:
         self.started_with: ev.ClaudeStarted | None = None
         """What this session's Claude Code said when it first started."""
 
-    def command(self, command: Command) -> None:
+    def command(self, command: ClaudeCommand) -> None:
         """Give Claude Code a command of the core's, once it takes commands."""
         self._commands_in.send_nowait(command)
 
@@ -347,7 +347,7 @@ class ClaudeSupervisor:
                             "session %s: %s failed", self._session.session_id, type(command).__name__
                         )
 
-    async def _command(self, runner: ClaudeRunner, command: Command) -> None:
+    async def _command(self, runner: ClaudeRunner, command: ClaudeCommand) -> None:
         match command:
             case Query(content, uuid):
                 await runner.query(content, uuid)

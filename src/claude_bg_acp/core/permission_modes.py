@@ -29,8 +29,8 @@ from collections.abc import Set
 from dataclasses import dataclass
 from typing import Any
 
-from claude_bg_acp.acp.jsonrpc import INVALID_PARAMS, RpcError
 from claude_bg_acp.core.effects import SetPermissionMode
+from claude_bg_acp.core.errors import Refusal, Refused
 
 DEFAULT_MODE, AUTO, BYPASS = "default", "auto", "bypassPermissions"
 MODES = [
@@ -79,9 +79,9 @@ class PermissionModes:
     def choose(
         self, mode_id: str, closed: Set[str] = frozenset()
     ) -> tuple[list[SetPermissionMode], list[ModeChanged]]:
-        """Raises -32602 for a mode we do not offer."""
+        """Refuses a mode we do not offer."""
         if mode_id not in {mode["id"] for mode in self.available(closed)}:
-            raise RpcError(INVALID_PARAMS, f"Invalid params: modeId: unknown mode {mode_id}")
+            raise Refused(Refusal.UNKNOWN, f"unknown mode {mode_id}", "modeId")
         if mode_id == self.current:
             return [], []
         self.current, self._held = mode_id, None
