@@ -217,9 +217,11 @@ class SessionCore:
                 return []
             case ev.ClaudeStarted(info, applied):
                 self.config.started(info.models, applied)
-                self.modes.started(info.permission_mode)
+                changed = self.modes.started(info.permission_mode, self.config.settled)
                 self.commands.listed(info.commands)
-                return self._settings_changed()
+                # Before the client has the answer, the answer itself says which mode it is.
+                told = self.config.introduction is Introduction.OPEN
+                return (self._present(changed) if told else []) + self._settings_changed()
             case ev.SettingsRead(applied):
                 self.config.read(applied)
                 changed = self.modes.settled() if self.config.settled else []
