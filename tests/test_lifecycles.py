@@ -265,6 +265,7 @@ USES: dict[str, Callable[[], object]] = {
     "schedule": schedule_stopped,
     "question": replay("permission", "v2"),
     "title": lambda: CoreDriver(2).handle(ev.TitleRead("Greeting", None)),
+    "attach": lambda: CoreDriver(2).attach(ev.StoredConversation([], [], {})),
     "host": host_whose_claude_code_cannot_start,
 }
 """Something the core does that moves each lifecycle."""
