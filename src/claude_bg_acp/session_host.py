@@ -165,8 +165,8 @@ class SessionHost:
         starting: ClaudeRunner | None = None,
     ) -> None:
         """``known``: what another session's Claude Code said at its start, to go by until this
-        one's says otherwise; ``starting``: this new session's Claude Code, already starting
-        (``runner.starting``)."""
+        one's says otherwise; ``starting``: this session's Claude Code, already starting on a new
+        conversation or on the stored one (``runner.starting``)."""
         self._mcp_servers = mcp_servers
         self._add_dirs = add_dirs or []
         self.session_id = session_id
@@ -327,7 +327,7 @@ class SessionHost:
         """
         failures = 0
         while not self._closing.is_set():
-            runner, stored, self._starting = self._starting, False, None
+            runner, self._starting = self._starting, None
             if runner is None:
                 # Nothing is stored before the first prompt: until then the id names a new one.
                 stored = await store.exists(self.session_id, self.cwd)
@@ -345,7 +345,7 @@ class SessionHost:
                 options.effort = self.core.config.chosen_effort  # type: ignore[assignment]
                 runner = ClaudeRunner(options)
             self._runner = runner
-            if stored:
+            if runner.resumes:
                 self.handle(ev.ClaudeResuming())
             runner.on_message = lambda message: self.handle(ev.ClaudeMessage(message))
             runner.can_use_tool = self._can_use_tool
@@ -353,9 +353,9 @@ class SessionHost:
             if reason is None:
                 return
             stopped = await self._stop_left_by(runner)
-            if not self._start.done.is_set() and (stored or not self.open):
+            if not self._start.done.is_set() and (runner.resumes or not self.open):
                 resumed = f"Claude Code cannot resume session {self.session_id}: {reason}"
-                self.failure = RpcError(INTERNAL_ERROR, resumed if stored else reason)
+                self.failure = RpcError(INTERNAL_ERROR, resumed if runner.resumes else reason)
                 self._failed_start(self.failure)
                 return
             self._ready.set()
