@@ -18,6 +18,7 @@ SSE. A transport this agent does not take (v2's ``acp``, an extension's ``_name`
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Annotated, Any, ClassVar, Generic, Literal, TypeVar
 from urllib.parse import urlsplit
@@ -49,12 +50,16 @@ class WireModel(BaseModel):
 
     def model_post_init(self, context: Any) -> None:
         # A tag with a default is still part of the message, not an unset patch field.
-        for name in TAGS:
-            if name in type(self).model_fields:
-                self.model_fields_set.add(name)
+        self.model_fields_set.update(_tags(type(self)))
 
     def wire(self) -> dict[str, Any]:
         return self.model_dump(by_alias=True, exclude_unset=True, mode="json")
+
+
+@functools.cache
+def _tags(model: type[WireModel]) -> tuple[str, ...]:
+    """The tags ``model`` has (looked up once: pydantic's ``model_fields`` is slow to ask)."""
+    return tuple(name for name in TAGS if name in model.model_fields)
 
 
 def parse_params(model: type[WireModel], params: Any) -> Any:
