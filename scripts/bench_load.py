@@ -28,9 +28,11 @@ messages per line in the steady phase. Targets (issues 14 and 24): every line in
 The scripted model runs in a process of its own, so that serving ten Claude Codes never delays
 the client's reading (in this process). ``bench_compare.py`` runs the same scenario against the
 TypeScript adapter; here only ``claude-bg-acp`` runs. ``--profile PREFIX``: ``py-spy`` (on
-``PATH``) records the agent in each phase into ``PREFIX.<phase>.txt``. Usage:
-``.venv/bin/python scripts/bench_load.py [--portable] [--json PATH] [--profile PREFIX]``
-(``--portable``: the agent in the portable mode, as it runs on macOS).
+``PATH``) records the agent in each phase into ``PREFIX.<phase>.txt``; ``--claude-nice N``:
+this benchmark gives the agent's Claude Code processes the nice value N as they appear (what
+the run would be if Claude Code ran at a lower CPU priority than the agent). Usage:
+``.venv/bin/python scripts/bench_load.py [--portable] [--json PATH] [--profile PREFIX]
+[--claude-nice N]`` (``--portable``: the agent in the portable mode, as it runs on macOS).
 """
 
 from __future__ import annotations
@@ -136,6 +138,31 @@ class Spy:
             )
 
 
+class Renicer(threading.Thread):
+    """Gives each Claude Code process of the agent (and each of its threads) the nice value
+    ``nice`` as soon as it appears: what the run would be if Claude Code ran at a lower CPU
+    priority than the agent (what it starts inherits the value)."""
+
+    def __init__(self, agent_pid: int, nice: int) -> None:
+        super().__init__(name="renicer", daemon=True)
+        self._agent_pid = agent_pid
+        self._nice = nice
+        self._stop = threading.Event()
+
+    def run(self) -> None:
+        done: set[int] = set()
+        while not self._stop.wait(0.01):
+            for pid in set(children(self._agent_pid)) - done:
+                with contextlib.suppress(OSError):
+                    for task in os.listdir(f"/proc/{pid}/task"):
+                        os.setpriority(os.PRIO_PROCESS, int(task), self._nice)
+                    done.add(pid)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self.join()
+
+
 class Launcher(threading.Thread):
     """Starts the sessions and their shells, a session after the other, as a client would."""
 
@@ -186,9 +213,11 @@ def run_load(
     warmup: float = 2.0,
     wind_down: float = 4.0,
     profile: Path | None = None,
+    claude_nice: int | None = None,
 ) -> dict[str, Any]:
     """Run the scenario once against ``command``; the figures as a dict. With ``profile``,
-    ``py-spy`` records the agent in each phase."""
+    ``py-spy`` records the agent in each phase; with ``claude_nice``, Claude Code runs at that
+    nice value (``Renicer``)."""
     total = sessions * shells
     folder = Path(tempfile.mkdtemp(prefix="load-", dir=root))
     env = offline_env(base_url, folder / "offline")
@@ -201,6 +230,9 @@ def run_load(
             agent.on_chunk = lines
             agent.initialize_v2()
             meter, spy = Meter(agent.pid), Spy(profile, agent.pid)
+            renicer = Renicer(agent.pid, claude_nice) if claude_nice is not None else None
+            if renicer is not None:
+                renicer.start()
             launched = time.monotonic()
             meter.mark()
             spy.phase("start")
@@ -252,6 +284,8 @@ def run_load(
             spy.phase(None)
             rss_peak_mib = max(rss.peak, rss.baseline) / 1024
             rss.stop()
+            if renicer is not None:
+                renicer.stop()
         finally:
             for fd in fds.values():
                 os.close(fd)
@@ -367,6 +401,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="also write the figures here")
     parser.add_argument("--profile", type=Path, help="py-spy (on PATH) records the agent: PREFIX.<phase>.txt")
     parser.add_argument("--portable", action="store_true", help="the agent in the portable mode, as on macOS")
+    parser.add_argument(
+        "--claude-nice", type=int, metavar="N", help="run Claude Code at nice N (set by this benchmark)"
+    )
     args = parser.parse_args(argv)
     agent = PORTABLE if args.portable else OURS
     before = os.getloadavg()[0]
@@ -381,10 +418,12 @@ def main(argv: list[str] | None = None) -> int:
             seconds=args.seconds,
             wind_down=args.wind_down,
             profile=args.profile,
+            claude_nice=args.claude_nice,
         )
+    niced = f"Claude Code at nice {args.claude_nice}, " if args.claude_nice is not None else ""
     print(
         f"{agent.name} load: {result['shells']} shells in {args.sessions} sessions, {args.rate:.0f} lines/s, "
-        f"{args.seconds:.0f} s steady, {os.cpu_count()} CPUs, "
+        f"{args.seconds:.0f} s steady, {os.cpu_count()} CPUs, {niced}"
         f"load average {before:.2f} before, {os.getloadavg()[0]:.2f} after"
     )
     for what, value in rows(result):
