@@ -4,7 +4,8 @@ It negotiates the protocol version at ``initialize`` (the highest we speak at or
 client's: 1 or 2), creates and finds sessions, validates params into models, and hands each
 request to its session. Framing and dispatch are the endpoint's business; translation is the
 core's. Importing the Claude side is deferred to the first session request (and started in the
-background right after ``initialize``) so that ``initialize`` answers fast.
+background right after ``initialize``, out of a listing's way: ``prewarm``) so that
+``initialize`` answers fast.
 
 A session's id is Claude Code's session id, so every conversation Claude Code stored is a
 session a client can list, load, resume, fork or delete (``claude.store``), whichever program
@@ -16,7 +17,8 @@ their effort levels): ``session/new`` waits for its Claude Code to start (at mos
 ``READY_BOUND``), unless a session of this process in the same directory already started one,
 whose answer it goes by (the session corrects it with ``config_option_update`` if its own
 Claude Code says otherwise) once its own Claude Code runs as a process (a few milliseconds);
-load, resume and fork wait for Claude Code anyway (a replay is read and sent meanwhile). Its
+load, resume and fork wait for Claude Code anyway, which starts as soon as the stored
+conversation is found (a replay is read and sent meanwhile). Its
 commands follow the answer. A Claude Code that cannot start before the answer (the system
 refuses its process, or it exits at once) fails the request, with why, and the session is gone;
 after the answer a failed start is retried (``session_host``).
