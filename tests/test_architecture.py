@@ -1,6 +1,7 @@
-"""The package's shape, checked from its source: imports go one way, and only presenters (and
+"""The package's shape, checked from its source: imports go one way, only presenters (and
 the version negotiation in ``agent``, and the clients: the demo, the scripted model) look at the
-protocol version.
+protocol version, and the core decides nothing by the kind of client but through its named
+policies.
 
 Imports are read with ``ast`` from every module of ``claude_bg_acp``, those under
 ``TYPE_CHECKING`` included; ``from package import module`` counts as an import of that module.
@@ -9,9 +10,13 @@ Imports are read with ``ast`` from every module of ``claude_bg_acp``, those unde
 from __future__ import annotations
 
 import ast
+import re
+from dataclasses import fields
 from pathlib import Path
 
 import claude_bg_acp
+from claude_bg_acp.core import policy
+from claude_bg_acp.core.policy import Policy
 
 PACKAGE = Path(claude_bg_acp.__file__).parent
 NAME = "claude_bg_acp"
@@ -125,3 +130,73 @@ def test_only_presenters_and_the_negotiation_know_the_protocol_version() -> None
     assert f"{NAME}.core.session" in checked and f"{NAME}.session_host" in checked
     for module in checked:
         assert not mentions_a_version(ast.parse(MODULES[module].read_text())), f"{module} looks at a version"
+
+
+# --- the core and the kinds of client ------------------------------------------------------------
+
+CLIENT_KIND_NAMES = VERSION_NAMES | {"holds_turns", "detached_work", "presenter_for"}
+CLIENT_KIND_PARTS = ("visibility", "capabilit")
+"""Names (or, for ``CLIENT_KIND_PARTS``, parts of names, in any case) that ask what the client
+is or declares: its version, its capabilities, what a presenter says it can see."""
+CLIENT_KIND_KEYS = {"_meta", "terminal_output", "terminal_output_delta", "jetbrains", "asyncTasks"}
+CLIENT_KIND_KEYS |= {"nativeSubagentSessions", "clientCapabilities", "protocolVersion"}
+"""Keys of what a client declares in ``initialize``."""
+RENDERING = {"render", "answer_fields", "permission_request"}
+"""What the core may ask of its presenter: to render facts and answers, never what it is."""
+POLICIES = {field.name for field in fields(Policy)}
+POLICY_READS = 5
+"""Where the core behaves differently by client kind: each read of a named policy, in all of
+``core/``. A new one is a decision of the core's, to be named in ``core.policy`` with its reason."""
+
+
+def asks_the_client_kind(name: str) -> bool:
+    return name in CLIENT_KIND_NAMES or any(part in name.lower() for part in CLIENT_KIND_PARTS)
+
+
+def client_kind_reads(tree: ast.AST) -> list[tuple[int, str]]:
+    """Every place in ``tree`` that asks what kind of client the session serves: a name or key
+    of the client's declarations or version, a question to the presenter other than to render,
+    or a read of one of the core's named policies (an attribute read: ``(line, its name)``)."""
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute):
+            owner = (
+                node.value.attr if isinstance(node.value, ast.Attribute) else getattr(node.value, "id", None)
+            )
+            if owner == "presenter" and node.attr not in RENDERING:
+                found.append((node.lineno, f"presenter.{node.attr}"))
+            elif asks_the_client_kind(node.attr) or (
+                node.attr in POLICIES and isinstance(node.ctx, ast.Load)
+            ):
+                found.append((node.lineno, node.attr))
+        elif isinstance(node, (ast.Name, ast.arg)):
+            name = node.id if isinstance(node, ast.Name) else node.arg
+            if asks_the_client_kind(name):
+                found.append((node.lineno, name))
+        elif (
+            isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in CLIENT_KIND_KEYS
+        ):
+            found.append((node.lineno, repr(node.value)))
+    return found
+
+
+def test_the_core_decides_nothing_by_client_kind_but_through_its_named_policies() -> None:
+    """The core states the same facts to every client (presenters drop or reshape them): it
+    reads no capability, no version and asks its presenter nothing but to render; where a kind
+    of client needs it to behave differently, a named policy says so, read at a known number of
+    places."""
+    core = [m for m in MODULES if m.startswith(f"{NAME}.core")]
+    assert f"{NAME}.core.session" in core and f"{NAME}.core.background" in core
+    policy_reads = 0
+    for module in core:
+        reads = client_kind_reads(ast.parse(MODULES[module].read_text()))
+        decisions = [(line, what) for line, what in reads if what not in POLICIES]
+        assert not decisions, f"{module} decides by the kind of client: {decisions}"
+        if module != f"{NAME}.core.policy":
+            policy_reads += len(reads)
+    assert policy_reads == POLICY_READS
+
+
+def test_each_policy_of_the_core_is_listed_with_why_it_is_no_presenters_choice() -> None:
+    listed = set(re.findall(r"^- ``(\w+)``", policy.__doc__ or "", re.MULTILINE))
+    assert listed == POLICIES

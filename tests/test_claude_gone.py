@@ -178,3 +178,23 @@ def test_the_tool_calls_of_a_turn_a_crash_cut_short_end_with_it() -> None:
     assert ends == [("toolu_wait", "failed")]
     assert states(d, died) == [("idle", "error")]
     check(d)
+
+
+MONITOR = TaskSpec("monitor", "mon01")
+
+
+def test_a_v1_tool_call_whose_work_started_before_its_result_ends_when_claude_code_goes() -> None:
+    """The Monitor's task is known before its tool result (so the core reports the work through
+    the call); Claude Code dies before the result comes. A v1 client, which does not follow the
+    work, still sees the call end: ``failed``, as every call a crash leaves without a result."""
+    d = CoreDriver(1, session_id=ROOT)
+    d.prompt("watch it")
+    d.frames(
+        state_changed("running"), MONITOR.launch(), tasks_changed([MONITOR.level_entry()]), MONITOR.started()
+    )
+    assert [u for u in d.updates() if u.get("status") in ("completed", "failed")] == []
+    d.handle(ev.ClaudeDied("Claude Code failed", False), 1.0)
+    ends = [u["status"] for u in d.updates() if u.get("toolCallId") == MONITOR.tool_use_id and "status" in u]
+    assert ends[-1] == "failed" and ends.count("failed") == 1
+    agent_lines, client_lines = as_jsonrpc(d.effects)
+    assert not validate_transcript(agent_lines, client_lines, 1)

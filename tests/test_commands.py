@@ -78,7 +78,7 @@ def test_terminal_only_commands_leave_once_claude_code_names_them() -> None:
 def test_changes_before_the_answer_wait_for_it() -> None:
     driver = started(2)
     assert driver.frame(commands_changed(INFO["commands"][:3])) == []
-    [commands] = told(driver.handle(ev.Opened()), 2)
+    [commands] = told(driver.handle(ev.AnswerWritten()), 2)
     assert [c["name"] for c in commands] == [c["name"] for c in INFO["commands"][:3]]
 
 

@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 
-from claude_bg_acp.acp.jsonrpc import INVALID_PARAMS, RpcError
 from claude_bg_acp.claude.options import may_bypass_permissions, session_options
 from claude_bg_acp.claude.server_info import read_applied
 from claude_bg_acp.core import events as ev
@@ -27,6 +26,7 @@ from claude_bg_acp.core.effects import (
     SetModel,
     SetPermissionMode,
 )
+from claude_bg_acp.core.errors import Refusal, Refused
 from tests.support.driver import CoreDriver, as_jsonrpc, recorded_server_info
 from tests.support.frames import init, result, state_changed, status
 from tests.support.schema import validate_agent_message, validate_transcript
@@ -97,7 +97,7 @@ def test_nothing_is_told_before_the_client_has_the_answer() -> None:
     assert [option["configId"] for option in fields["configOptions"]] == ["mode"]
     assert driver.start(INFO, OPUS, "medium") == []
     assert driver.frame(init(SONNET)) == []
-    opened_now = valid(driver, driver.handle(ev.Opened()), 2)
+    opened_now = valid(driver, driver.handle(ev.AnswerWritten()), 2)
     [update] = driver.updates_of(opened_now, "config_option_update")
     assert {o["configId"]: o["currentValue"] for o in update["configOptions"]}["model"] == "sonnet"
     assert len(driver.updates_of(opened_now, "available_commands_update")) == 1
@@ -140,9 +140,10 @@ def test_the_effort_option_follows_the_model_and_leaves_with_its_levels() -> Non
     changed = valid(driver, driver.settings_read(haiku["resolvedModel"], None), 1)
     assert changed == [], "the switch's answer told the client already"
     assert "effort" not in options_of(driver)
-    with pytest.raises(RpcError) as refused:
+    with pytest.raises(Refused) as refused:
         driver.choose("effort", "high")
-    assert refused.value.code == INVALID_PARAMS and "effort" in refused.value.message
+    assert refused.value.kind is Refusal.UNKNOWN and refused.value.field == "configId"
+    assert "effort" in str(refused.value)
 
 
 @pytest.mark.parametrize(
@@ -157,17 +158,17 @@ def test_the_effort_option_follows_the_model_and_leaves_with_its_levels() -> Non
 def test_an_unknown_option_or_value_is_refused_naming_it(config_id: str, value: str, named: str) -> None:
     driver = opened(2)
     before = driver.core.options()
-    with pytest.raises(RpcError) as refused:
+    with pytest.raises(Refused) as refused:
         driver.choose(config_id, value)
-    assert refused.value.code == INVALID_PARAMS and named in refused.value.message
+    assert named in str(refused.value)
     assert driver.core.options() == before
 
 
 def test_a_boolean_is_no_choice_of_a_select() -> None:
     driver = opened(1)
-    with pytest.raises(RpcError) as refused:
+    with pytest.raises(Refused) as refused:
         driver.choose("model", True)
-    assert refused.value.code == INVALID_PARAMS
+    assert refused.value.kind is Refusal.INVALID
 
 
 @pytest.mark.parametrize("version", [1, 2])
@@ -215,6 +216,42 @@ def test_claude_code_entering_plan_mode_by_itself_is_told(version: int) -> None:
     assert modes == (
         [{"sessionUpdate": "current_mode_update", "currentModeId": "plan"}] if version == 1 else []
     )
+
+
+def started_in(mode: str) -> dict[str, Any]:
+    return {**INFO, "current_permission_mode": mode}
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_a_session_starts_in_the_mode_claude_code_starts_in(version: int) -> None:
+    """Its settings' ``defaultMode``: the answer says it, and nothing is told after it."""
+    driver = CoreDriver(version)
+    driver.start(started_in("acceptEdits"), OPUS, "medium")
+    fields, opened_ = driver.open()
+    assert options_of(driver)["mode"]["currentValue"] == "acceptEdits"
+    assert fields.get("modes", {"currentModeId": "acceptEdits"})["currentModeId"] == "acceptEdits"
+    assert not driver.updates_of(opened_, "current_mode_update")
+    assert not driver.updates_of(opened_, "config_option_update")
+
+
+def test_a_claude_code_that_starts_in_another_mode_after_the_answer_is_told() -> None:
+    """A second session in a directory is answered by what the first one's Claude Code said;
+    its own Claude Code may start in another mode (the settings changed meanwhile)."""
+    driver = opened(1)
+    told = valid(driver, driver.start(started_in("acceptEdits"), OPUS, "medium"), 1)
+    assert driver.updates_of(told, "current_mode_update") == [
+        {"sessionUpdate": "current_mode_update", "currentModeId": "acceptEdits"}
+    ]
+    [update] = driver.updates_of(told, "config_option_update")
+    assert {o["id"]: o["currentValue"] for o in update["configOptions"]}["mode"] == "acceptEdits"
+
+
+def test_a_switch_chosen_before_claude_code_started_is_not_undone_by_its_start() -> None:
+    driver = opened(1)
+    driver.handle(ev.ChooseMode("plan"))
+    assert driver.start(started_in("default"), OPUS, "medium") == []
+    assert driver.settings_read(OPUS, "medium") == []
+    assert driver.core.modes.current == "plan"
 
 
 def test_v1_set_mode_and_the_mode_option_stay_in_sync() -> None:
@@ -293,9 +330,9 @@ def test_bypass_is_not_offered_when_claude_code_cannot_bypass_permissions() -> N
     driver = CoreDriver(1, allow_bypass=False)
     driver.start(INFO, OPUS, "medium")
     assert mode_ids(driver) == ["default", "acceptEdits", "plan", "auto"]
-    with pytest.raises(RpcError) as refused:
+    with pytest.raises(Refused) as refused:
         driver.handle(ev.ChooseMode("bypassPermissions"))
-    assert refused.value.code == INVALID_PARAMS and "bypassPermissions" in refused.value.message
+    assert refused.value.kind is Refusal.UNKNOWN and "bypassPermissions" in str(refused.value)
 
 
 def test_modes_the_settings_disable_are_not_offered_nor_taken() -> None:
@@ -304,9 +341,9 @@ def test_modes_the_settings_disable_are_not_offered_nor_taken() -> None:
     told = valid(driver, driver.settings_read(OPUS, "medium", frozenset({"auto", "bypassPermissions"})), 1)
     assert told_modes(driver, told) == ["default", "acceptEdits", "plan"] == mode_ids(driver)
     for mode in ("auto", "bypassPermissions"):
-        with pytest.raises(RpcError) as refused:
+        with pytest.raises(Refused) as refused:
             driver.choose("mode", mode)
-        assert refused.value.code == INVALID_PARAMS and mode in refused.value.message
+        assert refused.value.kind is Refusal.INVALID and mode in str(refused.value)
 
 
 def test_auto_is_offered_while_the_model_can_run_it() -> None:

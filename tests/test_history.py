@@ -22,11 +22,11 @@ from claude_agent_sdk._internal.sessions import _parse_transcript_entries
 from hypothesis import given
 from hypothesis import strategies as st
 
-from claude_bg_acp.acp.jsonrpc import RpcError
 from claude_bg_acp.claude import conventions, store
 from claude_bg_acp.core import events as ev
 from claude_bg_acp.core.background import RESTATE_LIMIT
 from claude_bg_acp.core.effects import Effect, Notify, ReadTitle
+from claude_bg_acp.core.errors import Refused
 from claude_bg_acp.core.prompts import from_claude_content, to_claude_content
 from tests.support.driver import (
     CLIENTS,
@@ -237,9 +237,9 @@ def test_the_title_goes_out_when_claude_code_names_the_conversation() -> None:
 
 def test_clear_is_refused_before_anything_changes() -> None:
     driver = CoreDriver(1, session_id="kept")
-    with pytest.raises(RpcError) as refused:
+    with pytest.raises(Refused) as refused:
         driver.prompt("  /clear")
-    assert refused.value.code == -32602 and driver.effects == []
+    assert refused.value.field == "prompt" and driver.effects == []
     driver.prompt("/clearly not a command")
     assert driver.effects, "only the command itself is refused"
 

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from claude_bg_acp.acp.jsonrpc import INVALID_PARAMS, RpcError
 from claude_bg_acp.core import events as ev
 from claude_bg_acp.core.effects import Effect
+from claude_bg_acp.core.errors import Refusal, Refused
 from tests.support.driver import CoreDriver, as_jsonrpc
 from tests.support.frames import (
     TaskSpec,
@@ -180,9 +180,9 @@ def test_an_assistant_message_claude_code_replays_is_not_shown_twice() -> None:
 )
 def test_prompt_content_we_do_not_take_is_refused_naming_the_block(block: dict[str, Any], named: str) -> None:
     d = CoreDriver(2, session_id=ROOT)
-    with pytest.raises(RpcError) as refused:
+    with pytest.raises(Refused) as refused:
         d.prompt([{"type": "text", "text": "listen"}, block])
-    assert refused.value.code == INVALID_PARAMS and named in refused.value.message
+    assert refused.value.kind is Refusal.INVALID and named in str(refused.value)
     assert d.effects == []  # nothing reached Claude Code, nothing was inserted
 
 

@@ -12,9 +12,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from claude_bg_acp.acp.jsonrpc import INVALID_PARAMS, RpcError
 from claude_bg_acp.core import events as ev
 from claude_bg_acp.core.effects import Effect, FinishTail, StopTask
+from claude_bg_acp.core.errors import Refusal, Refused
 from tests.support.driver import CoreDriver, as_jsonrpc
 from tests.support.frames import TaskSpec, agent_launch, level_entry, task_started, tasks_changed
 from tests.support.rules import BackgroundRules, check_updates
@@ -149,9 +149,9 @@ def test_a_child_stays_listed_while_its_own_work_runs_after_it_ended() -> None:
 def test_a_childs_work_is_cancelled_in_the_childs_session_only() -> None:
     d = CoreDriver(2, session_id=ROOT)
     child_with_work(d, CHILD_SHELL, CHILD_MONITOR)
-    with pytest.raises(RpcError) as refused:
+    with pytest.raises(Refused) as refused:
         d.handle(ev.CancelTerminal(ROOT, "bash07"))
-    assert refused.value.code == INVALID_PARAMS
+    assert refused.value.kind is Refusal.UNKNOWN
     assert d.handle(ev.CancelTerminal("agent01", "bash07")) == [StopTask("bash07")]
     monitor_call = str(CHILD_MONITOR.tool_use_id)
     assert d.handle(ev.CancelToolCall("agent01", monitor_call)) == [StopTask("mon07")]

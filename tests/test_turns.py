@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from claude_bg_acp.acp.errors import failed
 from claude_bg_acp.acp.jsonrpc import INTERNAL_ERROR, REQUEST_CANCELLED
 from claude_bg_acp.acp.updates import StateUpdate, UserMessage
 from claude_bg_acp.core import events as ev
@@ -230,7 +231,7 @@ def test_cancel_answers_waiting_prompts_and_interrupts_the_turn(version: int, ne
     if version == 2:
         refusals = [e for e in cancelled if isinstance(e, Fail)]
         assert [f.ticket for f in refusals] == [second, third]
-        assert {f.error.code for f in refusals} == {REQUEST_CANCELLED}
+        assert {failed(f.failure).code for f in refusals} == {REQUEST_CANCELLED}
         assert not [e for e in cancelled if isinstance(e, Reply)]
     else:
         assert answers(cancelled) == [
@@ -779,7 +780,8 @@ def test_v1_error_result_is_a_json_rpc_error_answer(
     ended = d.frames(state_changed("running"), *before, ending)
     [fail] = answers(ended)
     assert isinstance(fail, Fail) and fail.ticket == ticket
-    assert (fail.error.code, fail.error.message) == (code, message)
+    error = failed(fail.failure)
+    assert (error.code, error.message) == (code, message)
 
 
 STOP_REASONS = [

@@ -59,6 +59,7 @@ from claude_agent_sdk.types import (
     ToolPermissionContext,
 )
 
+from claude_bg_acp.acp import errors
 from claude_bg_acp.acp.jsonrpc import INTERNAL_ERROR, RequestId, RpcError
 from claude_bg_acp.acp.schema import McpServer, PermissionResponse, PromptParams
 from claude_bg_acp.acp.updates import session_update_line
@@ -71,7 +72,7 @@ from claude_bg_acp.closing_line import ExitInfo
 from claude_bg_acp.core import events as ev
 from claude_bg_acp.core.effects import (
     AskPermission,
-    Command,
+    ClaudeCommand,
     Decide,
     Effect,
     Fail,
@@ -91,6 +92,7 @@ from claude_bg_acp.core.effects import (
     Ticket,
     WithdrawPermission,
 )
+from claude_bg_acp.core.errors import Refused
 from claude_bg_acp.core.presenting import Presenter
 from claude_bg_acp.core.session import SessionCore
 from claude_bg_acp.stdio import Endpoint
@@ -133,7 +135,7 @@ class Waiter:
 
 
 @dataclass
-class Question:
+class ClaudeQuestion:
     """A permission question of Claude Code's, waiting for the core's decision."""
 
     waiter: Waiter
@@ -175,6 +177,7 @@ class SessionHost:
         self.core = SessionCore(
             session_id,
             presenter,
+            presenter.policy,
             cwd,
             self._tasks_root,
             allow_bypass=may_bypass_permissions(),
@@ -184,15 +187,16 @@ class SessionHost:
         self._cli_path = cli_path
         self._clock = clock
         self._tickets = count(1)
-        self._prompts: dict[Ticket, Waiter] = {}
-        """The prompts (and other requests) waiting for the core's answer."""
+        self._waiters: dict[Ticket, Waiter] = {}
+        """Every client request the core answers through a ticket (prompts, config choices, stops
+        by task id), waiting for its answer."""
         self._prompt_requests: dict[RequestId, Ticket] = {}
-        self._questions: dict[Ticket, Question] = {}
+        self._questions: dict[Ticket, ClaudeQuestion] = {}
         self._asks: dict[Ticket, Ask] = {}
         self._outbox_in, self._outbox = anyio.create_memory_object_stream[Effect | anyio.Event](math.inf)
         self._lines: list[bytes] = []
         self._unperformed = 0  # effects (and barriers) sent to the outbox, not yet performed
-        self._commands_in, self._commands = anyio.create_memory_object_stream[Command](math.inf)
+        self._commands_in, self._commands = anyio.create_memory_object_stream[ClaudeCommand](math.inf)
         self._closing = anyio.Event()
         self._finished = anyio.Event()
         self._deadline_moved = anyio.Event()
@@ -301,7 +305,7 @@ class SessionHost:
         await self._flush()
 
     def _fail_waiting(self, error: RpcError) -> None:
-        for waiter in self._prompts.values():
+        for waiter in self._waiters.values():
             if not waiter.done.is_set():
                 waiter.settle(error=error)
 
@@ -486,7 +490,11 @@ class SessionHost:
 
     def handle(self, event: ev.Event) -> None:
         """Feed one event to the core; raises ``RpcError`` for a client request it refuses."""
-        self._feed(self.core.handle(event, self._clock()))
+        try:
+            effects = self.core.handle(event, self._clock())
+        except Refused as refusal:
+            raise errors.refused(refusal) from None
+        self._feed(effects)
 
     def _feed(self, effects: list[Effect]) -> None:
         self._send(effects)
@@ -518,13 +526,13 @@ class SessionHost:
         if self._closing.is_set():
             raise RpcError(INTERNAL_ERROR, "The session is closed")
         ticket = next(self._tickets)
-        waiter = self._prompts[ticket] = Waiter()
+        waiter = self._waiters[ticket] = Waiter()
         self._prompt_requests[request_id] = ticket
         self.handle(ev.Prompt(ticket, params.prompt))
         try:
             return await waiter.wait()
         finally:
-            self._prompts.pop(ticket, None)
+            self._waiters.pop(ticket, None)
             self._prompt_requests.pop(request_id, None)
 
     async def answer(self, request: Callable[[Ticket], ev.Event]) -> Any:
@@ -532,12 +540,12 @@ class SessionHost:
         if self._closing.is_set():
             raise RpcError(INTERNAL_ERROR, "The session is closed")
         ticket = next(self._tickets)
-        waiter = self._prompts[ticket] = Waiter()
+        waiter = self._waiters[ticket] = Waiter()
         try:
             self.handle(request(ticket))
             return await waiter.wait()
         finally:
-            self._prompts.pop(ticket, None)
+            self._waiters.pop(ticket, None)
 
     def withdraw(self, request_id: RequestId) -> bool:
         """The client withdrew a prompt request (``$/cancel_request``); False if not ours."""
@@ -552,14 +560,14 @@ class SessionHost:
 
     def answer_fields(self) -> dict[str, Any]:
         """The config options (and v1's modes) for an answer that tells the client of the
-        session; ``Opened`` must follow once that answer is written."""
+        session; ``AnswerWritten`` must follow once that answer is written."""
         return self.core.presenter.answer_fields(self.core.answer())
 
     async def _can_use_tool(
         self, tool_name: str, tool_input: dict[str, Any], context: ToolPermissionContext
     ) -> PermissionResult:
         ticket = next(self._tickets)
-        question = self._questions[ticket] = Question(Waiter(), list(context.suggestions))
+        question = self._questions[ticket] = ClaudeQuestion(Waiter(), list(context.suggestions))
         self.handle(ev.PermissionAsked(ticket, tool_name, tool_input, context.tool_use_id, context.agent_id))
         try:
             result: PermissionResult = await question.waiter.wait()
@@ -615,8 +623,8 @@ class SessionHost:
                 effect.set()
             case Reply(ticket, result):
                 self._settle_prompt(ticket, value=result)
-            case Fail(ticket, error):
-                self._settle_prompt(ticket, error=error)
+            case Fail(ticket, failure):
+                self._settle_prompt(ticket, error=errors.failed(failure))
             case AskPermission():
                 assert self._tg is not None
                 self._tg.start_soon(self._ask, effect)
@@ -709,7 +717,7 @@ class SessionHost:
                 self.handle(ev.Tick())
 
     def _settle_prompt(self, ticket: Ticket, value: Any = None, error: RpcError | None = None) -> None:
-        waiter = self._prompts.get(ticket)
+        waiter = self._waiters.get(ticket)
         if waiter is not None:
             waiter.settle(value, error)
 
@@ -725,7 +733,7 @@ class SessionHost:
                     # The stream's end reports a dead CLI; one failed command must not stop the rest.
                     log.exception("session %s: %s failed", self.session_id, type(command).__name__)
 
-    async def _command(self, runner: ClaudeRunner, command: Command) -> None:
+    async def _command(self, runner: ClaudeRunner, command: ClaudeCommand) -> None:
         match command:
             case Query(content, uuid):
                 await runner.query(content, uuid)

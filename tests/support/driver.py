@@ -48,7 +48,9 @@ from unittest import mock
 
 from claude_agent_sdk._internal.message_parser import parse_message
 
-from claude_bg_acp.acp.schema import ContentBlock, air_capabilities
+from claude_bg_acp.acp.capabilities import ASYNC_TASKS, ClientCapabilities
+from claude_bg_acp.acp.errors import failed
+from claude_bg_acp.acp.schema import ContentBlock
 from claude_bg_acp.claude import store
 from claude_bg_acp.claude.conventions import tasks_base
 from claude_bg_acp.claude.server_info import Applied, read_server_info
@@ -123,12 +125,20 @@ class CoreDriver:
         allow_bypass: bool = True,
     ) -> None:
         self.session_id = session_id
-        presenter = presenter_for(version, capabilities or {})
-        self.core = SessionCore(session_id, presenter, CWD, tasks_root, allow_bypass)
+        self.version = version
+        client = ClientCapabilities.declared(version, capabilities)
+        presenter = presenter_for(client)
+        self.core = SessionCore(session_id, presenter, presenter.policy, CWD, tasks_root, allow_bypass)
         self.now = 0.0
         self.echo_uuids = echo_uuids
-        self.stops_tasks = "asyncTasks" in (air_capabilities(capabilities or {}) or ())
+        self.stops_tasks = ASYNC_TASKS in (client.air or ())
         """The client stops a task by its id (JetBrains AIR's async tasks)."""
+        draws_terminals = client.terminal_output
+        self.cancels = (
+            {Kind.TERMINAL, Kind.TOOL_CALL} if version >= 2 else {Kind.TERMINAL} if draws_terminals else set()
+        )
+        """The items the client is shown and can stop: a v2 client's terminals and tool calls, the
+        terminals a client with Zed's extension draws in the tool calls that launched them."""
         self.requests: dict[int, str] = {}
         """The client requests other than prompts the core answers, by ticket."""
         self.effects: list[Effect] = []
@@ -209,7 +219,7 @@ class CoreDriver:
     def open(self) -> tuple[dict[str, Any], list[Effect]]:
         """``session/new``'s answer fields, then what follows once the client has it."""
         fields = self.core.presenter.answer_fields(self.core.answer())
-        return fields, self.handle(ev.Opened())
+        return fields, self.handle(ev.AnswerWritten())
 
     def choose(self, config_id: str, value: Any) -> tuple[int, list[Effect]]:
         """``session/set_config_option``; its ticket names the answer."""
@@ -344,7 +354,7 @@ class CoreDriver:
         if self.stops_tasks:
             return self.stop_task(task_id)[1]
         item = self.core.background.items.get(task_id)
-        if item is None or item.kind not in (Kind.TERMINAL, Kind.TOOL_CALL):
+        if item is None or item.kind not in self.cancels or not (item.task.tool_use_id or self.version >= 2):
             return []  # nothing the client could cancel
         if item.kind is Kind.TERMINAL:
             return self.handle(ev.CancelTerminal(item.session_id, item.ref))
@@ -438,7 +448,7 @@ def effect_json(effect: Effect, root: str = SESSION_ID) -> dict[str, Any]:
         session = "root" if effect.session_id == root else effect.session_id
         return {"notify": _digested(effect.update.wire()), "session": session}
     if isinstance(effect, Fail):
-        return {"fail": {"ticket": effect.ticket, "error": effect.error.to_wire()}}
+        return {"fail": {"ticket": effect.ticket, "error": failed(effect.failure).to_wire()}}
     return {type(effect).__name__: asdict(effect)}
 
 
@@ -459,7 +469,7 @@ def as_jsonrpc(
             agent.append({"jsonrpc": "2.0", "id": effect.ticket, "result": effect.result})
         elif isinstance(effect, Fail):
             client.append({"jsonrpc": "2.0", "id": effect.ticket, "method": "session/prompt"})
-            agent.append({"jsonrpc": "2.0", "id": effect.ticket, "error": effect.error.to_wire()})
+            agent.append({"jsonrpc": "2.0", "id": effect.ticket, "error": failed(effect.failure).to_wire()})
         elif isinstance(effect, AskPermission):
             request = {"jsonrpc": "2.0", "id": f"ask-{effect.ticket}", "method": "session/request_permission"}
             agent.append({**request, "params": effect.params})

@@ -70,8 +70,8 @@ def session_options(
         cli_path=cli_path,
         env=dict(SESSION_ENV),
         can_use_tool=can_use_tool,
-        # The editor is the user's approval surface: ask it rather than a model classifier.
-        permission_mode="default",
+        # No --permission-mode: Claude Code starts in the mode the user's settings choose
+        # (permissions.defaultMode), as it does in a terminal; the session reports it.
         extra_args=dict(ALLOW_BYPASS) if may_bypass_permissions(os.environ) else {},
         setting_sources=["user", "project", "local"],
         include_partial_messages=True,

@@ -44,7 +44,7 @@ class Model:
 
 
 @dataclass(frozen=True)
-class Command:
+class SlashCommand:
     """One of Claude Code's slash commands."""
 
     name: str
@@ -56,7 +56,7 @@ class Command:
 @dataclass(frozen=True)
 class ServerInfo:
     models: tuple[Model, ...]
-    commands: tuple[Command, ...]
+    commands: tuple[SlashCommand, ...]
     permission_mode: str | None
 
 
@@ -77,7 +77,7 @@ def read_server_info(raw: dict[str, Any]) -> ServerInfo:
     return ServerInfo(models, read_commands(raw.get("commands")), mode if isinstance(mode, str) else None)
 
 
-def read_commands(raw: Any) -> tuple[Command, ...]:
+def read_commands(raw: Any) -> tuple[SlashCommand, ...]:
     return tuple(command for entry in _list(raw) if (command := _command(entry)) is not None)
 
 
@@ -117,14 +117,14 @@ def _model(entry: dict[str, Any]) -> Model | None:
     )
 
 
-def _command(entry: dict[str, Any]) -> Command | None:
+def _command(entry: dict[str, Any]) -> SlashCommand | None:
     name = _text(entry.get("name"))
     if name is None:
         return None
     hint = entry.get("argumentHint")
     if isinstance(hint, list):  # some commands list their arguments one by one
         hint = " ".join(str(part) for part in hint)
-    return Command(name, _text(entry.get("description")) or "", hint if isinstance(hint, str) else "")
+    return SlashCommand(name, _text(entry.get("description")) or "", hint if isinstance(hint, str) else "")
 
 
 def _list(value: Any, kind: type = dict) -> list[Any]:

@@ -6,13 +6,16 @@ each one is to the client and keeps the RFD's ordering rules:
 - A background shell (``local_bash`` launched by Bash, or by something we cannot name) is an
   agent-owned terminal whose id is the task id. It is opened (command, cwd, cancellable)
   before the first list that names it, and its output file is tailed from then on. The Bash
-  tool call completes at hand-off, as Claude Code's does, and references the terminal.
+  tool call's result hands the command off to it (``HandOff``).
 - Work without a process (Monitor, workflows, MCP tasks, remote agents) stays on the tool call
   that launched it, which is then detached (``in_progress``, ``paused`` while paused,
   cancellable). Work whose launching tool call already has a final status, or that no tool
   call started, gets a tool call of our own. Scheduled work is ``schedules``' business.
-- A subagent is a child session (``subagents``), listed while it runs detached or while its
-  own list is not empty.
+- A subagent is a child session (``subagents``) when the session shows subagents as sessions,
+  listed while it runs detached or while its own list is not empty; one whose parent stays
+  unknown is work on a tool call of our own (its parent is never guessed). When the session
+  shows subagents in the session that launched them, a subagent that runs in the background
+  is work on its Agent tool call, as a Monitor is.
 - Work belongs to the session whose transcript holds the tool use that launched it: a shell or
   monitor a subagent starts is the child's, announced and listed in the child's session; a
   child is listed by its parent (the root, or another child). Work no tool use launched is the
@@ -23,20 +26,21 @@ each one is to the client and keeps the RFD's ordering rules:
   goes out as soon as Claude Code reports the end (before a terminal's file is read to its
   end), so the snapshot that removes the item already says ``running`` unless that turn is over
   by then; it names the task's run, which the follow-up turn's result names too.
-- Every task but a subagent is also reported as a task of its own (``TaskOpened``, then what
-  changed, then ``TaskEnded``), whatever item shows it, hidden ones included: clients that
-  follow tasks as such (JetBrains AIR's async tasks) read those, the others ignore them.
+- Every task but a subagent is also reported as a task of its own, whatever item shows it:
+  ``TaskOpened``, ``TaskChanged`` whenever Claude Code says something of it, ``TaskEnded``,
+  each with what is known of it then (its tool call, output file, state); a presenter that
+  follows tasks as such (JetBrains AIR's async tasks) tells its client what changed.
 - ``terminal/cancel``, ``tool_call/cancel`` and a stop by task id send ``stop_task``; only the
   SDK's events confirm the stop, unless none comes within ``STOP_BOUND``, when the item is
   finalized with an unknown exit and the log says why.
 - A client that (re)attaches learns what each listed item is now (``restate``): a terminal with
-  its command, cwd and latest output (the last ``RESTATE_LIMIT`` bytes, kept while it runs, for
-  clients that keep a list), a tool call with its status; both cancellable.
+  its command, cwd and latest output (the last ``RESTATE_LIMIT`` bytes, kept while it runs), a
+  tool call with its status; both cancellable.
 
-A task is classified once its launching tool is known (``task_started`` or the tool result),
-or after ``CLASSIFY_GRACE`` on the level signal alone. What the client can see (``Visibility``,
-from the presenter) decides which tasks become which items; a task it cannot see is a
-``HIDDEN`` item, kept for the end of its lifecycle. An item's lifecycle:
+These are facts about the work, the same for every client: which of them a client is shown,
+and how, is its presenter's business. A task is classified once its launching tool is known
+(``task_started`` or the tool result), or after ``CLASSIFY_GRACE`` on the level signal alone.
+An item's lifecycle:
 
 ============  ========================================================  ============
 item          what happens                                              next
@@ -69,10 +73,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from claude_bg_acp.acp.jsonrpc import INVALID_PARAMS, RpcError
 from claude_bg_acp.claude.conventions import KILLED_SIGNAL, SHELL_TOOLS, summary_exit_code
 from claude_bg_acp.closing_line import ExitInfo
 from claude_bg_acp.core.effects import FinishTail, Log, StopTask, Tail, Ticket
+from claude_bg_acp.core.errors import Refusal, Refused
 from claude_bg_acp.core.lifecycle import Lifecycle
 from claude_bg_acp.core.tasks import Task
 from claude_bg_acp.core.tool_uses import ToolUse
@@ -104,24 +108,10 @@ TASK_ENDS: dict[str, TaskEnd] = {
 """A task's end as a task reports it (the same reading of a lost task as ``TOOL_STATUS``)."""
 
 
-@dataclass(frozen=True)
-class Visibility:
-    """What of background work the client can see; the presenter declares it."""
-
-    terminals: Literal["all", "with_tool_call", "none"]
-    """Which background shells become terminals (and have their output read)."""
-    detached_work: bool
-    """Tool calls may outlive their turn and a ``background`` list is kept (v2)."""
-    children: bool
-    """Subagents are child sessions."""
-
-
 class Kind(enum.Enum):
     TERMINAL = "terminal"
     TOOL_CALL = "tool_call"
     SUBAGENT = "subagent"
-    HIDDEN = "hidden"
-    """A task we keep track of but do not show (shells of a v1 client, children we may not expose)."""
 
 
 class ItemPhase(enum.Enum):
@@ -172,15 +162,6 @@ class Recent:
 
 
 @dataclass
-class Told:
-    """What was reported of a task so far, so that only what changed is reported next."""
-
-    tool_call_id: str | None
-    output_file: str | None
-    state: RunState
-
-
-@dataclass
 class Item:
     task: Task
     kind: Kind
@@ -192,12 +173,13 @@ class Item:
     stop_sent_at: float | None = None
     path: str | None = None
     """The output file being tailed."""
-    told: Told | None = None
-    """What was reported of it as a task (never for a subagent)."""
+    reported_as_task: bool = False
+    """It was reported as a task of its own (``TaskOpened``: it was no subagent as far as was
+    known when it opened), so its changes and its end are too, and it can be stopped by its id."""
     command: str = ""
     """A terminal's command line."""
     recent: Recent | None = None
-    """A terminal's latest output, kept for clients that can re-attach to it."""
+    """A live terminal's latest output, kept to restate it."""
     stopped_with: ExitInfo | None = None
     """How its process ended when the agent stopped it (Claude Code was gone)."""
     exit: ExitInfo | None = None
@@ -209,7 +191,8 @@ class Item:
 
     @property
     def tool_call_id(self) -> str:
-        """The tool call that shows this item's work (a terminal's, for ``_meta`` clients)."""
+        """The tool call that shows this item's work (a terminal's launching one: clients that
+        draw terminals in tool calls draw it there)."""
         return self.task.tool_use_id or f"task-{self.task.task_id}"
 
 
@@ -225,6 +208,9 @@ class TerminalOpened:
     cwd: str
     cancellable: bool = True
     """False for a terminal replayed from history: ``cancel`` is only granted to live ones."""
+    launched_by_tool: bool = True
+    """A tool call launched it (``tool_call_id`` is that call's); False for a shell no tool use
+    of the session's is known to have started (``tool_call_id`` is then one of our own)."""
 
 
 @dataclass(frozen=True)
@@ -311,7 +297,8 @@ class WorkRestated:
 class TaskOpened:
     """A background task that is not a subagent, reported as such whatever item shows it.
 
-    ``output_file`` is Claude Code's own word for it when it said it already."""
+    ``tool_call_id`` is its launching tool use, and ``output_file`` Claude Code's own word for
+    its output file, when they are known."""
 
     session_id: str
     task_id: str
@@ -321,31 +308,31 @@ class TaskOpened:
     description: str
     tool_call_id: str | None
     output_file: str | None
+    state: RunState
 
 
 @dataclass(frozen=True)
-class TaskProgressed:
-    """What became known of an open task since it was reported: only the fields that changed."""
+class TaskChanged:
+    """Claude Code said something of an open task: what is known of it now (the same as before,
+    or not)."""
 
     session_id: str
     task_id: str
-    tool_call_id: str | None = None
-    output_file: str | None = None
-
-
-@dataclass(frozen=True)
-class TaskStateChanged:
-    session_id: str
-    task_id: str
+    tool_call_id: str | None
+    output_file: str | None
     state: RunState
 
 
 @dataclass(frozen=True)
 class TaskEnded:
+    """A task's end, with what is known of it at its end."""
+
     session_id: str
     task_id: str
     end: TaskEnd
     summary: str | None
+    tool_call_id: str | None
+    output_file: str | None
 
 
 @dataclass(frozen=True)
@@ -400,8 +387,7 @@ BackgroundFact = (
     | WorkStatus
     | WorkEnded
     | TaskOpened
-    | TaskProgressed
-    | TaskStateChanged
+    | TaskChanged
     | TaskEnded
     | ChildEnded
     | FollowUpExpected
@@ -411,10 +397,9 @@ BackgroundOut = BackgroundFact | Tail | FinishTail | StopTask | Log
 
 
 class Background:
-    def __init__(self, root_id: str, cwd: str, visibility: Visibility) -> None:
+    def __init__(self, root_id: str, cwd: str) -> None:
         self.root_id = root_id
         self.cwd = cwd
-        self.visibility = visibility
         self.items: dict[str, Item] = {}
         self._stalled: set[str] = set()
         self._shown: set[str] = set()
@@ -428,28 +413,25 @@ class Background:
     def consider(
         self, task: Task, tool: ToolUse | None, output_file: str | None, force: bool = False
     ) -> list[BackgroundOut]:
-        """Make a live task (not an exposed subagent) an item once we know enough to say what it is."""
+        """Make a live task (not a subagent shown as a child session) an item once we know enough
+        to say what it is."""
         if task.ended or not (force or task.started or task.tool_use_id):
             return []
-        shows = self.visibility
-        if task.is_subagent and shows.children:
-            if not force or not shows.detached_work:
-                return []
-            # Its parent stays unknown: never guessed, the work is shown as a tool call of ours.
-            return self._open_tool_call(task, None)
         if task.backgrounded is False:
             return []
         # Known by its tool when it has one: a Bash hand-off may come before any task event.
         shell = tool.name in SHELL_TOOLS if tool is not None else task.task_type == "local_bash"
-        owner = tool.session_id if tool is not None else self.root_id
-        out: list[BackgroundOut] = []
-        if shell and (shows.terminals == "all" or (shows.terminals == "with_tool_call" and task.tool_use_id)):
+        if shell:
+            owner = tool.session_id if tool is not None else self.root_id
             out = self._open_terminal(task, tool, owner, output_file)
-        elif shows.detached_work and not shell:
-            out = self._open_tool_call(task, tool)
         else:
-            self.items[task.task_id] = Item(task, Kind.HIDDEN, task.task_id, owner)
+            out = self._open_tool_call(task, tool)
         return out + self._opened(self.items[task.task_id], tool)
+
+    def unplaced(self, task: Task) -> list[BackgroundOut]:
+        """A subagent whose parent session stayed unknown: never guessed, its work is shown as a
+        tool call of ours."""
+        return self._open_tool_call(task, None)
 
     def open_child(self, task: Task, parent_id: str) -> None:
         """An exposed subagent, listed by its parent while it runs detached or has work of its own."""
@@ -461,11 +443,11 @@ class Background:
         command = tool.tool_input.get("command") if tool else None
         if not isinstance(command, str) or not command:
             command = task.description
-        recent = Recent() if self.visibility.detached_work else None
         item = self.items[task.task_id] = Item(
-            task, Kind.TERMINAL, self._fresh(task.task_id), owner, command=command, recent=recent
+            task, Kind.TERMINAL, self._fresh(task.task_id), owner, command=command, recent=Recent()
         )
-        opened = TerminalOpened(owner, item.ref, item.tool_call_id, command, self.cwd)
+        launched_by_tool = bool(task.tool_use_id)
+        opened = TerminalOpened(owner, item.ref, item.tool_call_id, command, self.cwd, True, launched_by_tool)
         return [opened, *self._follow(item, task.output_file or output_file)]
 
     def _open_tool_call(self, task: Task, tool: ToolUse | None) -> list[BackgroundOut]:
@@ -493,8 +475,7 @@ class Background:
         task = item.task
         if task.is_subagent:
             return []
-        # Reported running: a task opened paused says so right after.
-        item.told = Told(task.tool_use_id, task.output_file, "running")
+        item.reported_as_task = True
         name = tool.name if tool is not None else None
         opened = TaskOpened(
             item.session_id,
@@ -504,8 +485,9 @@ class Background:
             task.description,
             task.tool_use_id,
             task.output_file,
+            _run_state(task),
         )
-        return [opened, *self._state_changed(item)]
+        return [opened]
 
     def changed(self, task: Task) -> list[BackgroundOut]:
         item = self.items[task.task_id]
@@ -514,26 +496,10 @@ class Background:
         out: list[BackgroundOut] = []
         if item.kind is Kind.TOOL_CALL:
             out.append(WorkStatus(item.session_id, item.ref, _live_status(task)))
-        return out + self._progressed(item) + self._state_changed(item)
-
-    def _state_changed(self, item: Item) -> list[BackgroundOut]:
-        state = _run_state(item.task)
-        if item.told is None or state == item.told.state:
-            return []
-        item.told.state = state
-        return [TaskStateChanged(item.session_id, item.task.task_id, state)]
-
-    def _progressed(self, item: Item) -> list[BackgroundOut]:
-        """The task's tool call or output file, when they became known after it was reported."""
-        told, task = item.told, item.task
-        if told is None:
-            return []
-        tool_call_id = task.tool_use_id if task.tool_use_id != told.tool_call_id else None
-        output_file = task.output_file if task.output_file != told.output_file else None
-        if tool_call_id is None and output_file is None:
-            return []
-        told.tool_call_id, told.output_file = task.tool_use_id, task.output_file
-        return [TaskProgressed(item.session_id, task.task_id, tool_call_id, output_file)]
+        if item.reported_as_task:
+            state = _run_state(task)
+            out.append(TaskChanged(item.session_id, task.task_id, task.tool_use_id, task.output_file, state))
+        return out
 
     def resumed(self, task: Task) -> None:
         """A new run of a task whose item is final: it is shown anew (a final status never reopens)."""
@@ -561,7 +527,8 @@ class Background:
             if item.phase is ItemPhase.DRAINING:
                 return []
             item.phase = ITEMS.move(item.phase, ItemPhase.DRAINING)
-            return [*self._follow(item, task.output_file), FinishTail(task.task_id), *_follow_up(item, task)]
+            follow = self._follow(item, task.output_file)
+            return [*follow, FinishTail(task.task_id), *_task_ended(item, task), *_follow_up(item, task)]
         return self._finalize(item, None, now) + _follow_up(item, task)
 
     def drained(
@@ -582,6 +549,7 @@ class Background:
         known_task: bool = True,
     ) -> list[BackgroundOut]:
         task = item.task if known_task else None
+        draining = item.phase is ItemPhase.DRAINING  # its task's end was reported when it began
         item.phase, item.recent = ITEMS.move(item.phase, ItemPhase.FINAL), None
         out: list[BackgroundOut] = []
         if item.kind is Kind.TERMINAL:
@@ -596,12 +564,8 @@ class Background:
             out.append(WorkEnded(item.session_id, item.ref, end, task.summary if task else None))
         elif item.kind is Kind.SUBAGENT and task is not None:
             out.append(ChildEnded(task))
-        if item.told is not None:
-            ended: TaskEnd = (
-                "stopped" if unknown or task is None else TASK_ENDS.get(task.end_status or "", "completed")
-            )
-            out += self._progressed(item)
-            out.append(TaskEnded(item.session_id, item.task.task_id, ended, task.summary if task else None))
+        if not draining:
+            out += _task_ended(item, None if unknown else task)
         return out
 
     def _corrected(self, item: Item) -> list[BackgroundOut]:
@@ -624,7 +588,7 @@ class Background:
         the one we derived). None when the tool call is ordinary and completes as usual.
         """
         item = self._live_item_of(tool_use_id)
-        if item is None or item.kind in (Kind.SUBAGENT, Kind.HIDDEN):
+        if item is None or item.kind is Kind.SUBAGENT:
             return [], None
         if item.kind is Kind.TERMINAL:
             return self._follow(item, output_file), HandOff(item.ref)
@@ -689,8 +653,8 @@ class Background:
     def cancel(
         self, kind: Literal["terminal", "tool_call"], ref: str, session_id: str, now: float
     ) -> list[BackgroundOut]:
-        """``terminal/cancel`` or ``tool_call/cancel`` in ``session_id``: raises -32602 for what
-        cannot be cancelled there."""
+        """``terminal/cancel`` or ``tool_call/cancel`` in ``session_id``: refuses what cannot
+        be cancelled there."""
         item = next(
             (
                 i
@@ -701,16 +665,16 @@ class Background:
         )
         noun = "terminal" if kind == "terminal" else "tool call"
         if item is None:
-            raise RpcError(INVALID_PARAMS, f"Invalid params: unknown {noun} {ref}")
+            raise Refused(Refusal.UNKNOWN, f"unknown {noun} {ref}")
         if item.final:
-            raise RpcError(INVALID_PARAMS, f"Invalid params: {noun} {ref} has already finished")
+            raise Refused(Refusal.FINISHED, f"{noun} {ref} has already finished")
         return self._stop(item, now)
 
     def stop(self, task_id: str, now: float) -> tuple[list[BackgroundOut], bool]:
         """A stop by task id: whether a stop was sent (none for a task that is unknown, a
         subagent, finished, or being stopped already)."""
         item = self.items.get(task_id)
-        if item is None or item.told is None or item.final or item.stop_sent_at is not None:
+        if item is None or not item.reported_as_task or item.final or item.stop_sent_at is not None:
             return [], False
         return self._stop(item, now), True
 
@@ -753,7 +717,7 @@ class Background:
                 out += self._finalize(item, None, now)
             else:
                 item.phase = ITEMS.move(item.phase, ItemPhase.DRAINING)
-                out.append(FinishTail(item.task.task_id))
+                out += [FinishTail(item.task.task_id), *_task_ended(item, None)]
         return out
 
     def forget(self) -> None:
@@ -807,9 +771,7 @@ class Background:
         return vouched and task.task_id not in self.items and task.task_id not in self._stalled
 
     def listed(self, session_id: str) -> list[Listed]:
-        """The work of ``session_id`` to list now (kept only for clients that track detached work)."""
-        if not self.visibility.detached_work:
-            return []
+        """The work of ``session_id`` to list now."""
         return [
             entry
             for item in self.items.values()
@@ -817,7 +779,7 @@ class Background:
         ]
 
     def _listed_now(self, item: Item) -> bool:
-        return self.visibility.detached_work and self._entry(item) is not None
+        return self._entry(item) is not None
 
     def _entry(self, item: Item) -> Listed | None:
         if item.kind is Kind.SUBAGENT:
@@ -827,9 +789,7 @@ class Background:
             return None
         if item.kind is Kind.TERMINAL:
             return Listed("terminal", item.ref)
-        if item.kind is Kind.TOOL_CALL:
-            return Listed("tool_call", item.ref)
-        return None
+        return Listed("tool_call", item.ref)
 
     def _follow(self, item: Item, path: str | None) -> list[BackgroundOut]:
         """Tail ``path`` for the item, unless it is already (Claude Code's own word for the path,
@@ -838,6 +798,19 @@ class Background:
             return []
         item.path = path
         return [Tail(item.task.task_id, path)]
+
+
+def _task_ended(item: Item, task: Task | None) -> list[BackgroundOut]:
+    """A task's end, as a task (``task`` None: it was stopped, by us or with Claude Code)."""
+    if not item.reported_as_task:
+        return []
+    end: TaskEnd = TASK_ENDS.get(task.end_status or "", "completed") if task is not None else "stopped"
+    summary = task.summary if task is not None else None
+    return [
+        TaskEnded(
+            item.session_id, item.task.task_id, end, summary, item.task.tool_use_id, item.task.output_file
+        )
+    ]
 
 
 def _follow_up(item: Item, task: Task) -> list[BackgroundOut]:

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from claude_bg_acp.claude.conventions import NEW_CONVERSATION_COMMANDS
-from claude_bg_acp.claude.server_info import Command
+from claude_bg_acp.claude.server_info import SlashCommand
 
 NOT_OFFERED = frozenset(command.lstrip("/") for command in NEW_CONVERSATION_COMMANDS)
 
@@ -28,23 +28,23 @@ NOT_OFFERED = frozenset(command.lstrip("/") for command in NEW_CONVERSATION_COMM
 @dataclass(frozen=True)
 class CommandsChanged:
     session_id: str
-    commands: tuple[Command, ...]
+    commands: tuple[SlashCommand, ...]
 
 
 class Commands:
     def __init__(self, session_id: str) -> None:
         self.session_id = session_id
-        self._known: tuple[Command, ...] | None = None
+        self._known: tuple[SlashCommand, ...] | None = None
         self._terminal_only: frozenset[str] = frozenset()
-        self._told: tuple[Command, ...] | None = None
+        self._shown: tuple[SlashCommand, ...] | None = None
 
     @property
-    def offered(self) -> tuple[Command, ...] | None:
+    def offered(self) -> tuple[SlashCommand, ...] | None:
         """What the client may run (None until Claude Code listed its commands)."""
         if self._known is None:
             return None
         seen: set[str] = set()
-        offered: list[Command] = []
+        offered: list[SlashCommand] = []
         for command in self._known:
             name = command.name
             if name in seen or name in NOT_OFFERED or name in self._terminal_only:
@@ -55,7 +55,7 @@ class Commands:
             offered.append(command)
         return tuple(offered)
 
-    def listed(self, commands: tuple[Command, ...]) -> None:
+    def listed(self, commands: tuple[SlashCommand, ...]) -> None:
         """Claude Code's whole list (at start, or changed)."""
         self._known = commands
 
@@ -66,7 +66,7 @@ class Commands:
         """What the client is to be told: the list when it changed since it was last told (or,
         with ``again``, for a client that is told of the session anew)."""
         offered = self.offered
-        if offered is None or (offered == self._told and not again):
+        if offered is None or (offered == self._shown and not again):
             return []
-        self._told = offered
+        self._shown = offered
         return [CommandsChanged(self.session_id, offered)]

@@ -11,15 +11,16 @@ read that confirms it; until that read answers, Claude Code's reports may predat
 and are not taken. The settings and the current model also tell facts about the permission
 modes (``disabled_modes``, ``runs_auto``), from which ``permission_modes`` decides what to offer.
 
-What the client knows of the options:
+What the client knows of the options (``Introduction``):
 
 ==============  =========================================================  ==============
 state           what happens                                               next state
 ==============  =========================================================  ==============
 (any)           an answer that carries the options is built (``answer``:   ``ANSWERED``
                 ``session/new``, and load or resume)
-``ANSWERED``    the client has that answer (``opened``): what changed      ``OPEN``
-                since it was built goes out as one ``OptionsChanged``
+``ANSWERED``    the answer was written to the client (``answer_written``): ``OPEN``
+                what changed since it was built goes out as one
+                ``OptionsChanged``
 ``OPEN``        an option changes (Claude Code's doing, or a mode set      ``OPEN``
                 with ``session/set_mode``): ``OptionsChanged``
 ``OPEN``        ``session/set_config_option``: its answer carries them    ``OPEN``
@@ -37,9 +38,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from claude_bg_acp.acp.jsonrpc import INVALID_PARAMS, RpcError
 from claude_bg_acp.claude.server_info import Applied, Model
 from claude_bg_acp.core.effects import ReadSettings, SetEffort, SetModel, Ticket
+from claude_bg_acp.core.errors import Refusal, Refused
 
 MODE, MODEL, EFFORT = "mode", "model", "effort"
 
@@ -74,8 +75,10 @@ class OptionsAnswered:
     options: Options
 
 
-class Told(enum.Enum):
-    NOTHING = "nothing"
+class Introduction(enum.Enum):
+    """How far the client has been told of the session (the table above)."""
+
+    NONE = "none"
     ANSWERED = "answered"
     OPEN = "open"
 
@@ -91,8 +94,9 @@ class Config:
         self.chosen_model: str | None = None
         self.chosen_effort: str | None = None
         """The client's choices: a Claude Code started again after a crash starts with them."""
-        self.told = Told.NOTHING
-        self._told: Options | None = None
+        self.introduction = Introduction.NONE
+        self._shown: Options | None = None
+        """The options as the client last had them."""
         self._reads = 0
         """Reads of Claude Code's settings asked for after a switch and not answered yet."""
 
@@ -152,8 +156,8 @@ class Config:
     def choose(
         self, config_id: str, value: Any, options: Options
     ) -> list[SetModel | SetEffort | ReadSettings]:
-        """A choice for the model or the effort (the mode is ``permission_modes``'); raises
-        -32602 naming an option or value the client was not offered."""
+        """A choice for the model or the effort (the mode is ``permission_modes``'); refuses
+        an option or value the client was not offered."""
         command: SetModel | SetEffort
         if config_id == MODEL:
             offered(config_id, value, [m.value for m in options.models])
@@ -164,7 +168,7 @@ class Config:
             self.effort = self.chosen_effort = value
             command = SetEffort(value)
         else:
-            raise RpcError(INVALID_PARAMS, f"Invalid params: configId: unknown config option {config_id!r}")
+            raise Refused(Refusal.UNKNOWN, f"unknown config option {config_id!r}", "configId")
         return [command, *self.confirm()]
 
     def confirm(self) -> list[ReadSettings]:
@@ -190,26 +194,26 @@ class Config:
 
     def answer(self, options: Options) -> Options:
         """The options go into an answer that tells the client of the session."""
-        self.told, self._told = Told.ANSWERED, options
+        self.introduction, self._shown = Introduction.ANSWERED, options
         return options
 
-    def opened(self, options: Options) -> list[OptionsChanged]:
+    def answer_written(self, options: Options) -> list[OptionsChanged]:
         """The client has the answer."""
-        self.told = Told.OPEN
+        self.introduction = Introduction.OPEN
         return self.changed(options)
 
     def changed(self, options: Options) -> list[OptionsChanged]:
         """The options as they are now: an update when the client knows other ones."""
-        if self.told is not Told.OPEN or options == self._told:
+        if self.introduction is not Introduction.OPEN or options == self._shown:
             return []
-        self._told = options
+        self._shown = options
         return [OptionsChanged(self.session_id, options)]
 
     def answered(self, ticket: Ticket, options: Options) -> OptionsAnswered:
-        self._told = options
+        self._shown = options
         return OptionsAnswered(ticket, options)
 
 
 def offered(config_id: str, value: Any, choices: Sequence[str]) -> None:
     if value not in choices:
-        raise RpcError(INVALID_PARAMS, f"Invalid params: value: {value!r} is not a choice of {config_id!r}")
+        raise Refused(Refusal.INVALID, f"{value!r} is not a choice of {config_id!r}", "value")

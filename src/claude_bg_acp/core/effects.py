@@ -1,7 +1,7 @@
 """What the core asks its edges to do: the outputs of ``SessionCore.handle``.
 
 The session host performs them in order: messages to the client through the stdio endpoint
-(``ClientEffect``), commands to Claude Code through the runner (``Command``), a decision on a
+(``ClientEffect``), commands to Claude Code through the runner (``ClaudeCommand``), a decision on a
 permission question of Claude Code's (``Decide``), output files through the tailer (``Tail``,
 ``FinishTail``), a look at the stored session's title (``ReadTitle``), and lines for the log.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from claude_bg_acp.acp.jsonrpc import RpcError
+from claude_bg_acp.core.errors import Failure
 
 if TYPE_CHECKING:
     from claude_bg_acp.acp.updates import SessionUpdate
@@ -41,7 +41,7 @@ class Fail:
     """Answer the client request behind ``ticket`` with an error."""
 
     ticket: Ticket
-    error: RpcError
+    failure: Failure
 
 
 @dataclass(frozen=True)
@@ -145,6 +145,6 @@ class Log:
 
 
 ClientEffect = Notify | Reply | Fail | AskPermission | WithdrawPermission
-Command = Query | Interrupt | StopTask | SetPermissionMode | SetModel | SetEffort | ReadSettings
+ClaudeCommand = Query | Interrupt | StopTask | SetPermissionMode | SetModel | SetEffort | ReadSettings
 """What goes to Claude Code, in order, through the runner."""
-Effect = ClientEffect | Command | Decide | Tail | FinishTail | ReadTitle | Log
+Effect = ClientEffect | ClaudeCommand | Decide | Tail | FinishTail | ReadTitle | Log

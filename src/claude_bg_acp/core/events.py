@@ -16,7 +16,7 @@ perform. They are small immutable values, grouped by where they come from:
 - the output tailer: bytes of a task's output file, a snapshot of it, and its end;
 - the clock: a tick at the core's next deadline.
 
-A client request the core refuses (unknown terminal, unknown mode ...) raises ``RpcError``
+A client request the core refuses (unknown terminal, unknown mode ...) raises ``Refused``
 from ``handle`` before anything changes; otherwise the request is accepted.
 """
 
@@ -108,7 +108,7 @@ class ChooseOption:
 
 
 @dataclass(frozen=True)
-class Opened:
+class AnswerWritten:
     """The client has the answer that told it of the session (``session/new``, load, resume):
     from now on it is told what changes."""
 
@@ -313,7 +313,7 @@ Event = (
     | CancelTask
     | ChooseMode
     | ChooseOption
-    | Opened
+    | AnswerWritten
     | PermissionAnswered
     | Close
     | CloseTimedOut

@@ -58,11 +58,12 @@ then reports ``cancelled`` whatever Claude Code's result says; a follow-up turn 
 expected is interrupted as soon as it starts (or, if it never does, the wait ends as
 ``cancelled``). The answer of a cancelled turn that still arrives is not shown (``muted``).
 
-Held turns (for clients that stop listening at a prompt's answer, v1). A turn whose result
-arrives while subagents it spawned (during the turn or while held) are still live keeps its
-answer back, with the outcome stored: the subagents' output and permission requests then
-arrive inside the turn. Background shells never hold a turn, and a turn that spawned nothing is
-answered at its result. A hold has a lifecycle of its own, beside the turn's (``HOLDS``):
+Held turns (the policy ``answers_wait_for_subagents``: for clients that stop listening at a
+prompt's answer, v1). A turn whose result arrives while subagents it spawned (during the turn
+or while held) are still live keeps its answer back, with the outcome stored: the subagents'
+output and permission requests then arrive inside the turn. Background shells never hold a
+turn, and a turn that spawned nothing is answered at its result. A hold has a lifecycle of its
+own, beside the turn's (``HOLDS``):
 
 ========  ==============================================================  ========
 hold      what happens                                                    next
@@ -91,14 +92,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from claude_bg_acp.acp.jsonrpc import INTERNAL_ERROR, REQUEST_CANCELLED, RpcError
 from claude_bg_acp.claude.conventions import NOT_LOGGED_IN
+from claude_bg_acp.core.background import Listed
 from claude_bg_acp.core.effects import Fail, Interrupt, Query, Ticket
+from claude_bg_acp.core.errors import Failing, Failure
 from claude_bg_acp.core.lifecycle import Lifecycle
 
 State = Literal["running", "idle", "requires_action"]
 
-AUTH_REQUIRED = -32000
 LOGIN_HINT = (
     "Claude Code is not logged in: run `claude /login` (or `claude-bg-acp login`) in a terminal, "
     "or give the agent an ANTHROPIC_API_KEY"
@@ -179,7 +180,7 @@ class Outcome:
 
     stop_reason: str
     usage: dict[str, Any] | None = None
-    error: RpcError | None = None
+    error: Failure | None = None
 
 
 # --- what happened in the foreground, for the presenter ---------------------------------------
@@ -187,12 +188,12 @@ class Outcome:
 
 @dataclass(frozen=True)
 class StateReported:
-    """The session's state, with the background list when one is kept. ``outcome`` is set when
-    the state is a new ``idle`` (not a repeated snapshot)."""
+    """The session's state, with its background list. ``outcome`` is set when the state is a new
+    ``idle`` (not a repeated snapshot)."""
 
     session_id: str
     state: State
-    background: Sequence[Any] | None
+    background: Sequence[Listed]
     outcome: Outcome | None = None
 
 
@@ -224,14 +225,13 @@ ForegroundOut = ForegroundFact | Fail | Interrupt | Query
 
 
 class Foreground:
-    def __init__(
-        self, session_id: str, holds_turns: bool, lists_background: bool, instance: str = ""
-    ) -> None:
-        """``instance`` tells apart the prompt ids of each process that hosts the session (a
-        resumed one counts its prompts from one again)."""
+    def __init__(self, session_id: str, answers_wait_for_subagents: bool, instance: str = "") -> None:
+        """``answers_wait_for_subagents``: the session's policy of held turns (``core.policy``).
+        ``instance`` tells apart the prompt ids of each process that hosts the session (a resumed
+        one counts its prompts from one again)."""
         self.session_id = session_id
         self.instance = instance
-        self.holds_turns = holds_turns
+        self.answers_wait_for_subagents = answers_wait_for_subagents
         self.phase: TurnPhase = TurnPhase.IDLE
         self.prompt: PromptTurn | None = None
         """The inserted prompt, while ``PROMPTED``."""
@@ -239,7 +239,7 @@ class Foreground:
         """While ``EXPECTING``: when to stop waiting for the follow-up turn."""
         self.cancelled = False
         """``session/cancel`` came for the work of the current phase (one of ``BUSY``)."""
-        self.refusal = RpcError(INTERNAL_ERROR, SESSION_CLOSED)
+        self.refusal = Failure(Failing.ERROR, SESSION_CLOSED)
         """Once ``CLOSED``: what a prompt is refused with (why Claude Code is gone, if it is)."""
         self.blocked = False
         """A foreground permission question is open."""
@@ -248,7 +248,7 @@ class Foreground:
         self.waiting: deque[WaitingPrompt] = deque()
         self.reported: State = "idle"
         self.last_outcome: Outcome | None = None
-        self.background: Sequence[Any] | None = [] if lists_background else None
+        self.background: Sequence[Listed] = []
         self._next_message = 0
         self.live_subagents: set[str] = set()
         self.hold: HoldPhase = HoldPhase.NONE
@@ -315,7 +315,7 @@ class Foreground:
         if waiting is None:
             return []  # inserted already: its answer stands
         self.waiting.remove(waiting)
-        return [Fail(ticket, RpcError(REQUEST_CANCELLED, "Prompt withdrawn before insertion"))]
+        return [Fail(ticket, Failure(Failing.WITHDRAWN, "Prompt withdrawn before insertion"))]
 
     def work_seen(self) -> list[ForegroundOut]:
         """Output of the main conversation arrived: Claude Code is working, whatever it said.
@@ -349,8 +349,8 @@ class Foreground:
             return Outcome(RESULT_STOP_REASONS.get(stop_reason or "end_turn", "end_turn"), acp_usage)
         message = "; ".join(errors) or f"Claude Code ended the turn: {subtype}"
         if api_error == NOT_LOGGED_IN:
-            return Outcome("error", acp_usage, RpcError(AUTH_REQUIRED, f"{LOGIN_HINT} ({message})"))
-        return Outcome("error", acp_usage, RpcError(INTERNAL_ERROR, message))
+            return Outcome("error", acp_usage, Failure(Failing.LOGIN_REQUIRED, f"{LOGIN_HINT} ({message})"))
+        return Outcome("error", acp_usage, Failure(Failing.ERROR, message))
 
     def answers_prompt(self, uuids: set[str], origin_kind: str) -> bool:
         """Whether a result is the end of the inserted prompt's turn (else Claude Code's own).
@@ -413,7 +413,7 @@ class Foreground:
         """The session closes: nothing more is inserted or expected, the turn ends as cancelled."""
         out = self._release() + self._refuse_waiting()
         was_busy = self.prompt is not None or self.reported != "idle"
-        self._close(RpcError(INTERNAL_ERROR, SESSION_CLOSED))
+        self._close(Failure(Failing.ERROR, SESSION_CLOSED))
         if was_busy:
             out += self._settle(Outcome("cancelled"))
         return out
@@ -460,7 +460,7 @@ class Foreground:
         """The state as last reported, again (no new completion): for a client that re-attaches."""
         return StateReported(self.session_id, self.reported, self.background)
 
-    def set_background(self, background: Sequence[Any]) -> list[ForegroundOut]:
+    def set_background(self, background: Sequence[Listed]) -> list[ForegroundOut]:
         """A new list (or a state change that came with it) goes out in one snapshot."""
         changed = background != self.background
         self.background = background
@@ -468,7 +468,7 @@ class Foreground:
             return self._report()
         return [StateReported(self.session_id, self.reported, self.background)] if changed else []
 
-    def fail(self, error: RpcError) -> list[ForegroundOut]:
+    def fail(self, error: Failure) -> list[ForegroundOut]:
         """Claude Code is gone: end the turn with an error and refuse what was held and what comes."""
         out = self._release()
         self._close(error)
@@ -477,7 +477,7 @@ class Foreground:
             out.append(Fail(waiting.ticket, error))
         return out + self._settle(Outcome("error", error=error))
 
-    def crashed(self, error: RpcError) -> list[ForegroundOut]:
+    def crashed(self, error: Failure) -> list[ForegroundOut]:
         """Claude Code died and another one takes over: the running turn ends with ``error``."""
         self.live_subagents.clear()
         out = self._release()
@@ -524,7 +524,7 @@ class Foreground:
             self._enter(TurnPhase.IDLE)
         self.owed.clear()
 
-    def _close(self, refusal: RpcError) -> None:
+    def _close(self, refusal: Failure) -> None:
         """No turn runs any more; an inserted prompt is settled by the caller."""
         self.refusal = refusal
         self._enter(TurnPhase.CLOSED)
@@ -556,7 +556,7 @@ class Foreground:
         self.last_outcome = outcome
         if prompt is not None:
             spawned_live = prompt.spawned & self.live_subagents
-            if self.holds_turns and spawned_live and outcome.stop_reason != "cancelled":
+            if self.answers_wait_for_subagents and spawned_live and outcome.stop_reason != "cancelled":
                 prompt.outcome, self.held = outcome, prompt
                 self._move_hold(HoldPhase.HELD)
             else:

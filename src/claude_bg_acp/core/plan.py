@@ -55,7 +55,7 @@ class Plan:
     """By task id (a todo's position for the todo list), in order."""
     _uses: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)
     """The plan tool uses waiting for their result: name and input."""
-    _told: tuple[PlanEntry, ...] = ()
+    _shown: tuple[PlanEntry, ...] = ()
 
     def input_known(self, tool_use_id: str, name: str, tool_input: dict[str, Any]) -> None:
         self._uses[tool_use_id] = (name, tool_input)
@@ -113,9 +113,9 @@ class Plan:
 
     def _tell(self) -> list[PlanChanged]:
         entries = tuple(entry.shown() for entry in self._entries.values())
-        if entries == self._told:
+        if entries == self._shown:
             return []
-        self._told = entries
+        self._shown = entries
         return [PlanChanged(self.session_id, entries)]
 
 

@@ -1,11 +1,12 @@
 """The seam between what happened and how it looks on the wire.
 
-The core's parts report facts; a ``Presenter`` renders each one as the messages its client
-kind reads (``claude_bg_acp.presenters`` has one per kind), and the session's config options
-as the fields of the answer that tells the client of the session. The presenter also tells the
-core what its client can see at all (``Visibility``) and whether a prompt's answer must wait
-for the subagents its turn started (``holds_turns``: clients that stop listening at the
-answer).
+The core's parts report facts, the same for every client; a ``Presenter`` renders each one as
+the messages its client kind reads (``claude_bg_acp.presenters`` has one per kind), dropping
+what its client does not show, and the session's config options as the fields of the answer
+that tells the client of the session. A presenter may keep state of its own (it serves one
+session): what it showed, so as to tell its client only what changed. It comes with the
+``Policy`` the core follows for its client kind (``core.policy``), which the core is given when
+it is built.
 """
 
 from __future__ import annotations
@@ -13,17 +14,15 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from claude_bg_acp.core.background import (
+    TaskChanged,
     TaskEnded,
     TaskOpened,
-    TaskProgressed,
-    TaskStateChanged,
     TaskStopAnswered,
     TerminalExited,
     TerminalOpened,
     TerminalOutput,
     TerminalReplaced,
     TerminalRestated,
-    Visibility,
     WorkEnded,
     WorkOpened,
     WorkRestated,
@@ -36,6 +35,7 @@ from claude_bg_acp.core.foreground import PromptAnswered, PromptCancelled, Promp
 from claude_bg_acp.core.history import PromptRecalled
 from claude_bg_acp.core.permission_modes import ModeChanged
 from claude_bg_acp.core.plan import PlanChanged
+from claude_bg_acp.core.policy import Policy
 from claude_bg_acp.core.schedules import ScheduleEnded
 from claude_bg_acp.core.subagents import ChildAnnounced, ChildRestated, ChildStateChanged
 from claude_bg_acp.core.titles import TitleChanged
@@ -65,8 +65,7 @@ Fact = (
     | WorkEnded
     | ScheduleEnded
     | TaskOpened
-    | TaskProgressed
-    | TaskStateChanged
+    | TaskChanged
     | TaskEnded
     | TaskStopAnswered
     | ChildAnnounced
@@ -91,13 +90,8 @@ Fact = (
 
 class Presenter(Protocol):
     @property
-    def visibility(self) -> Visibility:
-        """What of background work the client can see."""
-        ...
-
-    @property
-    def holds_turns(self) -> bool:
-        """Whether a prompt's answer waits for the subagents its turn started."""
+    def policy(self) -> Policy:
+        """What the core does differently for this client kind (given to it when it is built)."""
         ...
 
     def render(self, fact: Fact) -> list[ClientEffect]:

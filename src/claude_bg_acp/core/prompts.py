@@ -3,7 +3,7 @@
 Text stays text. Images go as base64 image blocks. Embedded resources are given to the model
 as text wrapped in a tag naming their URI; resource links as a mention of the URI, the way a
 user would type ``@file``. Anything else (audio, which we do not advertise, or a block type we
-do not know) is refused with -32602 naming the block, rather than reaching the model as text.
+do not know) is refused, naming the block, rather than reaching the model as text.
 
 A stored user message comes back as near to what the client sent as the stored form tells:
 text, images, and embedded text resources (a mention stays the text it became).
@@ -14,13 +14,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from claude_bg_acp.acp.jsonrpc import INVALID_PARAMS, RpcError
+from claude_bg_acp.core.errors import Refusal, Refused
 
 _CONTEXT = re.compile(r'<context ref="([^"]*)">\n(.*)\n</context>', re.DOTALL)
 
 
 def to_claude_content(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Raises -32602 for the first block we do not take."""
+    """Refuses the first block we do not take."""
     return [_convert(index, block) for index, block in enumerate(blocks)]
 
 
@@ -35,7 +35,7 @@ def _convert(index: int, block: dict[str, Any]) -> dict[str, Any]:
         return {"type": "text", "text": f"@{block.get('uri', '')}"}
     if kind == "resource":
         return _resource(block.get("resource") or {})
-    raise RpcError(INVALID_PARAMS, f"Invalid params: prompt[{index}]: {_refusal(kind)}")
+    raise Refused(Refusal.INVALID, _refusal(kind), f"prompt[{index}]")
 
 
 def _refusal(kind: Any) -> str:

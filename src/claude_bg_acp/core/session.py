@@ -6,18 +6,19 @@ this module routes them and never lets the parts call each other:
 
 - Claude Code's messages of the main conversation go to the root ``Transcript``; messages of a
   subagent (``parent_tool_use_id`` naming the Agent tool use that launched it) go to that
-  child's transcript once the child is exposed, and wait in a bounded buffer until then.
+  child's transcript once the child is exposed, and wait in a bounded buffer until then (when
+  subagents are sessions; else to the root's, as they come).
   Their tool facts go to ``ToolUses``, which owns every tool call's lifecycle; a tool result
   may hand its work to ``Background`` or ``Schedules``.
 - Task events go to the ``TaskRegistry``; each change it reports goes to ``Subagents`` (a
-  subagent the client sees as a child), to ``Background`` (everything else) and, for
+  subagent that is a child session), to ``Background`` (everything else) and, for
   subagents, to the ``Foreground`` (held turns).
 - Results and ``session_state_changed`` drive the ``Foreground``; a task that ended by itself
   owes it a follow-up turn, which that turn's result (naming the task's run) pays;
   ``can_use_tool`` becomes a permission question (``Questions``), asked under the session the
   tool use belongs to.
-- After task changes, the ``background`` list goes to the foreground, which sends it with the
-  state when the client keeps one.
+- After task changes, the ``background`` lists go to the children and the foreground, which
+  report them with their states.
 - A client attaching to a stored or live session gets the stored conversation replayed by
   ``History`` (apart from everything live; part by part as it is read, other events may come
   in between) and then the current state: each listed item restated by its owner, and the
@@ -33,7 +34,9 @@ this module routes them and never lets the parts call each other:
   task tools go to the session's ``Plan`` instead of becoming tool calls.
 
 Every fact meant for the client goes through the ``Presenter`` chosen for the client kind at
-``session/new``: it alone decides how the session looks on the wire.
+``session/new``: it alone decides how the session looks on the wire, and what its client is not
+shown. The facts are the same for every client; the core behaves differently by client kind
+only where its ``Policy`` says (``core.policy``: held turns, subagents as sessions).
 """
 
 from __future__ import annotations
@@ -53,7 +56,6 @@ from claude_agent_sdk.types import (
     UserMessage,
 )
 
-from claude_bg_acp.acp.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, RpcError
 from claude_bg_acp.claude import conventions
 from claude_bg_acp.claude.server_info import read_commands
 from claude_bg_acp.closing_line import ExitInfo
@@ -64,10 +66,9 @@ from claude_bg_acp.core.background import (
     ChildEnded,
     FollowUpExpected,
     Listed,
+    TaskChanged,
     TaskEnded,
     TaskOpened,
-    TaskProgressed,
-    TaskStateChanged,
     TaskStopAnswered,
     TerminalExited,
     TerminalOpened,
@@ -80,7 +81,7 @@ from claude_bg_acp.core.background import (
     WorkStatus,
 )
 from claude_bg_acp.core.commands import Commands
-from claude_bg_acp.core.config import MODE, Config, Options, Told, offered
+from claude_bg_acp.core.config import MODE, Config, Introduction, Options, offered
 from claude_bg_acp.core.effects import (
     AskPermission,
     Decide,
@@ -97,10 +98,12 @@ from claude_bg_acp.core.effects import (
     Ticket,
     WithdrawPermission,
 )
+from claude_bg_acp.core.errors import Failing, Failure, Refusal, Refused
 from claude_bg_acp.core.foreground import Foreground, ForegroundOut, TurnPhase, WaitingPrompt
 from claude_bg_acp.core.history import History, Live
 from claude_bg_acp.core.permission_modes import ModeChanged, PermissionModes, closed_modes
 from claude_bg_acp.core.plan import PLAN_TOOLS, Plan
+from claude_bg_acp.core.policy import Policy
 from claude_bg_acp.core.presenting import Fact, Presenter
 from claude_bg_acp.core.prompts import to_claude_content
 from claude_bg_acp.core.questions import QuestionPhase, Questions
@@ -129,23 +132,23 @@ class SessionCore:
         self,
         session_id: str,
         presenter: Presenter,
+        policy: Policy,
         cwd: str = "/",
         tasks_root: str | None = None,
         allow_bypass: bool = True,
         instance: str = "",
     ) -> None:
-        """``tasks_root``: where Claude Code keeps task output files, up to its session id
-        (``conventions.tasks_root``). ``allow_bypass``: whether the bypassPermissions mode is
-        offered (Claude Code refuses it to root). ``instance``: this host of the session, among
-        the processes that may host it in turn (see ``Foreground``)."""
+        """``policy``: what the core does differently for the client kind (``core.policy``),
+        chosen with ``presenter``. ``tasks_root``: where Claude Code keeps task output files, up
+        to its session id (``conventions.tasks_root``). ``allow_bypass``: whether the
+        bypassPermissions mode is offered (Claude Code refuses it to root). ``instance``: this
+        host of the session, among the processes that may host it in turn (see ``Foreground``)."""
         self.session_id = session_id
         self.presenter = presenter
+        self.policy = policy
         self._tasks_root = tasks_root
-        self._visibility = presenter.visibility
-        self.foreground = Foreground(
-            session_id, presenter.holds_turns, presenter.visibility.detached_work, instance
-        )
-        self.background = Background(session_id, cwd, presenter.visibility)
+        self.foreground = Foreground(session_id, policy.answers_wait_for_subagents, instance)
+        self.background = Background(session_id, cwd)
         self.subagents = Subagents(session_id)
         self.schedules = Schedules()
         self.registry = TaskRegistry()
@@ -175,10 +178,11 @@ class SessionCore:
                 if conventions.starts_new_conversation(
                     next((b["text"] for b in wire if b["type"] == "text"), "")
                 ):
-                    raise RpcError(
-                        INVALID_PARAMS,
-                        "Invalid params: prompt: /clear would go on under another Claude Code session "
-                        "id; start a new session instead",
+                    raise Refused(
+                        Refusal.INVALID,
+                        "/clear would go on under another Claude Code session id; start a new session "
+                        "instead",
+                        "prompt",
                     )
                 return self._foreground(
                     self.foreground.submit(WaitingPrompt(ticket, wire, to_claude_content(wire)))
@@ -205,17 +209,19 @@ class SessionCore:
                 return self._present(self.modes.refused(mode_id)) + self._settings_changed()
             case ev.ChooseOption(ticket, config_id, value):
                 return self._choose(ticket, config_id, value)
-            case ev.Opened():
-                opened = self.config.opened(self.options())
+            case ev.AnswerWritten():
+                opened = self.config.answer_written(self.options())
                 return self._present([*opened, *self.commands.tell(again=True)])
             case ev.ClaudeResuming():
                 self.foreground.resuming()
                 return []
             case ev.ClaudeStarted(info, applied):
                 self.config.started(info.models, applied)
-                self.modes.started(info.permission_mode)
+                changed = self.modes.started(info.permission_mode, self.config.settled)
                 self.commands.listed(info.commands)
-                return self._settings_changed()
+                # Before the client has the answer, the answer itself says which mode it is.
+                told = self.config.introduction is Introduction.OPEN
+                return (self._present(changed) if told else []) + self._settings_changed()
             case ev.SettingsRead(applied):
                 self.config.read(applied)
                 changed = self.modes.settled() if self.config.settled else []
@@ -290,7 +296,7 @@ class SessionCore:
 
     def answer(self) -> Options:
         """The options for an answer that tells the client of the session (``session/new``,
-        load, resume); changes after it go out once the client has it (``Opened``)."""
+        load, resume); changes after it go out once the client has it (``AnswerWritten``)."""
         return self.config.answer(self.options())
 
     # --- client requests -------------------------------------------------------------------------
@@ -322,7 +328,7 @@ class SessionCore:
     def _settings_changed(self) -> list[Effect]:
         """What the client is told after the options or the commands may have changed."""
         facts: list[Fact] = [*self.config.changed(self.options())]
-        if self.config.told is Told.OPEN:
+        if self.config.introduction is Introduction.OPEN:
             facts += self.commands.tell()
         return self._present(facts)
 
@@ -444,7 +450,7 @@ class SessionCore:
                 )
             case ToolInput(tool_use_id, name, tool_input, launched_by, message):
                 # Work that is only scheduled is pending from the start, never in progress.
-                pending = self._visibility.detached_work and schedules_work(name, tool_input)
+                pending = schedules_work(name, tool_input)
                 running = self.tool_uses.input_known(
                     session_id, tool_use_id, name, tool_input, launched_by, message, pending
                 )
@@ -458,9 +464,9 @@ class SessionCore:
         return self.plans.setdefault(session_id, Plan(session_id))
 
     def _child_message(self, parent_tool_use_id: str, message: Message, now: float) -> list[Effect]:
-        if not self._visibility.children:
-            # A client that does not know child sessions sees subagents' work in the session
-            # that launched them, as the official adapter shows it.
+        if not self.policy.subagents_are_sessions:
+            # Subagents' work shows in the session that launched them, as the official adapter
+            # shows it.
             return self._translate(self.session_id, message, now)
         child = self.subagents.child_launched_by(parent_tool_use_id)
         if child is not None:
@@ -539,7 +545,7 @@ class SessionCore:
         effects += self._present(self.tool_uses.cut_all())
         self.background.forget()
         self.registry = TaskRegistry()
-        error = RpcError(INTERNAL_ERROR, reason)
+        error = Failure(Failing.ERROR, reason)
         return effects + self._foreground(
             self.foreground.fail(error) if fatal else self.foreground.crashed(error)
         )
@@ -555,7 +561,9 @@ class SessionCore:
                 tool_uses=frozenset(use.tool_use_id for use in self.tool_uses.unfinished()),
                 children=self.subagents.working(),
             )
-            self.history = History(self.session_id, self.background.cwd, self._visibility.children, live)
+            self.history = History(
+                self.session_id, self.background.cwd, self.policy.subagents_are_sessions, live
+            )
         return self._present(self.history.replay(conversation))
 
     def _recalled(self) -> list[Effect]:
@@ -606,9 +614,11 @@ class SessionCore:
         if target is not None:
             if target.terminal_id is not None:
                 self.tool_uses.finish(use.call_id)
-            handoff = ToolCallHandedOff(session_id, use.call_id, fact.text, target.terminal_id, target.status)
+            handoff = ToolCallHandedOff(
+                session_id, use.call_id, fact.text, target.terminal_id, target.status, fact.is_error
+            )
             return effects + self._present([handoff])
-        if self._visibility.detached_work and not fact.is_error:
+        if not fact.is_error:
             scheduled, ended = self.schedules.tool_result(use, fact.text, now)
             effects += self._schedules_ended(ended, publish=not scheduled)
             if scheduled:
@@ -657,11 +667,12 @@ class SessionCore:
         tool = self.tool_uses.get(task.tool_use_id)
         if tool is None and task.tool_use_id and self._waiting_for(task.tool_use_id):
             return []  # launched in a child not exposed yet: considered when its messages are
-        if task.is_subagent and self._visibility.children:
+        if task.is_subagent and self.policy.subagents_are_sessions:
             announced = self.subagents.announce(task, tool)
             if announced is not None:
                 self.background.open_child(task, self.subagents.children[task.task_id].parent_id)
                 return self._children(announced)
+            return self._background(self.background.unplaced(task), now) if force else []
         output_file = None
         if self._tasks_root is not None and self.registry.cli_session_id is not None:
             output_file = conventions.output_file(
@@ -678,11 +689,8 @@ class SessionCore:
         return effects + self._foreground(self.foreground.tick(now)) + self._flush(now)
 
     def _publish(self) -> list[Effect]:
-        """The ``background`` lists, for clients that keep them: each child's (the newest, so the
-        most nested, first), then the root's, so a child's own list empties before its parent's
-        list drops it."""
-        if not self._visibility.detached_work:
-            return []
+        """The ``background`` lists: each child's (the newest, so the most nested, first), then
+        the root's, so a child's own list empties before its parent's list drops it."""
         effects: list[Effect] = []
         for child in reversed(list(self.subagents.children)):
             effects += self._children(self.subagents.listing(child, self._listed(child)))
@@ -775,7 +783,7 @@ class SessionCore:
                     effects += self.presenter.render(out)
                 case WorkOpened() | WorkStatus():
                     effects += self.presenter.render(out)
-                case TaskOpened() | TaskProgressed() | TaskStateChanged() | TaskEnded():
+                case TaskOpened() | TaskChanged() | TaskEnded():
                     effects += self.presenter.render(out)
                 case _:
                     assert_never(out)

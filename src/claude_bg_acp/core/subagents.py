@@ -45,9 +45,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from claude_bg_acp.acp.jsonrpc import INVALID_PARAMS, RpcError
 from claude_bg_acp.core.background import Listed
 from claude_bg_acp.core.effects import StopTask
+from claude_bg_acp.core.errors import Refusal, Refused
 from claude_bg_acp.core.lifecycle import Lifecycle
 from claude_bg_acp.core.tasks import Task
 from claude_bg_acp.core.tool_uses import ToolUse
@@ -223,7 +223,7 @@ class Subagents:
     def cancel(self, session_id: str) -> list[StopTask]:
         child = self.children.get(session_id)
         if child is None:
-            raise RpcError(INVALID_PARAMS, f"Invalid params: unknown session {session_id}")
+            raise Refused(Refusal.UNKNOWN, f"unknown session {session_id}")
         return [StopTask(child.task_id)] if child.state in WORKING else []
 
     def child_launched_by(self, tool_use_id: str) -> str | None:

@@ -143,15 +143,16 @@ class ToolCallCut:
 
 @dataclass(frozen=True)
 class ToolCallHandedOff:
-    """Its result handed the work on: to a terminal (``terminal_id``; the call completes), or
-    to background work that reports through the call (``status``: ``in_progress`` or
-    ``paused`` for a task, ``pending`` for scheduled work)."""
+    """Its result (``text``; ``failed`` when it was an error) handed the work on: to a terminal
+    (``terminal_id``; the call is done), or to background work that reports through the call
+    (``status``: ``in_progress`` or ``paused`` for a task, ``pending`` for scheduled work)."""
 
     session_id: str
     tool_call_id: str
     text: str
     terminal_id: str | None
     status: Literal["pending", "in_progress", "paused"]
+    failed: bool = False
 
 
 class ToolUses:

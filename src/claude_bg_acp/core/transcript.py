@@ -38,6 +38,8 @@ class MessageChunk:
     message_id: str
     thought: bool
     text: str
+    launched_by: str | None = None
+    """The Agent tool use whose subagent said it, if a subagent did."""
 
 
 @dataclass(frozen=True)
@@ -122,12 +124,13 @@ class Transcript:
                 return []
             self._seen.add(message.uuid)
         message_id = message.message_id or message.uuid or "assistant"
+        launched_by = message.parent_tool_use_id
         facts: list[TranscriptFact] = []
         for block in message.content:
             if isinstance(block, TextBlock) and (message_id, False) not in self._streamed:
-                facts.append(MessageChunk(self.session_id, message_id, False, block.text))
+                facts.append(MessageChunk(self.session_id, message_id, False, block.text, launched_by))
             elif isinstance(block, ThinkingBlock) and (message_id, True) not in self._streamed:
-                facts.append(MessageChunk(self.session_id, message_id, True, block.thinking))
+                facts.append(MessageChunk(self.session_id, message_id, True, block.thinking, launched_by))
             elif isinstance(block, ToolUseBlock):
                 facts.append(
                     ToolInput(block.id, block.name, block.input, message.parent_tool_use_id, message.uuid)

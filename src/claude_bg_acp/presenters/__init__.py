@@ -11,6 +11,10 @@
   as async tasks and subagents in the draft form (``draft_subagents``), as it declares in
   ``_meta.jetbrains.air``.
 
-``choice.presenter_for`` reads the negotiated version and the client's capabilities; nothing outside
-this package looks at either to decide how something is shown.
+The core states the same facts to every presenter (every background shell a terminal with its
+output read, every task an item, the children, the lists, scheduled work); each drops or
+reshapes what its client does not show, and may keep what it told its client to tell only what
+changed (AIR's async tasks). ``choice.presenter_for`` reads the negotiated version and the
+client's capabilities; nothing outside this package looks at either to decide how something is
+shown.
 """

@@ -2,7 +2,7 @@
 draft form.
 
 AIR declares what it reads in ``clientCapabilities._meta.jetbrains.air`` (see
-``acp.schema.air_capabilities``). Everything else it reads as the v1 client it also is (with
+``acp.capabilities``). Everything else it reads as the v1 client it also is (with
 Zed's terminal extension when it declares that too), so this presenter wraps that one and adds:
 
 - ``asyncTasks``: every background task that is not a subagent (shells, monitors, workflows)
@@ -13,7 +13,9 @@ Zed's terminal extension when it declares that too), so this presenter wraps tha
   ``showInTranscript`` is false when a tool call already shows the task.
   ``async_task_progress`` carries what became known later (the tool call, the output file),
   ``async_task_state_update`` the state: ``running`` / ``paused``, and once at the end
-  ``completed``, ``failed`` or ``stopped`` with Claude Code's summary. The tool call that
+  ``completed``, ``failed`` or ``stopped`` with Claude Code's summary. The core says what is
+  known of a task whenever Claude Code says something of it; this presenter keeps what it told
+  AIR of each task (``AsyncTaskTold``) and sends only what changed. The tool call that
   launched a task is marked ``_meta.jetbrains.air.asyncTasks.backgrounded`` when it
   completes, so the client shows it handed its work on. ``_session/async_task/stop`` is a
   stop by task id (``core.background``); its answer is ``{stopped}``.
@@ -25,13 +27,15 @@ These updates are not in the ACP schema; no other client is sent them.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
-from claude_bg_acp.acp.updates import AsyncTaskProgress, AsyncTaskSpawned, AsyncTaskStateUpdate, SessionUpdate
-from claude_bg_acp.core.background import TaskEnded, TaskOpened, TaskProgressed, TaskStateChanged, Visibility
+from claude_bg_acp.acp.capabilities import ASYNC_TASKS, NATIVE_SUBAGENTS
+from claude_bg_acp.acp.updates import AsyncTaskProgress, AsyncTaskSpawned, AsyncTaskStateUpdate
+from claude_bg_acp.core.background import RunState, TaskChanged, TaskEnded, TaskOpened
 from claude_bg_acp.core.config import Options
 from claude_bg_acp.core.effects import ClientEffect, Notify
+from claude_bg_acp.core.policy import Policy
 from claude_bg_acp.core.presenting import Fact
 from claude_bg_acp.core.subagents import ChildAnnounced, ChildStateChanged
 from claude_bg_acp.core.tool_uses import ToolCallFinished, ToolCallHandedOff
@@ -39,7 +43,6 @@ from claude_bg_acp.presenters.base import with_meta
 from claude_bg_acp.presenters.draft_subagents import DraftSubagents
 from claude_bg_acp.presenters.v1 import V1Presenter
 
-ASYNC_TASKS, NATIVE_SUBAGENTS = "asyncTasks", "nativeSubagentSessions"
 AIR_VERSION = 1
 TASK_TYPES = {
     "local_bash": "shell",
@@ -48,6 +51,15 @@ TASK_TYPES = {
     "mcp": "monitor",
 }
 MONITOR_TOOLS = ("Monitor",)
+
+
+@dataclass
+class AsyncTaskTold:
+    """What AIR was told of an async task so far."""
+
+    tool_call_id: str | None
+    output_file: str | None
+    state: RunState
 
 
 class AirPresenter:
@@ -59,22 +71,19 @@ class AirPresenter:
         self.subagents = DraftSubagents(cancel=False) if NATIVE_SUBAGENTS in capabilities else None
         self._backgrounded: set[str] = set()
         """Tool calls that launched an async task."""
+        self._told: dict[str, AsyncTaskTold] = {}
+        """The async tasks AIR was told of and that have not ended."""
 
     @property
-    def visibility(self) -> Visibility:
+    def policy(self) -> Policy:
         # Native subagent sessions are child sessions whatever the client it otherwise is.
-        return replace(
-            self.plain.visibility, children=self.plain.visibility.children or self.subagents is not None
-        )
-
-    @property
-    def holds_turns(self) -> bool:
-        return self.plain.holds_turns
+        sessions = self.plain.policy.subagents_are_sessions or self.subagents is not None
+        return replace(self.plain.policy, subagents_are_sessions=sessions)
 
     def render(self, fact: Fact) -> list[ClientEffect]:
         effects: list[ClientEffect]
         match fact:
-            case TaskOpened() | TaskProgressed() | TaskStateChanged() | TaskEnded():
+            case TaskOpened() | TaskChanged() | TaskEnded():
                 effects = self._task(fact) if self.async_tasks else []
             case ChildAnnounced() | ChildStateChanged() if self.subagents is not None:
                 effects = self.subagents.render(fact)
@@ -92,39 +101,61 @@ class AirPresenter:
     ) -> dict[str, Any]:
         return self.plain.permission_request(session_id, tool_call_id, tool_name, tool_input)
 
-    def _task(self, fact: TaskOpened | TaskProgressed | TaskStateChanged | TaskEnded) -> list[ClientEffect]:
-        update: SessionUpdate
-        match fact:
-            case TaskOpened():
-                if fact.tool_call_id is not None:
-                    self._backgrounded.add(fact.tool_call_id)
-                update = AsyncTaskSpawned.model_validate(
-                    _present(
-                        asyncTaskId=fact.task_id,
-                        name=fact.description or "Background task",
-                        taskType=_task_type(fact),
-                        description=fact.description or "Background task",
-                        showInTranscript=fact.tool_call_id is None,
-                        canStop=True,
-                        toolCallId=fact.tool_call_id,
-                        outputFilePath=fact.output_file,
-                    )
-                )
-            case TaskProgressed():
-                update = AsyncTaskProgress.model_validate(
-                    _present(
-                        asyncTaskId=fact.task_id,
-                        toolCallId=fact.tool_call_id,
-                        outputFilePath=fact.output_file,
-                    )
-                )
-            case TaskStateChanged():
-                update = AsyncTaskStateUpdate(async_task_id=fact.task_id, state=fact.state)
-            case TaskEnded():
-                update = AsyncTaskStateUpdate.model_validate(
-                    _present(asyncTaskId=fact.task_id, state=fact.end, summary=fact.summary)
-                )
+    def _task(self, fact: TaskOpened | TaskChanged | TaskEnded) -> list[ClientEffect]:
+        if isinstance(fact, TaskOpened):
+            if fact.tool_call_id is not None:
+                self._backgrounded.add(fact.tool_call_id)
+            # Told running: a task opened paused says so right after.
+            self._told[fact.task_id] = AsyncTaskTold(fact.tool_call_id, fact.output_file, "running")
+            return [self._spawned(fact), *self._changed(fact)]
+        told = self._told.get(fact.task_id)
+        if told is None:
+            return []
+        if isinstance(fact, TaskChanged):
+            return self._changed(fact)
+        del self._told[fact.task_id]
+        ended = AsyncTaskStateUpdate.model_validate(
+            _present(asyncTaskId=fact.task_id, state=fact.end, summary=fact.summary)
+        )
+        return [*self._progressed(fact, told), Notify(fact.session_id, ended)]
+
+    def _changed(self, fact: TaskOpened | TaskChanged) -> list[ClientEffect]:
+        told = self._told[fact.task_id]
+        effects = self._progressed(fact, told)
+        if fact.state != told.state:
+            told.state = fact.state
+            update = AsyncTaskStateUpdate(async_task_id=fact.task_id, state=fact.state)
+            effects.append(Notify(fact.session_id, update))
+        return effects
+
+    @staticmethod
+    def _progressed(fact: TaskOpened | TaskChanged | TaskEnded, told: AsyncTaskTold) -> list[ClientEffect]:
+        """The task's tool call or output file, when they became known after AIR was told of it."""
+        tool_call_id = fact.tool_call_id if fact.tool_call_id != told.tool_call_id else None
+        output_file = fact.output_file if fact.output_file != told.output_file else None
+        if tool_call_id is None and output_file is None:
+            return []
+        told.tool_call_id, told.output_file = fact.tool_call_id, fact.output_file
+        update = AsyncTaskProgress.model_validate(
+            _present(asyncTaskId=fact.task_id, toolCallId=tool_call_id, outputFilePath=output_file)
+        )
         return [Notify(fact.session_id, update)]
+
+    @staticmethod
+    def _spawned(fact: TaskOpened) -> ClientEffect:
+        update = AsyncTaskSpawned.model_validate(
+            _present(
+                asyncTaskId=fact.task_id,
+                name=fact.description or "Background task",
+                taskType=_task_type(fact),
+                description=fact.description or "Background task",
+                showInTranscript=fact.tool_call_id is None,
+                canStop=True,
+                toolCallId=fact.tool_call_id,
+                outputFilePath=fact.output_file,
+            )
+        )
+        return Notify(fact.session_id, update)
 
 
 def _task_type(fact: TaskOpened) -> str:

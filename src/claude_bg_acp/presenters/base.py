@@ -25,20 +25,18 @@ from claude_bg_acp.acp.updates import (
     ToolCall,
     UsageUpdate,
 )
-from claude_bg_acp.claude.server_info import Command
+from claude_bg_acp.claude.server_info import SlashCommand
 from claude_bg_acp.closing_line import ExitInfo
 from claude_bg_acp.core.background import (
+    TaskChanged,
     TaskEnded,
     TaskOpened,
-    TaskProgressed,
-    TaskStateChanged,
     TaskStopAnswered,
     TerminalExited,
     TerminalOpened,
     TerminalOutput,
     TerminalReplaced,
     TerminalRestated,
-    Visibility,
     WorkEnded,
     WorkOpened,
     WorkRestated,
@@ -51,6 +49,7 @@ from claude_bg_acp.core.foreground import PromptAnswered, PromptCancelled, Promp
 from claude_bg_acp.core.history import PromptRecalled
 from claude_bg_acp.core.permission_modes import ModeChanged
 from claude_bg_acp.core.plan import PlanChanged
+from claude_bg_acp.core.policy import Policy
 from claude_bg_acp.core.presenting import Fact
 from claude_bg_acp.core.schedules import ScheduleEnded
 from claude_bg_acp.core.subagents import ChildAnnounced, ChildRestated, ChildStateChanged
@@ -77,14 +76,16 @@ EFFORT_NAMES = {"xhigh": "Extra high"}
 
 
 class BasePresenter:
-    visibility: Visibility
-    holds_turns: ClassVar[bool]
+    policy: Policy
     creating: ClassVar[Literal["tool_call", "tool_call_update"]]
     """The update that creates a tool call (v1 has its own; in v2 the first update creates)."""
     cut_status: ClassVar[Literal["cancelled", "failed"]]
     """A tool call whose turn was cancelled (v1 has no ``cancelled``)."""
     option_key: ClassVar[Literal["id", "configId"]]
     """The key that names a config option."""
+    shows_scheduled: ClassVar[bool]
+    """A tool call that only schedules work is ``pending`` from its start (clients that follow
+    scheduled work; to the others it runs until its result)."""
 
     def render(self, fact: Fact) -> list[ClientEffect]:
         match fact:
@@ -98,7 +99,7 @@ class BasePresenter:
                 return self.terminal(fact)
             case WorkOpened() | WorkStatus() | WorkEnded() | ScheduleEnded():
                 return self.work(fact)
-            case TaskOpened() | TaskProgressed() | TaskStateChanged() | TaskEnded():
+            case TaskOpened() | TaskChanged() | TaskEnded():
                 return self.task(fact)
             case TaskStopAnswered():
                 return [Reply(fact.ticket, {"stopped": fact.stopped})]
@@ -157,7 +158,7 @@ class BasePresenter:
             case ToolCallRunning():
                 fields = self.call_fields(fact.tool_call_id, fact.name, fact.tool_input)
                 kind = self.creating if fact.first else "tool_call_update"
-                status = "pending" if fact.pending else "in_progress"
+                status = "pending" if fact.pending and self.shows_scheduled else "in_progress"
                 update = ToolCall.model_validate({"sessionUpdate": kind, **fields, "status": status})
             case ToolCallFinished():
                 update = ToolCall(
@@ -256,7 +257,7 @@ class BasePresenter:
         """The mode changed: what a client with session modes is told besides the options."""
         return []
 
-    def command(self, command: Command) -> dict[str, Any]:
+    def command(self, command: SlashCommand) -> dict[str, Any]:
         raise NotImplementedError
 
     def plan(self, fact: PlanChanged) -> SessionUpdate:
@@ -266,14 +267,10 @@ class BasePresenter:
         raise NotImplementedError
 
     def handed_off(self, fact: ToolCallHandedOff) -> list[ClientEffect]:
-        """A client that cannot follow the work sees the call complete with the result."""
-        update = ToolCall(
-            session_update="tool_call_update",
-            tool_call_id=fact.tool_call_id,
-            status="completed",
-            content=[tool_views.text_content(fact.text)],
-        )
-        return [Notify(fact.session_id, update)]
+        """A client that does not follow the work sees the call end with its result, as any
+        other."""
+        ended = ToolCallFinished(fact.session_id, fact.tool_call_id, fact.failed, fact.text)
+        return [Notify(fact.session_id, self.tool_call(ended))]
 
     def terminal(
         self, fact: TerminalOpened | TerminalOutput | TerminalReplaced | TerminalExited
@@ -283,7 +280,7 @@ class BasePresenter:
     def work(self, fact: WorkOpened | WorkStatus | WorkEnded | ScheduleEnded) -> list[ClientEffect]:
         return []
 
-    def task(self, fact: TaskOpened | TaskProgressed | TaskStateChanged | TaskEnded) -> list[ClientEffect]:
+    def task(self, fact: TaskOpened | TaskChanged | TaskEnded) -> list[ClientEffect]:
         return []
 
     def child(self, fact: ChildAnnounced | ChildStateChanged) -> list[ClientEffect]:

@@ -1,4 +1,5 @@
-"""The presenter for a client: chosen once, at ``session/new``, from what ``initialize`` said.
+"""The presenter for a client: chosen once, at ``session/new``, from what ``initialize`` said
+(``acp.capabilities``).
 
 The rule, by negotiated version and declared ``clientCapabilities``:
 
@@ -15,31 +16,33 @@ The rule, by negotiated version and declared ``clientCapabilities``:
 - JetBrains AIR (``_meta.jetbrains.air`` with ``asyncTasks`` or ``nativeSubagentSessions``):
   ``AirPresenter`` around the v1 presenter it otherwise gets, adding async tasks and child
   sessions in the draft form AIR reads.
+
+Each presenter comes with the ``Policy`` the core follows for its client (``core.policy``):
+v1 clients have their prompts' answers wait for the subagents their turns started; subagents
+are sessions for v2, for v1 clients that declare ``subagents`` (not Zed) and for AIR with
+native subagent sessions.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-from claude_bg_acp.acp.schema import air_capabilities
+from claude_bg_acp.acp.capabilities import ASYNC_TASKS, NATIVE_SUBAGENTS, ClientCapabilities
 from claude_bg_acp.core.presenting import Presenter
-from claude_bg_acp.presenters.air import ASYNC_TASKS, NATIVE_SUBAGENTS, AirPresenter
+from claude_bg_acp.presenters.air import AirPresenter
 from claude_bg_acp.presenters.v1 import V1Presenter
 from claude_bg_acp.presenters.v2 import V2Presenter
 from claude_bg_acp.presenters.zed import ZedPresenter
 
 
-def presenter_for(version: int, capabilities: dict[str, Any]) -> Presenter:
-    if version >= 2:
+def presenter_for(client: ClientCapabilities) -> Presenter:
+    if client.version >= 2:
         return V2Presenter()
-    air = air_capabilities(capabilities) or frozenset()
-    meta = capabilities.get("_meta")
+    air = client.air or frozenset()
     plain: V1Presenter
-    if isinstance(meta, dict) and meta.get("terminal_output") is True:
-        delta = meta.get("terminal_output_delta") is True
+    if client.terminal_output:
+        delta = client.terminal_output_delta
         plain = ZedPresenter("terminal_output_delta" if delta else "terminal_output")
     else:
-        plain = V1Presenter(capabilities.get("subagents") is not None)
+        plain = V1Presenter(client.child_sessions)
     if air & {ASYNC_TASKS, NATIVE_SUBAGENTS}:
         return AirPresenter(plain, air)
     return plain

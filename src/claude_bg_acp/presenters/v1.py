@@ -1,40 +1,77 @@
 """ACP v1 clients: the prompt's answer ends the turn, and no agent-owned terminals or list.
 
 A v1 client stops listening to a turn at the prompt's answer, so the answer waits for the
-subagents the turn started (``holds_turns``; see ``core.foreground``). It has no session state,
-no ``background`` list and no terminals of the agent's: background shells and tool calls that
-outlive their turn are not shown (a shell's tool call completes with its hand-off text). A
-client that declares ``clientCapabilities.subagents`` gets subagents as child sessions in the
-RFD's form: ``subagent_update`` on the parent (no stop reason ``error``: v1 has none) and the
-launching prompt as a ``session_message``. Claude Code's permission modes are also the
-session's modes (``modes`` in the answer, ``current_mode_update``; Zed reads them when an agent
-offers no config options), the same as the ``mode`` config option.
+subagents the turn started (the policy ``answers_wait_for_subagents``; see ``core.policy``). It
+has no session state, no ``background`` list and no terminals of the agent's: background shells
+and the work that goes on on a tool call are not shown. A tool call whose result hands its work
+on ends there, with that result, as any other; should the work end before the call had a
+result (Claude Code gone, the session closed), the call ends with it. Scheduled work runs until
+its result, never ``pending``. A client that declares ``clientCapabilities.subagents`` gets
+subagents as child sessions in the RFD's form: ``subagent_update`` on the parent (no stop
+reason ``error``: v1 has none) and the launching prompt as a ``session_message``. Claude Code's
+permission modes are also the session's modes (``modes`` in the answer,
+``current_mode_update``; Zed reads them when an agent offers no config options), the same as
+the ``mode`` config option.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from claude_bg_acp.acp.updates import CurrentModeUpdate, PlanEntries, SessionMessage, SubagentUpdate
-from claude_bg_acp.claude.server_info import Command
-from claude_bg_acp.core.background import Visibility
+from claude_bg_acp.acp.updates import CurrentModeUpdate, PlanEntries, SessionMessage, SubagentUpdate, ToolCall
+from claude_bg_acp.claude.server_info import SlashCommand
+from claude_bg_acp.core.background import WorkEnded, WorkOpened, WorkStatus
 from claude_bg_acp.core.config import Options
 from claude_bg_acp.core.effects import ClientEffect, Fail, Notify, Reply, Ticket
 from claude_bg_acp.core.foreground import Outcome, PromptAnswered, PromptCancelled, PromptInserted
 from claude_bg_acp.core.permission_modes import ModeChanged
 from claude_bg_acp.core.plan import PlanChanged
+from claude_bg_acp.core.policy import Policy
+from claude_bg_acp.core.schedules import ScheduleEnded
 from claude_bg_acp.core.subagents import ChildAnnounced, ChildStateChanged
+from claude_bg_acp.core.tool_uses import (
+    ToolCallCut,
+    ToolCallFinished,
+    ToolCallHandedOff,
+    ToolCallRunning,
+    ToolCallStarted,
+)
 from claude_bg_acp.presenters.base import CANCEL, BasePresenter, plan_entries
 
 
 class V1Presenter(BasePresenter):
-    holds_turns = True
     creating = "tool_call"
     cut_status = "failed"
     option_key = "id"
+    shows_scheduled = False
 
     def __init__(self, subagents: bool) -> None:
-        self.visibility = Visibility(terminals="none", detached_work=False, children=subagents)
+        self.policy = Policy(answers_wait_for_subagents=True, subagents_are_sessions=subagents)
+        self._working: set[str] = set()
+        """Tool calls that work goes on on and that have not ended yet."""
+
+    # --- tool calls whose work goes on ------------------------------------------------------------
+
+    def tool_call(self, fact: ToolCallStarted | ToolCallRunning | ToolCallFinished | ToolCallCut) -> ToolCall:
+        if isinstance(fact, (ToolCallFinished, ToolCallCut)):
+            self._working.discard(fact.tool_call_id)
+        return super().tool_call(fact)
+
+    def handed_off(self, fact: ToolCallHandedOff) -> list[ClientEffect]:
+        self._working.discard(fact.tool_call_id)
+        return super().handed_off(fact)
+
+    def work(self, fact: WorkOpened | WorkStatus | WorkEnded | ScheduleEnded) -> list[ClientEffect]:
+        if isinstance(fact, WorkOpened) and fact.title is None:
+            self._working.add(fact.tool_call_id)  # its launching call: it ends at its result
+        elif isinstance(fact, WorkEnded) and fact.tool_call_id in self._working:
+            self._working.discard(fact.tool_call_id)
+            status = self.cut_status if fact.status == "cancelled" else fact.status
+            update = ToolCall(
+                session_update="tool_call_update", tool_call_id=fact.tool_call_id, status=status
+            )
+            return [Notify(fact.session_id, update)]
+        return []
 
     def permission_subject(self, call: dict[str, Any], title: str) -> dict[str, Any]:
         return {"toolCall": call}
@@ -46,7 +83,7 @@ class V1Presenter(BasePresenter):
     def mode(self, fact: ModeChanged) -> list[ClientEffect]:
         return [Notify(fact.session_id, CurrentModeUpdate(current_mode_id=fact.mode_id))]
 
-    def command(self, command: Command) -> dict[str, Any]:
+    def command(self, command: SlashCommand) -> dict[str, Any]:
         wire: dict[str, Any] = {"name": command.name, "description": command.description}
         if command.hint:
             wire["input"] = {"hint": command.hint}

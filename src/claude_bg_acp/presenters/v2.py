@@ -20,7 +20,8 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from claude_bg_acp.acp.jsonrpc import INTERNAL_ERROR, REQUEST_CANCELLED, RpcError
+from claude_bg_acp.acp.errors import failed
+from claude_bg_acp.acp.jsonrpc import INTERNAL_ERROR
 from claude_bg_acp.acp.updates import (
     ErrorObject,
     PlanUpdate,
@@ -31,7 +32,7 @@ from claude_bg_acp.acp.updates import (
     ToolCall,
     UserMessage,
 )
-from claude_bg_acp.claude.server_info import Command
+from claude_bg_acp.claude.server_info import SlashCommand
 from claude_bg_acp.core.background import (
     Listed,
     TerminalExited,
@@ -39,16 +40,17 @@ from claude_bg_acp.core.background import (
     TerminalOutput,
     TerminalReplaced,
     TerminalRestated,
-    Visibility,
     WorkEnded,
     WorkOpened,
     WorkRestated,
     WorkStatus,
 )
 from claude_bg_acp.core.effects import ClientEffect, Fail, Notify, Reply
+from claude_bg_acp.core.errors import Failing, Failure
 from claude_bg_acp.core.foreground import PromptAnswered, PromptCancelled, PromptInserted, StateReported
 from claude_bg_acp.core.history import PromptRecalled
 from claude_bg_acp.core.plan import PlanChanged
+from claude_bg_acp.core.policy import Policy
 from claude_bg_acp.core.schedules import ScheduleEnded
 from claude_bg_acp.core.subagents import WORKING, ChildAnnounced, ChildRestated, ChildStateChanged
 from claude_bg_acp.core.tool_uses import ToolCallHandedOff
@@ -61,18 +63,18 @@ PLAN_ID = "plan"
 
 
 class V2Presenter(BasePresenter):
-    holds_turns = False
     creating = "tool_call_update"
     cut_status = "cancelled"
     option_key = "configId"
+    shows_scheduled = True
 
     def __init__(self) -> None:
-        self.visibility = Visibility(terminals="all", detached_work=True, children=True)
+        self.policy = Policy(answers_wait_for_subagents=False, subagents_are_sessions=True)
 
     def permission_subject(self, call: dict[str, Any], title: str) -> dict[str, Any]:
         return {"title": f"Allow {title}?", "subject": {"type": "tool_call", "toolCall": call}}
 
-    def command(self, command: Command) -> dict[str, Any]:
+    def command(self, command: SlashCommand) -> dict[str, Any]:
         wire: dict[str, Any] = {"type": "command", "name": command.name, "description": command.description}
         if command.hint:
             wire["input"] = {"type": "text", "hint": command.hint}
@@ -82,16 +84,15 @@ class V2Presenter(BasePresenter):
         return PlanUpdate(plan={"type": "items", "planId": PLAN_ID, "entries": plan_entries(fact)})
 
     def state(self, fact: StateReported) -> list[ClientEffect]:
-        update = StateUpdate(state=fact.state)
-        if fact.background is not None:
-            update.background = [listed(entry) for entry in fact.background]
+        update = StateUpdate(state=fact.state, background=[listed(entry) for entry in fact.background])
         outcome = fact.outcome
         if outcome is not None:
             update.stop_reason = outcome.stop_reason
             if outcome.usage is not None:
                 update.usage = outcome.usage
             if outcome.error is not None:
-                update.error = ErrorObject(code=outcome.error.code, message=outcome.error.message)
+                error = failed(outcome.error)
+                update.error = ErrorObject(code=error.code, message=error.message)
         return [Notify(fact.session_id, update)]
 
     def prompt(self, fact: PromptInserted | PromptAnswered | PromptCancelled) -> list[ClientEffect]:
@@ -99,7 +100,7 @@ class V2Presenter(BasePresenter):
             message = UserMessage.model_validate({"messageId": fact.message_id, "content": fact.content})
             return [Notify(fact.session_id, message), Reply(fact.ticket, {"messageId": fact.message_id})]
         if isinstance(fact, PromptCancelled):
-            return [Fail(fact.ticket, RpcError(REQUEST_CANCELLED, "Prompt cancelled before insertion"))]
+            return [Fail(fact.ticket, Failure(Failing.WITHDRAWN, "Prompt cancelled before insertion"))]
         return []  # answered at insertion
 
     def recalled(self, fact: PromptRecalled) -> list[ClientEffect]:

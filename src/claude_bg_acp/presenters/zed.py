@@ -14,7 +14,8 @@ draws display terminals instead, by these rules (Zed's, read from its source):
 
 So every shell tool call (Bash) is a terminal from its first ``tool_call``, with the tool use
 id as the terminal id (it is known long before a task id), and its content stays that terminal
-whatever else changes. A foreground command's output and exit come with its result; a
+whatever else changes. A background shell that no tool call launched has no call to be drawn
+in: it is not shown. A foreground command's output and exit come with its result; a
 background shell's output follows live from its output file, through the hand-off and after
 the prompt's answer, until its exit. Every terminal the client was told of gets its exit.
 
@@ -35,13 +36,7 @@ from typing import Any, Literal
 
 from claude_bg_acp.acp.updates import ToolCall
 from claude_bg_acp.closing_line import ExitInfo
-from claude_bg_acp.core.background import (
-    TerminalExited,
-    TerminalOpened,
-    TerminalOutput,
-    TerminalReplaced,
-    Visibility,
-)
+from claude_bg_acp.core.background import TerminalExited, TerminalOpened, TerminalOutput, TerminalReplaced
 from claude_bg_acp.core.effects import ClientEffect, Notify
 from claude_bg_acp.core.tool_uses import (
     ToolCallCut,
@@ -60,7 +55,6 @@ SKIPPED = "\n[... output skipped: the editor fell behind; the latest follows ...
 class ZedPresenter(V1Presenter):
     def __init__(self, output_key: OutputKey) -> None:
         super().__init__(subagents=False)
-        self.visibility = Visibility(terminals="with_tool_call", detached_work=False, children=False)
         self.output_key = output_key
         self._open: dict[str, codecs.IncrementalDecoder] = {}
         """The terminals not exited yet, by tool call id (also their terminal id), with the
@@ -118,6 +112,8 @@ class ZedPresenter(V1Presenter):
     ) -> list[ClientEffect]:
         call = fact.tool_call_id
         match fact:
+            case TerminalOpened(launched_by_tool=False):
+                return []  # no tool call of the client's to draw it in: not shown
             case TerminalOpened() if call not in self._open:
                 # A shell whose tool call the client was never shown: show it now, as a terminal.
                 self._open[call] = _decoder()
