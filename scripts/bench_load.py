@@ -147,11 +147,11 @@ class Renicer(threading.Thread):
         super().__init__(name="renicer", daemon=True)
         self._agent_pid = agent_pid
         self._nice = nice
-        self._stop = threading.Event()
+        self._done = threading.Event()
 
     def run(self) -> None:
         done: set[int] = set()
-        while not self._stop.wait(0.01):
+        while not self._done.wait(0.01):
             for pid in set(children(self._agent_pid)) - done:
                 with contextlib.suppress(OSError):
                     for task in os.listdir(f"/proc/{pid}/task"):
@@ -159,7 +159,7 @@ class Renicer(threading.Thread):
                     done.add(pid)
 
     def stop(self) -> None:
-        self._stop.set()
+        self._done.set()
         self.join()
 
 
