@@ -194,6 +194,7 @@ USES: dict[str, Callable[[], object]] = {
     "schedule": schedule_stopped,
     "question": replay("permission", "v2"),
     "title": lambda: CoreDriver(2).handle(ev.TitleRead("Greeting", None)),
+    "attach": lambda: CoreDriver(2).attach(ev.StoredConversation([], [], {})),
 }
 """Something the core does that moves each lifecycle."""
 

@@ -330,10 +330,22 @@ class Agent:
     ) -> dict[str, Any]:
         """``session/load`` and ``session/resume``: re-attach to the session if it is open here,
         else have Claude Code resume the stored one; replay it if asked, then the current state.
-
-        Claude Code's resume is most of the wait: it starts as soon as the stored conversation
-        is found, before the rest of the session is loaded (``_resuming``)."""
+        An open session's live updates wait from here on until the replay's end (RFD)."""
         _check_directories(params)
+        held = self._sessions.get(params.session_id) if replay else None
+        if held is not None:
+            held.hold()
+        try:
+            return await self._reattach(params, replay, request_id)
+        finally:
+            if held is not None:
+                held.release()  # unless the replay's end did already
+
+    async def _reattach(
+        self, params: LoadSessionParams[Any], replay: bool, request_id: jsonrpc.RequestId
+    ) -> dict[str, Any]:
+        """Claude Code's resume is most of the wait: it starts as soon as the stored conversation
+        is found, before the rest of the session is loaded (``_resuming``)."""
         session_id = params.session_id
         if self._parent_of(session_id) is not None:
             raise RpcError(jsonrpc.INVALID_REQUEST, "A subagent session cannot be loaded or resumed")

@@ -460,12 +460,25 @@ class SessionHost:
         resume the stored one (the session is over then)."""
         await self._start.wait()
 
+    def hold(self) -> None:
+        """A client asked to re-attach with a replay: what the session says live waits for the
+        replay's end (``attach``; ``release`` should the request fail before it)."""
+        self.handle(ev.Attaching())
+
+    def release(self) -> None:
+        """The request that asked for a replay is over: what was held goes out, if the
+        replay's end did not send it already."""
+        self.handle(ev.Recalled(complete=False))
+
     async def attach(self, history: AsyncGenerator[ev.StoredConversation, None] | None) -> None:
         """A client (re)attaches: replay ``history`` if given, each part written as soon as it
-        is read (while Claude Code starts), then, once Claude Code has the conversation, the
-        current state; return once all of it is written (before the client's request is
-        answered). Raises ``RpcError`` like ``started`` (the replay stops there)."""
+        is read (while Claude Code starts), live updates held meanwhile, then, once Claude Code
+        has the conversation, the current state; return once all of it is written (before the
+        client's request is answered). Raises ``RpcError`` like ``started`` (the replay stops
+        there, its end not marked)."""
         if history is not None:
+            self.hold()
+            complete = False
             async with aclosing(history):
                 try:
                     async for part in history:
@@ -473,8 +486,10 @@ class SessionHost:
                             break
                         self.handle(ev.Recall(part))
                         await self.written()  # no more of it in memory than a part
+                    else:
+                        complete = True
                 finally:
-                    self.handle(ev.Recalled())
+                    self.handle(ev.Recalled(complete))
         await self.started()
         self.handle(ev.Resync())
         await self.written()

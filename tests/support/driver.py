@@ -17,17 +17,21 @@ played from the output files the recorder kept: when the core finishes a termina
 bytes go through the closing-line rule the tailer applies, then back to the core.
 
 ``stored_conversation`` reads what a recording kept of Claude Code's stored conversation the
-way the agent does (the SDK's readers through ``claude.store``), for ``recall``: a client
-loading the session (the parts of a conversation, or all of it as one); ``resync`` is a client
-(re)attaching.
+way the agent does (the SDK's readers through ``claude.store``), for ``attach``: a client
+loading or resuming the session, with the replay of a conversation (in parts, or all of it as
+one) or without, up to its answer; ``answered`` is what follows the answer. The driver keeps
+where the client asked and was answered, for the rules (``timeline``).
+``live_after_first_turn`` is a v2 session whose recorded first turn left its work running, to
+re-attach to.
 
 ``updates_of`` selects from effects the updates a session was sent (the root's by default),
 of one kind if asked; ``notified`` every session's, each with its session id.
 
 ``effect_json`` and ``as_jsonrpc`` show the effects as golden lines and as the JSON-RPC
 messages they become on the wire; ``check_transcript`` validates those against the schema and
-the background rules, and ``assert_golden`` compares golden lines with their file
-(``UPDATE_GOLDEN=1`` rewrites it).
+the background rules (knowing where the client re-attached when the effects are the driver's
+from its first), and ``assert_golden`` compares golden lines with their file (``UPDATE_GOLDEN=1``
+rewrites it).
 """
 
 from __future__ import annotations
@@ -62,7 +66,7 @@ from claude_bg_acp.core.session import ALLOW_ONCE, REJECT_ONCE, SessionCore
 from claude_bg_acp.presenters.choice import presenter_for
 from tests.support.air import air_capabilities as air_capabilities_of
 from tests.support.air import declares_air
-from tests.support.rules import check_updates
+from tests.support.rules import Answered, Reattach, Seen, check_updates
 from tests.support.schema import validate_transcript
 from tests.support.zed import ZED_CAPABILITIES, ZedView
 
@@ -144,6 +148,8 @@ class CoreDriver:
         self.effects: list[Effect] = []
         self.sent: deque[str | None] = deque()
         """The uuids of the user messages written to Claude Code (``Query``), oldest first."""
+        self.marks: dict[int, list[Reattach | Answered]] = {}
+        """Where a client asked to re-attach and was answered, by the number of effects before."""
         self._tickets = itertools.count(1)
         self._paths: dict[str, str] = {}
         self._questions: dict[str, int] = {}
@@ -269,6 +275,37 @@ class CoreDriver:
     def resync(self) -> list[Effect]:
         return self.handle(ev.Resync())
 
+    def attach(self, *parts: ev.StoredConversation) -> list[Effect]:
+        """A client loads or resumes the session, as the session host has it: with ``parts``
+        (a stored conversation, whole or in parts) replayed, held from the request on; without,
+        no replay; then the current state. What comes before the answer (``answered``: after)."""
+        self._mark(Reattach(self.session_id, replay=bool(parts)))
+        effects = (self.handle(ev.Attaching()) + self.recall(*parts)) if parts else []
+        effects += self.resync()
+        self._mark(Answered(self.session_id))
+        return effects
+
+    def answered(self) -> list[Effect]:
+        """The answer to a load, resume or ``session/new`` is written: what follows it."""
+        return self.handle(ev.AnswerWritten())
+
+    def _mark(self, mark: Reattach | Answered) -> None:
+        self.marks.setdefault(len(self.effects), []).append(mark)
+
+    def timeline(self, effects: list[Effect]) -> list[Seen]:
+        """The updates among ``effects`` as the rules follow them, with where the client
+        re-attached when ``effects`` are the driver's from its first."""
+        ours = len(effects) <= len(self.effects) and all(
+            a is b for a, b in zip(effects, self.effects[: len(effects)], strict=True)
+        )
+        marks = self.marks if ours else {}
+        seen: list[Seen] = []
+        for index, effect in enumerate(effects):
+            seen += marks.get(index, [])
+            if isinstance(effect, Notify):
+                seen.append((effect.session_id, effect.update.wire()))
+        return seen + marks.get(len(effects), [])
+
     def tick(self, to: float | None = None) -> list[Effect]:
         """The ticker: at ``to`` (never back in time), or now."""
         self.now = max(self.now, to if to is not None else self.now)
@@ -390,6 +427,17 @@ class CoreDriver:
         return self.updates_of(self.effects, session_id=session_id)
 
 
+def live_after_first_turn(recording: str) -> CoreDriver:
+    """A v2 session that ran ``recording`` up to its first turn's end: its work still runs."""
+    frames = load_frames(recording)
+    first_result = next(
+        i for i, f in enumerate(frames) if f["dir"] == "in" and f["msg"].get("type") == "result"
+    )
+    driver = CoreDriver.for_client("v2", session_id=RECORDED_SESSION)
+    driver.replay(frames[: first_result + 1])
+    return driver
+
+
 def stored_conversation(recorded: list[Frame], config_dir: Path) -> ev.StoredConversation:
     """What the recording kept of the stored conversation, written under ``config_dir`` as Claude
     Code lays it out (``store_recorded``) and read back as the agent reads it, as one part."""
@@ -504,7 +552,7 @@ def check_transcript(driver: CoreDriver, effects: list[Effect], client: str) -> 
     version, capabilities = CLIENTS[client]
     violations = validate_transcript(agent_lines, client_lines, version, air=declares_air(capabilities))
     assert not violations, "\n".join(violations)
-    check_updates(driver.notified(effects), version)
+    check_updates(driver.timeline(effects), version)
     if capabilities == ZED_CAPABILITIES:
         shown = ZedView.replay(driver.session_id, agent_lines, client_lines)
         assert not shown.problems(), "\n".join(shown.problems())

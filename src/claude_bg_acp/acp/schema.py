@@ -59,8 +59,11 @@ class WireModel(BaseModel):
 
 @functools.cache
 def _tags(model: type[WireModel]) -> tuple[str, ...]:
-    """The tags ``model`` has (looked up once: pydantic's ``model_fields`` is slow to ask)."""
-    return tuple(name for name in TAGS if name in model.model_fields)
+    """The tags ``model`` has with a default (looked up once: pydantic's ``model_fields`` is slow
+    to ask); one whose default is None is a patch field by that name (``subagent_update``'s
+    ``state``)."""
+    fields = model.model_fields
+    return tuple(name for name in TAGS if name in fields and fields[name].default is not None)
 
 
 Model = TypeVar("Model", bound="WireModel")

@@ -13,6 +13,8 @@ The rule, by negotiated version and declared ``clientCapabilities``:
   would leave it updates for sessions it never heard of, which it drops.
 - other v1 clients: ``V1Presenter``, with child sessions in the RFD's form
   (``subagent_update``, ``session_message``) when they declare ``subagents``.
+- a v1 client that declares ``session.notices`` is sent ``notice`` updates (the v1 schema
+  allows them only then); every v2 client is.
 - JetBrains AIR (``_meta.jetbrains.air`` with ``asyncTasks`` or ``nativeSubagentSessions``):
   ``AirPresenter`` around the v1 presenter it otherwise gets, adding async tasks and child
   sessions in the draft form AIR reads.
@@ -40,9 +42,9 @@ def presenter_for(client: ClientCapabilities) -> Presenter:
     plain: V1Presenter
     if client.terminal_output:
         delta = client.terminal_output_delta
-        plain = ZedPresenter("terminal_output_delta" if delta else "terminal_output")
+        plain = ZedPresenter("terminal_output_delta" if delta else "terminal_output", client.notices)
     else:
-        plain = V1Presenter(client.child_sessions)
+        plain = V1Presenter(client.child_sessions, client.notices)
     if air & {ASYNC_TASKS, NATIVE_SUBAGENTS}:
         return AirPresenter(plain, air)
     return plain
