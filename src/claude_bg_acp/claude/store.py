@@ -19,7 +19,9 @@ output, and its file is the task's own there, never a path the words name.
 A conversation is read in parts (``conversation``), for the core to replay each as it comes.
 Which messages are the conversation is known only once the whole transcript is read: a prompt
 edited or rewound starts a branch, and the conversation is the branch of its latest message
-(the SDK's chain, whose functions find it). So the transcript's lines are decoded first, and
+(the SDK's chain, whose functions find it). So the transcript's lines are decoded first (by
+pydantic's JSON parser, in a third of the time ``json`` takes: Claude Code resumes the same
+conversation meanwhile, and the CPU is better left to it), and
 the messages are then made ``PART_SIZE`` at a time, each part with the output files of the
 shells its messages hand off. The first part also has what the whole replay needs from the
 start: the subagents' conversations (each replayed where its Agent tool use is) and the task
@@ -29,6 +31,7 @@ notifications (a shell's end is told at its hand-off, before the notification th
 from __future__ import annotations
 
 import glob
+import json
 import logging
 import os
 import uuid
@@ -38,23 +41,8 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from claude_agent_sdk._errors import MessageParseError
-from claude_agent_sdk._internal.message_parser import parse_message
-from claude_agent_sdk._internal.session_mutations import delete_session, fork_session
-from claude_agent_sdk._internal.sessions import (
-    _build_conversation_chain,
-    _build_subagent_chain,
-    _collect_agent_files,
-    _is_visible_message,
-    _parent_ids_from_agent_metadata,
-    _parse_transcript_entries,
-    _read_agent_metadata_sidecar,
-    _read_session_file,
-    _resolve_subagents_dir,
-    _validate_uuid,
-    get_session_info,
-)
 from claude_agent_sdk.types import AssistantMessage, ToolUseBlock, UserMessage
+from pydantic_core import from_json
 
 from claude_bg_acp.claude.conventions import (
     TaskNote,
@@ -66,6 +54,23 @@ from claude_bg_acp.claude.conventions import (
     tasks_root,
 )
 from claude_bg_acp.claude.listing import StoredSession, timestamp, title_of
+from claude_bg_acp.claude.sdk_private import (
+    TRANSCRIPT_ENTRY_TYPES,
+    MessageParseError,
+    build_conversation_chain,
+    build_subagent_chain,
+    collect_agent_files,
+    delete_session,
+    fork_session,
+    get_session_info,
+    is_visible_message,
+    parent_ids_from_agent_metadata,
+    parse_message,
+    read_agent_metadata_sidecar,
+    read_session_file,
+    resolve_subagents_dir,
+    validate_uuid,
+)
 from claude_bg_acp.closing_line import TrailerGate
 from claude_bg_acp.core.events import StoredChild, StoredConversation, StoredMessage, StoredOutput
 from claude_bg_acp.core.transcript import Transcript
@@ -171,35 +176,61 @@ def _parts(session_id: str, cwd: str, size: int = PART_SIZE) -> Iterator[StoredC
 def _conversation_entries(session_id: str, cwd: str) -> list[Entry]:
     """The conversation's messages as its transcript holds them, in order (what the SDK's
     ``get_session_messages`` reads, with every field kept)."""
-    content = _read_session_file(session_id, cwd) if _validate_uuid(session_id) else None
+    content = read_session_file(session_id, cwd) if validate_uuid(session_id) else None
     if not content:
         return []
-    return [
-        entry
-        for entry in _build_conversation_chain(_parse_transcript_entries(content))
-        if _is_visible_message(entry)
-    ]
+    return [entry for entry in build_conversation_chain(_entries(content)) if is_visible_message(entry)]
+
+
+def _entries(content: str) -> list[Entry]:
+    """The transcript lines that are messages, as the SDK's ``_parse_transcript_entries`` takes
+    them (an object of a message's type, with a uuid; a line that is not JSON skipped)."""
+    entries: list[Entry] = []
+    for line in content.split("\n"):
+        entry = _decoded(line.strip())
+        if (
+            isinstance(entry, dict)
+            and entry.get("type") in TRANSCRIPT_ENTRY_TYPES
+            and isinstance(entry.get("uuid"), str)
+        ):
+            entries.append(entry)
+    return entries
+
+
+def _decoded(line: str) -> Any:
+    """The line's JSON value (None for an empty line or one that is not JSON); ``json`` decodes
+    what pydantic's parser refuses but ``json`` takes (the escape of a lone surrogate)."""
+    if not line:
+        return None
+    try:
+        return from_json(line)
+    except ValueError:
+        pass
+    try:
+        return json.loads(line)
+    except ValueError:
+        return None
 
 
 def _children(session_id: str, cwd: str) -> tuple[list[StoredChild], list[TaskNote]]:
     """The subagents' conversations (what the SDK's ``get_subagent_messages`` reads, with every
     field kept), each with the Agent tool use that launched it; and their task notifications."""
-    subagents = _resolve_subagents_dir(session_id, cwd) if _validate_uuid(session_id) else None
+    subagents = resolve_subagents_dir(session_id, cwd) if validate_uuid(session_id) else None
     found: dict[str, Path] = {}
-    for agent_id, path in _collect_agent_files(subagents) if subagents is not None else []:
+    for agent_id, path in collect_agent_files(subagents) if subagents is not None else []:
         found.setdefault(agent_id, path)
     children: list[StoredChild] = []
     notes: list[TaskNote] = []
     for agent_id, path in found.items():
         try:
             content = path.read_text(encoding="utf-8")
-            meta = _read_agent_metadata_sidecar(path)
+            meta = read_agent_metadata_sidecar(path)
         except OSError:
             continue
-        launched_by, _ = _parent_ids_from_agent_metadata(meta)
+        launched_by, _ = parent_ids_from_agent_metadata(meta)
         chain = [
             entry
-            for entry in _build_subagent_chain(_parse_transcript_entries(content))
+            for entry in build_subagent_chain(_entries(content))
             if entry.get("type") in ("user", "assistant")
         ]
         if launched_by is not None and chain:
