@@ -199,13 +199,18 @@ class CoreDriver:
         return next(self._tickets)
 
     def prompt(
-        self, words: str | list[dict[str, Any]], ticket: int | None = None, dt: float = 0.01
+        self,
+        words: str | list[dict[str, Any]],
+        ticket: int | None = None,
+        dt: float = 0.01,
+        key: str | None = None,
     ) -> tuple[int, list[Effect]]:
-        """``session/prompt`` with text (or content blocks); its ticket names the answer."""
+        """``session/prompt`` with text (or content blocks), and its ``idempotencyKey`` if given;
+        its ticket names the answer."""
         ticket = self.ticket() if ticket is None else ticket
         blocks = [{"type": "text", "text": words}] if isinstance(words, str) else words
         content = [ContentBlock.model_validate(block) for block in blocks]
-        return ticket, self.handle(ev.Prompt(ticket, content), dt)
+        return ticket, self.handle(ev.Prompt(ticket, content, key), dt)
 
     def cancel(self) -> list[Effect]:
         return self.handle(ev.CancelTurn(), 0.01)
@@ -294,7 +299,9 @@ class CoreDriver:
 
     def timeline(self, effects: list[Effect]) -> list[Seen]:
         """The updates among ``effects`` as the rules follow them, with where the client
-        re-attached when ``effects`` are the driver's from its first."""
+        re-attached when ``effects`` are the driver's from its first; the tool call of each
+        permission request among them, which a client applies as a ``tool_call_update`` (v2's
+        schema says so), is one."""
         ours = len(effects) <= len(self.effects) and all(
             a is b for a, b in zip(effects, self.effects[: len(effects)], strict=True)
         )
@@ -304,6 +311,10 @@ class CoreDriver:
             seen += marks.get(index, [])
             if isinstance(effect, Notify):
                 seen.append((effect.session_id, effect.update.wire()))
+            elif isinstance(effect, AskPermission):
+                call = effect.params.get("toolCall") or effect.params.get("subject", {}).get("toolCall")
+                if call is not None:
+                    seen.append((effect.params["sessionId"], {"sessionUpdate": "tool_call_update", **call}))
         return seen + marks.get(len(effects), [])
 
     def tick(self, to: float | None = None) -> list[Effect]:

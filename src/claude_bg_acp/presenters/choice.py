@@ -17,11 +17,12 @@ The rule, by negotiated version and declared ``clientCapabilities``:
   allows them only then); every v2 client is.
 - JetBrains AIR (``_meta.jetbrains.air`` with ``asyncTasks`` or ``nativeSubagentSessions``):
   ``AirPresenter`` around the v1 presenter it otherwise gets, adding async tasks and child
-  sessions in the draft form AIR reads.
+  sessions in the draft form AIR reads. AIR keeps the draft whichever signal it declares (the
+  subagents PR): ``subagents`` alone gives it no child sessions in the RFD's form.
 
 Each presenter comes with the ``Policy`` the core follows for its client (``core.policy``):
 v1 clients have their prompts' answers wait for the subagents their turns started; subagents
-are sessions for v2, for v1 clients that declare ``subagents`` (not Zed) and for AIR with
+are sessions for v2, for v1 clients that declare ``subagents`` (not Zed, not AIR) and for AIR with
 native subagent sessions.
 """
 
@@ -43,6 +44,8 @@ def presenter_for(client: ClientCapabilities) -> Presenter:
     if client.terminal_output:
         delta = client.terminal_output_delta
         plain = ZedPresenter("terminal_output_delta" if delta else "terminal_output", client.notices)
+    elif air & {ASYNC_TASKS, NATIVE_SUBAGENTS}:
+        plain = V1Presenter(False, client.notices)  # AIR reads the draft form of children, or none
     else:
         plain = V1Presenter(client.child_sessions, client.notices)
     if air & {ASYNC_TASKS, NATIVE_SUBAGENTS}:
