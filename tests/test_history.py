@@ -121,7 +121,7 @@ def test_v2_replay_shows_the_ended_shell_the_child_and_no_live_work(
 def test_without_child_sessions_a_subagents_work_shows_in_its_parent(
     conversation: ev.StoredConversation,
 ) -> None:
-    driver, effects = recalled("v1", conversation)
+    driver, effects = recalled("v1-plain", conversation)
     assert {e.session_id for e in effects if isinstance(e, Notify)} == {RECORDED_SESSION}
     root = driver.updates_of(effects)
     assert not [u for u in root if u["sessionUpdate"] == "subagent_update"]

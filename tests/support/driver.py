@@ -59,13 +59,17 @@ from claude_bg_acp.core.background import Kind
 from claude_bg_acp.core.effects import AskPermission, Effect, Fail, FinishTail, Notify, Query, Reply, Tail
 from claude_bg_acp.core.session import ALLOW_ONCE, REJECT_ONCE, SessionCore
 from claude_bg_acp.presenters.choice import presenter_for
+from claude_bg_acp.presenters.plain import PlainPresenter
 from tests.support.air import air_capabilities as air_capabilities_of
 from tests.support.air import declares_air
+from tests.support.plain import FINAL, PlainView
 from tests.support.rules import check_updates
 from tests.support.schema import validate_transcript
 from tests.support.zed import ZED_CAPABILITIES, ZedView
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
+PLAIN_CAPABILITIES: dict[str, Any] = {"fs": {"readTextFile": True, "writeTextFile": True}, "terminal": True}
+"""A plain v1 client's ``clientCapabilities``: acpx's, exactly."""
 SESSION_ID = "session-core"
 CWD = "/tmp/claude-bg-acp/work"
 """The session's cwd as the recorder's normalisation writes it."""
@@ -74,15 +78,17 @@ RECORDED_SESSION = "00000000-0000-4000-8000-5e5510000000"
 DIGEST_OVER = 4096
 
 CLIENTS: dict[str, tuple[int, dict[str, Any]]] = {
-    "v1": (1, {}),
+    "v1-plain": (1, PLAIN_CAPABILITIES),
     "v1-subagents": (1, {"subagents": {}}),
     "v1-terminal-meta": (1, ZED_CAPABILITIES),
     "v2": (2, {}),
     "air": (1, air_capabilities_of("asyncTasks", "nativeSubagentSessions")),
 }
 """The client kinds of the replay goldens: (protocol version, declared capabilities). The
-``v1-terminal-meta`` kind declares exactly what Zed declares (its ``_meta`` terminal extension
-and ``subagents`` among it)."""
+``v1-plain`` kind declares exactly what acpx declares (``fs`` and ``terminal``, no extension:
+a plain v1 client, like Toad's or the Python SDK's); ``v1-subagents`` a plain one that reads
+child sessions; ``v1-terminal-meta`` exactly what Zed declares (its ``_meta`` terminal
+extension and ``subagents`` among it)."""
 
 Frame = dict[str, Any]
 
@@ -498,7 +504,8 @@ def _digested(value: Any) -> Any:
 
 def check_transcript(driver: CoreDriver, effects: list[Effect], client: str) -> None:
     """The effects, as the wire carries them, are valid for the client kind's version, keep the
-    background rules, and (for Zed) leave no terminal that Zed would show running forever."""
+    background rules, and leave no terminal that Zed would show running forever, nor (for a
+    plain v1 client) a tool call."""
     agent_lines, client_lines = as_jsonrpc(effects, driver.requests)
     version, capabilities = CLIENTS[client]
     violations = validate_transcript(agent_lines, client_lines, version, air=declares_air(capabilities))
@@ -509,6 +516,11 @@ def check_transcript(driver: CoreDriver, effects: list[Effect], client: str) -> 
         assert not shown.problems(), "\n".join(shown.problems())
         running = [t.terminal_id for t in shown.terminals.values() if t.exit is None]
         assert not running, f"Zed would show these terminals running forever: {running}"
+    if isinstance(driver.core.presenter, PlainPresenter):
+        plain = PlainView.replay(agent_lines, client_lines)
+        assert not plain.problems, "\n".join(plain.problems)
+        running = [card.title for card in plain.cards.values() if card.status not in FINAL]
+        assert not running, f"a plain v1 client would show these tool calls running forever: {running}"
 
 
 def assert_golden(golden: Path, lines: list[dict[str, Any]]) -> None:

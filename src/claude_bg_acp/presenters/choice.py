@@ -10,11 +10,17 @@ The rule, by negotiated version and declared ``clientCapabilities``:
   reads only an earlier draft of child sessions (``subagent_spawned`` /
   ``subagent_state_update``), which the v1 schema does not have; the RFD's ``subagent_update``
   would leave it updates for sessions it never heard of, which it drops.
-- other v1 clients: ``V1Presenter``, with child sessions in the RFD's form
-  (``subagent_update``, ``session_message``) when they declare ``subagents``.
 - JetBrains AIR (``_meta.jetbrains.air`` with ``asyncTasks`` or ``nativeSubagentSessions``):
-  ``AirPresenter`` around the v1 presenter it otherwise gets, adding async tasks and child
-  sessions in the draft form AIR reads.
+  ``AirPresenter`` around the v1 presenter it otherwise gets (Zed's, or ``V1Presenter``),
+  adding async tasks and child sessions in the draft form AIR reads.
+- v1 clients that declare neither extension, Zed's nor AIR's (Toad, acpx, clients of the
+  Python SDK, acp-client): ``PlainPresenter``, background work as tool calls that live as long
+  as the work. A plain client is known by what it does not declare, never by ``fs`` or
+  ``terminal``: acpx declares both, acp-client neither, the Python SDK's default nothing.
+  With ``subagents`` declared, subagents are child sessions in the RFD's form
+  (``subagent_update``, ``session_message``).
+- a client that declares AIR's extension without either of those two capabilities:
+  ``V1Presenter`` (it reads background work in AIR's form, which it did not ask for).
 
 Each presenter comes with the ``Policy`` the core follows for its client (``core.policy``):
 v1 clients have their prompts' answers wait for the subagents their turns started; subagents
@@ -29,6 +35,7 @@ from typing import Any
 from claude_bg_acp.acp.schema import air_capabilities
 from claude_bg_acp.core.presenting import Presenter
 from claude_bg_acp.presenters.air import ASYNC_TASKS, NATIVE_SUBAGENTS, AirPresenter
+from claude_bg_acp.presenters.plain import PlainPresenter
 from claude_bg_acp.presenters.v1 import V1Presenter
 from claude_bg_acp.presenters.v2 import V2Presenter
 from claude_bg_acp.presenters.zed import ZedPresenter
@@ -37,14 +44,17 @@ from claude_bg_acp.presenters.zed import ZedPresenter
 def presenter_for(version: int, capabilities: dict[str, Any]) -> Presenter:
     if version >= 2:
         return V2Presenter()
-    air = air_capabilities(capabilities) or frozenset()
+    air = air_capabilities(capabilities)
     meta = capabilities.get("_meta")
-    plain: V1Presenter
+    subagents = capabilities.get("subagents") is not None
+    v1: V1Presenter
     if isinstance(meta, dict) and meta.get("terminal_output") is True:
         delta = meta.get("terminal_output_delta") is True
-        plain = ZedPresenter("terminal_output_delta" if delta else "terminal_output")
+        v1 = ZedPresenter("terminal_output_delta" if delta else "terminal_output")
+    elif air is None:
+        return PlainPresenter(subagents)
     else:
-        plain = V1Presenter(capabilities.get("subagents") is not None)
-    if air & {ASYNC_TASKS, NATIVE_SUBAGENTS}:
-        return AirPresenter(plain, air)
-    return plain
+        v1 = V1Presenter(subagents)
+    if air is not None and air & {ASYNC_TASKS, NATIVE_SUBAGENTS}:
+        return AirPresenter(v1, air)
+    return v1
