@@ -12,10 +12,11 @@ from typing import Any
 
 import pytest
 
-from claude_bg_acp.acp.schema import air_capabilities
+from claude_bg_acp.acp.capabilities import ClientCapabilities
 from claude_bg_acp.core import events as ev
 from claude_bg_acp.core.effects import Effect, Reply, StopTask
 from claude_bg_acp.core.policy import Policy
+from claude_bg_acp.core.presenting import Presenter
 from claude_bg_acp.presenters.air import AirPresenter
 from claude_bg_acp.presenters.choice import presenter_for
 from claude_bg_acp.presenters.v1 import V1Presenter
@@ -64,18 +65,24 @@ def declaration(value: Any) -> dict[str, Any]:
     ],
 )
 def test_air_declares_an_integer_version_and_a_list(capabilities: dict[str, Any], declared: Any) -> None:
-    assert air_capabilities(capabilities) == (None if declared is None else frozenset(declared))
+    expected = None if declared is None else frozenset(declared)
+    assert ClientCapabilities.declared(1, capabilities).air == expected
+    assert ClientCapabilities.declared(2, capabilities).air is None, "AIR is a v1 client"
+
+
+def chosen(version: int, capabilities: dict[str, Any]) -> Presenter:
+    return presenter_for(ClientCapabilities.declared(version, capabilities))
 
 
 def test_the_presenter_of_an_air_client_wraps_the_v1_client_it_also_is() -> None:
-    assert type(presenter_for(1, air.air_capabilities("diffPatch"))) is V1Presenter
-    assert type(presenter_for(2, air.air_capabilities(*BOTH))) is V2Presenter
-    plain = presenter_for(1, air.air_capabilities(air.ASYNC_TASKS))
+    assert type(chosen(1, air.air_capabilities("diffPatch"))) is V1Presenter
+    assert type(chosen(2, air.air_capabilities(*BOTH))) is V2Presenter
+    plain = chosen(1, air.air_capabilities(air.ASYNC_TASKS))
     assert isinstance(plain, AirPresenter) and type(plain.plain) is V1Presenter
     assert not plain.policy.subagents_are_sessions
     zed_capabilities = air.air_capabilities(*BOTH)
     zed_capabilities["_meta"]["terminal_output"] = True
-    zed_like = presenter_for(1, zed_capabilities)
+    zed_like = chosen(1, zed_capabilities)
     assert isinstance(zed_like, AirPresenter) and type(zed_like.plain) is ZedPresenter
     assert zed_like.policy == Policy(answers_wait_for_subagents=True, subagents_are_sessions=True)
 
@@ -321,6 +328,6 @@ def test_the_agent_tells_air_what_it_implements(offline: dict[str, str]) -> None
 def test_other_clients_have_no_stop_by_task_id(offline: dict[str, str], capabilities: dict[str, Any]) -> None:
     agent = StdioAgent(env=offline)
     result = initialize(agent, capabilities)
-    assert ("_meta" in result) == (air_capabilities(capabilities) is not None)
+    assert ("_meta" in result) == (ClientCapabilities.declared(1, capabilities).air is not None)
     assert agent.call(2, "_session/async_task/stop", STOP)["error"]["code"] == -32601
     assert agent.close() == 0

@@ -58,10 +58,13 @@ class ProcessWatch:
         self._thread.join()
 
     def _watch(self) -> None:
-        while not self._done.wait(0.05):
+        # A scan takes a while on a loaded machine: a process it finds was alive when the scan
+        # began or later, so the scan's start is the time it was seen first, its end the last.
+        while not self._done.wait(0.01):
+            began = time.time()
             if any(SLEEP in command for command in processes_with(self.marker).values()):
+                self.first_seen = self.first_seen or began
                 self.last_seen = time.time()
-                self.first_seen = self.first_seen or self.last_seen
 
 
 def wall_time(run: ClientRun, t_ms: float) -> float:

@@ -19,6 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from claude_bg_acp.acp.capabilities import ClientCapabilities
 from claude_bg_acp.closing_line import ExitInfo
 from claude_bg_acp.core import events as ev
 from claude_bg_acp.core.effects import Notify
@@ -84,16 +85,21 @@ def launched_shell(d: CoreDriver) -> None:
     ],
 )
 def test_a_client_without_zeds_or_airs_extension_is_plain(capabilities: dict[str, Any]) -> None:
-    presenter = presenter_for(1, capabilities)
+    presenter = presenter_for(ClientCapabilities.declared(1, capabilities))
     assert type(presenter) is PlainPresenter
     assert presenter.policy.subagents_are_sessions == ("subagents" in capabilities)
 
 
 def test_zed_and_air_keep_their_forms() -> None:
-    assert type(presenter_for(1, {**PLAIN_CAPABILITIES, **ZED_CAPABILITIES})) is ZedPresenter
-    air = presenter_for(1, {**PLAIN_CAPABILITIES, **air_capabilities(ASYNC_TASKS)})
+    assert (
+        type(presenter_for(ClientCapabilities.declared(1, {**PLAIN_CAPABILITIES, **ZED_CAPABILITIES})))
+        is ZedPresenter
+    )
+    air = presenter_for(
+        ClientCapabilities.declared(1, {**PLAIN_CAPABILITIES, **air_capabilities(ASYNC_TASKS)})
+    )
     assert type(air) is AirPresenter and type(air.plain) is V1Presenter
-    assert type(presenter_for(1, air_capabilities("diffPatch"))) is V1Presenter
+    assert type(presenter_for(ClientCapabilities.declared(1, air_capabilities("diffPatch")))) is V1Presenter
 
 
 # --- background shells ----------------------------------------------------------------------------

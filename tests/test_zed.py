@@ -18,6 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from claude_bg_acp.acp.capabilities import ClientCapabilities
 from claude_bg_acp.claude.conventions import shell_result
 from claude_bg_acp.closing_line import ExitInfo
 from claude_bg_acp.core import events as ev
@@ -64,13 +65,12 @@ def wire(d: CoreDriver) -> list[dict[str, Any]]:
 
 
 def test_zed_gets_terminals_and_subagents_in_the_session_that_launched_them() -> None:
-    zed = presenter_for(1, ZED_CAPABILITIES)
+    zed = presenter_for(ClientCapabilities.declared(1, ZED_CAPABILITIES))
     assert type(zed) is ZedPresenter
     assert zed.policy == Policy(answers_wait_for_subagents=True, subagents_are_sessions=False)
-    assert presenter_for(1, {"subagents": {}}).policy.subagents_are_sessions, (
-        "other v1 clients get the RFD form"
-    )
-    assert not presenter_for(1, {}).policy.subagents_are_sessions
+    others = presenter_for(ClientCapabilities.declared(1, {"subagents": {}}))
+    assert others.policy.subagents_are_sessions, "other v1 clients get the RFD form"
+    assert not presenter_for(ClientCapabilities.declared(1, {})).policy.subagents_are_sessions
 
 
 # --- background shells ----------------------------------------------------------------------------

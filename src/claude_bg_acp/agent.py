@@ -1,10 +1,16 @@
 """The ACP agent: method handlers for one client connection.
 
 It negotiates the protocol version at ``initialize`` (the highest we speak at or below the
-client's: 1 or 2), creates and finds sessions, validates params into models, and hands each
-request to its session. Framing and dispatch are the endpoint's business; translation is the
-core's. Importing the Claude side is deferred to the first session request (and started in the
-background right after ``initialize``) so that ``initialize`` answers fast.
+client's: 1 or 2), reads once what the client declared (``acp.capabilities``) and answers in its
+version's form (``initialized``); it creates and finds sessions and hands each request to its
+session. Its methods are one table, ``METHODS`` (as pygls registers features): each names its
+params model, its handler, whether it is a request or a notification, the versions it exists in
+and, for an extension, what the client must have declared. Dispatch reads it, and so does the
+refusal of a method that does not exist for the client (-32601); params are validated into the
+method's model (-32602 naming the field) before its handler runs. Framing is the endpoint's
+business; translation is the core's. Importing the Claude side is deferred to the first session
+request (and started in the background right after ``initialize``) so that ``initialize``
+answers fast.
 
 A session's id is Claude Code's session id, so every conversation Claude Code stored is a
 session a client can list, load, resume, fork or delete (``claude.store``), whichever program
@@ -43,14 +49,16 @@ import sys
 import threading
 import uuid
 from collections import deque
-from collections.abc import AsyncGenerator
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from dataclasses import KW_ONLY, dataclass
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import anyio
 from anyio.abc import TaskGroup
 
 from claude_bg_acp import __version__
 from claude_bg_acp.acp import jsonrpc, session_list
+from claude_bg_acp.acp.capabilities import ASYNC_TASKS, NATIVE_SUBAGENTS, ClientCapabilities
 from claude_bg_acp.acp.jsonrpc import RpcError
 from claude_bg_acp.acp.schema import (
     AuthMethodParams,
@@ -60,6 +68,7 @@ from claude_bg_acp.acp.schema import (
     InitializeParams,
     ListSessionsParams,
     LoadSessionParams,
+    LogoutParams,
     NewSessionParams,
     PromptParams,
     ResumeSessionParams,
@@ -67,9 +76,9 @@ from claude_bg_acp.acp.schema import (
     SetConfigOptionParams,
     SetModeParams,
     StopAsyncTaskParams,
-    air_capabilities,
+    WireModel,
     parse_params,
-    session_params,
+    versioned,
 )
 from claude_bg_acp.core import events as ev
 from claude_bg_acp.stdio import Endpoint
@@ -89,7 +98,7 @@ CHUNK_SIZE = 256 * 1024
 """Bytes per terminal_output_chunk at most: big enough that per-message costs stay small."""
 V1_PROMPT_CAPABILITIES = {"image": True, "audio": False, "embeddedContext": True}
 V2_PROMPT_CAPABILITIES: dict[str, dict[str, object]] = {"image": {}, "embeddedContext": {}}
-AIR_EXTENSIONS = {"version": 1, "capabilities": ["asyncTasks", "nativeSubagentSessions"]}
+AIR_EXTENSIONS = {"version": 1, "capabilities": [ASYNC_TASKS, NATIVE_SUBAGENTS]}
 """What we implement of JetBrains AIR's extensions, told to AIR clients (see ``presenters.air``)."""
 READY_BOUND = 10.0
 """Seconds ``session/new`` waits for Claude Code to say what it offers before answering
@@ -101,6 +110,46 @@ LOGIN = {
 }
 
 
+Params = TypeVar("Params", bound=WireModel)
+EVERY_VERSION = frozenset({1, LATEST_VERSION})
+V1 = frozenset({1})
+
+
+@dataclass(frozen=True)
+class Method(Generic[Params]):
+    """An ACP method this agent takes (``METHODS``): its name, its params' model, the protocol
+    versions it exists in and, for some, what the client must have declared to have it. A
+    method that does not exist for the client is "Method not found" (-32601), as a name that no
+    version has."""
+
+    name: str
+    params: type[Params]
+    _: KW_ONLY
+    versions: frozenset[int] = EVERY_VERSION
+    requires: Callable[[ClientCapabilities], bool] | None = None
+    """What the client must have declared to have it (an extension's methods)."""
+
+    def offered_to(self, client: ClientCapabilities | None) -> bool:
+        """Whether ``client`` has it; before ``initialize`` (None), whatever its version (a
+        request other than ``initialize`` is refused then, for that reason)."""
+        if client is None:
+            return True
+        return client.version in self.versions and (self.requires is None or self.requires(client))
+
+    def model(self, client: ClientCapabilities | None) -> type[Params]:
+        return self.params if client is None else versioned(self.params, client.version)
+
+
+@dataclass(frozen=True)
+class RequestMethod(Method[Params]):
+    handler: Callable[[Agent, Params, jsonrpc.RequestId], Awaitable[object]]
+
+
+@dataclass(frozen=True)
+class NotificationMethod(Method[Params]):
+    handler: Callable[[Agent, Params], Awaitable[None]]
+
+
 class Agent:
     def __init__(
         self, endpoint: Endpoint, tg: TaskGroup, cli_path: str | None = None, output_backlog: int = 32 << 20
@@ -109,9 +158,8 @@ class Agent:
         self._tg = tg
         self._cli_path = cli_path
         self._output_backlog = output_backlog
-        self._version: int | None = None
-        self._capabilities: dict[str, Any] = {}
-        self._air: frozenset[str] = frozenset()
+        self._client: ClientCapabilities | None = None
+        """What the client declared at the latest ``initialize`` (its version among it)."""
         self._early_cancels: deque[jsonrpc.RequestId] = deque(maxlen=64)
         self._sessions: dict[str, SessionHost] = {}
         self._failures: dict[str, RpcError] = {}
@@ -121,82 +169,21 @@ class Agent:
         self._grid: Grid | None = None
         """When every session's output files are looked at (made with the first session)."""
 
-    async def on_request(self, method: str, params: Any, request_id: jsonrpc.RequestId) -> Any:
-        if method == "initialize":
-            return self._initialize(parse_params(InitializeParams, params), request_id)
-        if self._version is None:
+    async def on_request(self, method: str, params: object, request_id: jsonrpc.RequestId) -> object:
+        if self._client is None and method != "initialize":
             raise RpcError(jsonrpc.INVALID_REQUEST, f"Invalid Request: call initialize before {method}")
-        if method in ("authenticate", "auth/login"):
-            return self._login(parse_params(AuthMethodParams, params).method_id)
-        if method in ("logout", "auth/logout") and self._login_methods():
-            await self._logout()
-            return {}
-        if method == "session/new":
-            new = parse_params(session_params(NewSessionParams, self._version), params)
-            return await self._new_session(new, request_id)
-        if method == "session/prompt":
-            request = parse_params(PromptParams, params)
-            if request_id in self._early_cancels:
-                self._early_cancels.remove(request_id)
-                raise RpcError(jsonrpc.REQUEST_CANCELLED, "Prompt withdrawn before insertion")
-            if self._parent_of(request.session_id) is not None:
-                raise RpcError(jsonrpc.INVALID_REQUEST, "A subagent session cannot be prompted")
-            return await self._session(request.session_id).prompt(request, request_id)
-        if method == "session/set_mode" and self._version == 1:
-            change = parse_params(SetModeParams, params)
-            self._session(change.session_id).handle(ev.ChooseMode(change.mode_id))
-            return {}
-        if method == "session/set_config_option":
-            option = parse_params(SetConfigOptionParams, params)
-            return await self._session(option.session_id).answer(
-                lambda ticket: ev.ChooseOption(ticket, option.config_id, option.value)
-            )
-        if method == "terminal/cancel":
-            request = parse_params(CancelTerminalParams, params)
-            self._owner(request.session_id).handle(ev.CancelTerminal(request.session_id, request.terminal_id))
-            return {}
-        if method == "tool_call/cancel":
-            call = parse_params(CancelToolCallParams, params)
-            self._owner(call.session_id).handle(ev.CancelToolCall(call.session_id, call.tool_call_id))
-            return {}
-        if method == "session/close":
-            return await self._close_session(parse_params(SessionParams, params).session_id)
-        if method == "_session/async_task/stop" and "asyncTasks" in self._air:
-            stop = parse_params(StopAsyncTaskParams, params)
-            return await self._session(stop.session_id).answer(
-                lambda ticket: ev.CancelTask(ticket, stop.async_task_id)
-            )
-        if method == "session/list":
-            return await self._list_sessions(parse_params(ListSessionsParams, params))
-        if method == "session/load" and self._version == 1:
-            load = parse_params(session_params(LoadSessionParams, self._version), params)
-            return await self._open(load, True, request_id)
-        if method == "session/resume":
-            resume = parse_params(session_params(ResumeSessionParams, self._version), params)
-            return await self._open(resume, self._replays(resume), request_id)
-        if method == "session/fork":
-            fork = parse_params(session_params(LoadSessionParams, self._version), params)
-            return await self._fork(fork, request_id)
-        if method == "session/delete":
-            return await self._delete(parse_params(SessionParams, params).session_id)
-        raise RpcError(jsonrpc.METHOD_NOT_FOUND, f"Method not found: {method}")
+        found = REQUESTS.get(method)
+        if found is None or not found.offered_to(self._client):
+            raise RpcError(jsonrpc.METHOD_NOT_FOUND, f"Method not found: {method}")
+        return await found.handler(self, parse_params(found.model(self._client), params), request_id)
 
-    async def on_notification(self, method: str, params: Any) -> None:
-        if method == "session/cancel":
-            session_id = parse_params(SessionParams, params).session_id
-            parent = self._parent_of(session_id)
-            if parent is not None:
-                parent.handle(ev.CancelChild(session_id))
-            else:
-                self._session(session_id).handle(ev.CancelTurn())
-        elif method == "$/cancel_request":
-            # Only a prompt that is still waiting for insertion can be withdrawn (-32800).
-            request_id = parse_params(CancelRequestParams, params).request_id
-            if not any(session.withdraw(request_id) for session in self._sessions.values()):
-                # Requests run in their own tasks: the cancel may overtake the prompt it names.
-                self._early_cancels.append(request_id)
-        elif not method.startswith(("_", "$/")):
-            log.warning("ignored unknown notification %s", method)
+    async def on_notification(self, method: str, params: object) -> None:
+        found = NOTIFICATIONS.get(method)
+        if found is None or not found.offered_to(self._client):
+            if not method.startswith(("_", "$/")):
+                log.warning("ignored unknown notification %s", method)
+            return
+        await found.handler(self, parse_params(found.model(self._client), params))
 
     async def close_all(self) -> None:
         """Close every session (stopping its Claude Code) concurrently."""
@@ -204,9 +191,14 @@ class Agent:
             for session_id in list(self._sessions):
                 tg.start_soon(self._close_session, session_id)
 
-    # --- methods ----------------------------------------------------------------------------------
+    @property
+    def _negotiated(self) -> ClientCapabilities:
+        assert self._client is not None, "only methods after initialize ask"
+        return self._client
 
-    def _initialize(self, params: InitializeParams, request_id: jsonrpc.RequestId) -> dict[str, Any]:
+    # --- methods (in the table ``METHODS`` at the end) --------------------------------------------
+
+    async def _initialize(self, params: InitializeParams, request_id: jsonrpc.RequestId) -> dict[str, Any]:
         version = min(params.protocol_version, LATEST_VERSION)
         if version < 1:
             raise RpcError(
@@ -216,97 +208,91 @@ class Agent:
             )
         if version >= 2 and params.info is None:
             raise RpcError(jsonrpc.INVALID_PARAMS, "Invalid params: info: Field required for version 2")
-        self._version = version
-        self._capabilities = (params.client_capabilities if version == 1 else params.capabilities) or {}
-        air = air_capabilities(self._capabilities) if version == 1 else None
-        self._air = air or frozenset()
+        client = self._client = params.declared(version)
         # Once answered: importing in a thread would hold the interpreter lock meanwhile.
         self._endpoint.after_reply(request_id, _prewarm_claude_side)
-        logins = self._login_methods()
-        if version == 1:
-            return {
-                **({"_meta": {"jetbrains": {"air": AIR_EXTENSIONS}}} if air is not None else {}),
-                "protocolVersion": 1,
-                "agentInfo": AGENT_INFO,
-                "agentCapabilities": {
-                    "loadSession": True,
-                    "promptCapabilities": V1_PROMPT_CAPABILITIES,
-                    "sessionCapabilities": {
-                        "close": {},
-                        "additionalDirectories": {},
-                        "list": {},
-                        "resume": {},
-                        "fork": {},
-                        "delete": {},
-                    },
-                    "mcpCapabilities": {"http": True, "sse": True},
-                    **({"auth": {"logout": {}}} if logins else {}),
-                },
-                "authMethods": logins,
-            }
-        # session/new, list, resume and close are v2's baseline; v2 has no SSE transport.
-        return {
-            "protocolVersion": version,
-            "info": AGENT_INFO,
-            "capabilities": {
-                "session": {
-                    "prompt": V2_PROMPT_CAPABILITIES,
-                    "mcp": {"stdio": {}, "http": {}},
-                    "additionalDirectories": {},
-                    "fork": {},
-                    "delete": {},
-                }
-            },
-            "authMethods": logins,
-        }
+        return initialized(client, login_methods(client, self._cli_path))
 
-    def _login_methods(self) -> list[dict[str, Any]]:
-        """Claude Code's login, run in a terminal, for a client that can (ACP terminal auth, or
-        on v1 the earlier ``_meta["terminal-auth"]`` that Zed and the ACP Registry's check send)."""
-        auth = self._capabilities.get("auth")
-        terminal = auth.get("terminal") if isinstance(auth, dict) else None
-        meta = self._capabilities.get("_meta")
-        earlier = isinstance(meta, dict) and meta.get("terminal-auth") is True
-        can = (terminal is True or earlier) if self._version == 1 else isinstance(terminal, dict)
-        if not can:
-            return []
-        method: dict[str, Any] = {
-            "id" if self._version == 1 else "methodId": LOGIN_METHOD,
-            **LOGIN,
-            "type": "terminal",
-            "args": ["login"],
-        }
-        if earlier:
-            # The earlier form (still read by Zed): the command itself, with a label.
-            command = [sys.executable, "-m", "claude_bg_acp"]
-            command += ["--cli-path", self._cli_path] if self._cli_path else []
-            method["_meta"] = {
-                "terminal-auth": {
-                    "command": command[0],
-                    "args": [*command[1:], "login"],
-                    "label": LOGIN["name"],
-                }
-            }
-        return [method]
-
-    def _login(self, method_id: str) -> dict[str, Any]:
+    async def _authenticate(self, params: AuthMethodParams, request_id: jsonrpc.RequestId) -> dict[str, Any]:
         """The login runs in the client's terminal; the agent has nothing to do for it."""
-        if method_id != LOGIN_METHOD or not self._login_methods():
+        client = self._negotiated
+        if params.method_id != LOGIN_METHOD or not client.terminal_auth:
             raise RpcError(
-                jsonrpc.INVALID_PARAMS, f"Invalid params: methodId: unknown auth method {method_id}"
+                jsonrpc.INVALID_PARAMS, f"Invalid params: methodId: unknown auth method {params.method_id}"
             )
-        if self._version != 1:
+        if client.version != 1:
             raise RpcError(
                 jsonrpc.INVALID_PARAMS,
-                f"Invalid params: methodId: {method_id} is a terminal method: the client runs it",
+                f"Invalid params: methodId: {params.method_id} is a terminal method: the client runs it",
             )
         return {}
 
-    async def _logout(self) -> None:
+    async def _logout(self, params: LogoutParams, request_id: jsonrpc.RequestId) -> dict[str, Any]:
         from claude_bg_acp.claude.login import logout
 
         if not await logout(self._cli_path):
             raise RpcError(jsonrpc.INTERNAL_ERROR, "Claude Code could not log out")
+        return {}
+
+    async def _prompt(self, params: PromptParams, request_id: jsonrpc.RequestId) -> object:
+        if request_id in self._early_cancels:
+            self._early_cancels.remove(request_id)
+            raise RpcError(jsonrpc.REQUEST_CANCELLED, "Prompt withdrawn before insertion")
+        if self._parent_of(params.session_id) is not None:
+            raise RpcError(jsonrpc.INVALID_REQUEST, "A subagent session cannot be prompted")
+        return await self._session(params.session_id).prompt(params, request_id)
+
+    async def _set_mode(self, params: SetModeParams, request_id: jsonrpc.RequestId) -> dict[str, Any]:
+        self._session(params.session_id).handle(ev.ChooseMode(params.mode_id))
+        return {}
+
+    async def _set_config_option(
+        self, params: SetConfigOptionParams, request_id: jsonrpc.RequestId
+    ) -> object:
+        return await self._session(params.session_id).answer(
+            lambda ticket: ev.ChooseOption(ticket, params.config_id, params.value)
+        )
+
+    async def _cancel_terminal(
+        self, params: CancelTerminalParams, request_id: jsonrpc.RequestId
+    ) -> dict[str, Any]:
+        self._owner(params.session_id).handle(ev.CancelTerminal(params.session_id, params.terminal_id))
+        return {}
+
+    async def _cancel_tool_call(
+        self, params: CancelToolCallParams, request_id: jsonrpc.RequestId
+    ) -> dict[str, Any]:
+        self._owner(params.session_id).handle(ev.CancelToolCall(params.session_id, params.tool_call_id))
+        return {}
+
+    async def _stop_async_task(self, params: StopAsyncTaskParams, request_id: jsonrpc.RequestId) -> object:
+        return await self._session(params.session_id).answer(
+            lambda ticket: ev.CancelTask(ticket, params.async_task_id)
+        )
+
+    async def _close(self, params: SessionParams, request_id: jsonrpc.RequestId) -> dict[str, Any]:
+        return await self._close_session(params.session_id)
+
+    async def _load(self, params: LoadSessionParams[Any], request_id: jsonrpc.RequestId) -> dict[str, Any]:
+        return await self._open(params, True, request_id)
+
+    async def _resume(
+        self, params: ResumeSessionParams[Any], request_id: jsonrpc.RequestId
+    ) -> dict[str, Any]:
+        return await self._open(params, self._replays(params), request_id)
+
+    async def _cancel(self, params: SessionParams) -> None:
+        parent = self._parent_of(params.session_id)
+        if parent is not None:
+            parent.handle(ev.CancelChild(params.session_id))
+        else:
+            self._session(params.session_id).handle(ev.CancelTurn())
+
+    async def _cancel_request(self, params: CancelRequestParams) -> None:
+        """Only a prompt that is still waiting for insertion can be withdrawn (-32800)."""
+        if not any(session.withdraw(params.request_id) for session in self._sessions.values()):
+            # Requests run in their own tasks: the cancel may overtake the prompt it names.
+            self._early_cancels.append(params.request_id)
 
     async def _new_session(
         self, params: NewSessionParams[Any], request_id: jsonrpc.RequestId
@@ -379,10 +365,11 @@ class Agent:
         session = await self._resumed(fork_id, params)
         return {"sessionId": fork_id, **self._opened(session, request_id)}
 
-    async def _delete(self, session_id: str) -> dict[str, Any]:
+    async def _delete(self, params: SessionParams, request_id: jsonrpc.RequestId) -> dict[str, Any]:
         await anyio.to_thread.run_sync(_import_claude_side)
         from claude_bg_acp.claude import store
 
+        session_id = params.session_id
         if self._parent_of(session_id) is not None:
             raise RpcError(jsonrpc.INVALID_REQUEST, "A subagent session cannot be deleted")
         open_here = session_id in self._sessions or session_id in self._failures
@@ -392,7 +379,9 @@ class Agent:
             raise RpcError(RESOURCE_NOT_FOUND, f"Unknown session {session_id}", {"sessionId": session_id})
         return {}
 
-    async def _list_sessions(self, params: ListSessionsParams) -> dict[str, Any]:
+    async def _list_sessions(
+        self, params: ListSessionsParams, request_id: jsonrpc.RequestId
+    ) -> dict[str, Any]:
         """Only the page's transcripts are read, and the listing alone is imported for it."""
         if params.cwd is not None and not os.path.isabs(params.cwd):
             raise RpcError(jsonrpc.INVALID_PARAMS, "Invalid params: cwd: must be an absolute path")
@@ -409,7 +398,7 @@ class Agent:
 
     def _replays(self, params: ResumeSessionParams[Any]) -> bool:
         """v2 ``replayFrom``: only ``{"type": "start"}`` is a cursor this agent can replay from."""
-        if self._version == 1 or params.replay_from is None:
+        if self._negotiated.version == 1 or params.replay_from is None:
             return False
         kind = params.replay_from.get("type")
         if kind != "start":
@@ -465,13 +454,12 @@ class Agent:
         from claude_bg_acp.session_host import SessionHost
         from claude_bg_acp.tail import Grid, TailerOptions
 
-        assert self._version is not None
         tailing = TailerOptions(chunk_size=CHUNK_SIZE, backlog_limit=self._output_backlog)
         self._grid = self._grid or Grid()
         session = SessionHost(
             session_id,
             params.cwd,
-            presenter_for(self._version, self._capabilities),
+            presenter_for(self._negotiated),
             self._endpoint,
             self._cli_path,
             tailing,
@@ -537,6 +525,113 @@ class Agent:
         if session is None:
             raise RpcError(RESOURCE_NOT_FOUND, f"Unknown session {session_id}", {"sessionId": session_id})
         return session
+
+
+def _stops_async_tasks(client: ClientCapabilities) -> bool:
+    return ASYNC_TASKS in (client.air or ())
+
+
+def _runs_terminal_auth(client: ClientCapabilities) -> bool:
+    return client.terminal_auth
+
+
+METHODS: tuple[Method[Any], ...] = (
+    RequestMethod("initialize", InitializeParams, Agent._initialize),
+    RequestMethod("authenticate", AuthMethodParams, Agent._authenticate),
+    RequestMethod("auth/login", AuthMethodParams, Agent._authenticate),
+    RequestMethod("logout", LogoutParams, Agent._logout, requires=_runs_terminal_auth),
+    RequestMethod("auth/logout", LogoutParams, Agent._logout, requires=_runs_terminal_auth),
+    RequestMethod("session/new", NewSessionParams, Agent._new_session),
+    RequestMethod("session/load", LoadSessionParams, Agent._load, versions=V1),
+    RequestMethod("session/resume", ResumeSessionParams, Agent._resume),
+    RequestMethod("session/fork", LoadSessionParams, Agent._fork),
+    RequestMethod("session/list", ListSessionsParams, Agent._list_sessions),
+    RequestMethod("session/delete", SessionParams, Agent._delete),
+    RequestMethod("session/close", SessionParams, Agent._close),
+    RequestMethod("session/prompt", PromptParams, Agent._prompt),
+    RequestMethod("session/set_mode", SetModeParams, Agent._set_mode, versions=V1),
+    RequestMethod("session/set_config_option", SetConfigOptionParams, Agent._set_config_option),
+    RequestMethod("terminal/cancel", CancelTerminalParams, Agent._cancel_terminal),
+    RequestMethod("tool_call/cancel", CancelToolCallParams, Agent._cancel_tool_call),
+    RequestMethod(
+        "_session/async_task/stop",
+        StopAsyncTaskParams,
+        Agent._stop_async_task,
+        versions=V1,
+        requires=_stops_async_tasks,
+    ),
+    NotificationMethod("session/cancel", SessionParams, Agent._cancel),
+    NotificationMethod("$/cancel_request", CancelRequestParams, Agent._cancel_request),
+)
+"""Every method this agent takes: what dispatches a call, refuses one the client does not have,
+and lists them."""
+REQUESTS = {method.name: method for method in METHODS if isinstance(method, RequestMethod)}
+NOTIFICATIONS = {method.name: method for method in METHODS if isinstance(method, NotificationMethod)}
+
+
+def initialized(client: ClientCapabilities, logins: list[dict[str, Any]]) -> dict[str, Any]:
+    """The answer to ``initialize``, in the form of the client's version."""
+    if client.version == 1:
+        return {
+            **({"_meta": {"jetbrains": {"air": AIR_EXTENSIONS}}} if client.air is not None else {}),
+            "protocolVersion": 1,
+            "agentInfo": AGENT_INFO,
+            "agentCapabilities": {
+                "loadSession": True,
+                "promptCapabilities": V1_PROMPT_CAPABILITIES,
+                "sessionCapabilities": {
+                    "close": {},
+                    "additionalDirectories": {},
+                    "list": {},
+                    "resume": {},
+                    "fork": {},
+                    "delete": {},
+                },
+                "mcpCapabilities": {"http": True, "sse": True},
+                **({"auth": {"logout": {}}} if logins else {}),
+            },
+            "authMethods": logins,
+        }
+    # session/new, list, resume and close are v2's baseline; v2 has no SSE transport.
+    return {
+        "protocolVersion": client.version,
+        "info": AGENT_INFO,
+        "capabilities": {
+            "session": {
+                "prompt": V2_PROMPT_CAPABILITIES,
+                "mcp": {"stdio": {}, "http": {}},
+                "additionalDirectories": {},
+                "fork": {},
+                "delete": {},
+            }
+        },
+        "authMethods": logins,
+    }
+
+
+def login_methods(client: ClientCapabilities, cli_path: str | None) -> list[dict[str, Any]]:
+    """Claude Code's login, run in a terminal, for a client that can (ACP terminal auth, or
+    on v1 the earlier ``_meta["terminal-auth"]`` that Zed and the ACP Registry's check send)."""
+    if not client.terminal_auth:
+        return []
+    method: dict[str, Any] = {
+        "id" if client.version == 1 else "methodId": LOGIN_METHOD,
+        **LOGIN,
+        "type": "terminal",
+        "args": ["login"],
+    }
+    if client.earlier_terminal_auth:
+        # The earlier form (still read by Zed): the command itself, with a label.
+        command = [sys.executable, "-m", "claude_bg_acp"]
+        command += ["--cli-path", cli_path] if cli_path else []
+        method["_meta"] = {
+            "terminal-auth": {
+                "command": command[0],
+                "args": [*command[1:], "login"],
+                "label": LOGIN["name"],
+            }
+        }
+    return [method]
 
 
 def _check_directories(params: NewSessionParams[Any]) -> None:

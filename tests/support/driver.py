@@ -48,8 +48,9 @@ from unittest import mock
 
 from claude_agent_sdk._internal.message_parser import parse_message
 
+from claude_bg_acp.acp.capabilities import ASYNC_TASKS, ClientCapabilities
 from claude_bg_acp.acp.errors import failed
-from claude_bg_acp.acp.schema import ContentBlock, air_capabilities
+from claude_bg_acp.acp.schema import ContentBlock
 from claude_bg_acp.claude import store
 from claude_bg_acp.claude.conventions import tasks_base
 from claude_bg_acp.claude.server_info import Applied, read_server_info
@@ -131,14 +132,14 @@ class CoreDriver:
     ) -> None:
         self.session_id = session_id
         self.version = version
-        presenter = presenter_for(version, capabilities or {})
+        client = ClientCapabilities.declared(version, capabilities)
+        presenter = presenter_for(client)
         self.core = SessionCore(session_id, presenter, presenter.policy, CWD, tasks_root, allow_bypass)
         self.now = 0.0
         self.echo_uuids = echo_uuids
-        self.stops_tasks = "asyncTasks" in (air_capabilities(capabilities or {}) or ())
+        self.stops_tasks = ASYNC_TASKS in (client.air or ())
         """The client stops a task by its id (JetBrains AIR's async tasks)."""
-        meta = (capabilities or {}).get("_meta")
-        draws_terminals = isinstance(meta, dict) and meta.get("terminal_output") is True
+        draws_terminals = client.terminal_output
         self.cancels = (
             {Kind.TERMINAL, Kind.TOOL_CALL} if version >= 2 else {Kind.TERMINAL} if draws_terminals else set()
         )

@@ -8,7 +8,7 @@ always sent. The requests live here; the session updates we send live in ``updat
 only sessions need, so that ``initialize`` does not pay for building them.
 
 A session request's ``mcpServers`` is checked entry by entry, field by field, against the
-schema of the negotiated version (``session_params``), so that a client's typo is refused
+schema of the negotiated version (``versioned``), so that a client's typo is refused
 with the field it concerns (``mcpServers[0].env[0].name: Field required``) before anything
 starts. v1 tells transports apart by ``type``, stdio being the entry without one, and requires
 every list (``args``, ``env``, ``headers``); v2 names every transport, stdio included, and has no
@@ -35,6 +35,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
+from claude_bg_acp.acp.capabilities import ClientCapabilities
 from claude_bg_acp.acp.jsonrpc import INVALID_PARAMS, RpcError
 
 TAGS = ("session_update", "state", "type", "outcome")
@@ -57,7 +58,10 @@ class WireModel(BaseModel):
         return self.model_dump(by_alias=True, exclude_unset=True, mode="json")
 
 
-def parse_params(model: type[WireModel], params: Any) -> Any:
+Model = TypeVar("Model", bound="WireModel")
+
+
+def parse_params(model: type[Model], params: object) -> Model:
     """Validate request params, turning the first problem into -32602 naming the field."""
     try:
         return model.model_validate(params if params is not None else {})
@@ -91,11 +95,14 @@ class Implementation(WireModel):
 
 
 class InitializeParams(WireModel):
+    """v1 clients send ``clientCapabilities`` and ``clientInfo``, v2 clients ``capabilities`` and
+    ``info``; the capabilities are read once the version is known (``declared``)."""
+
     protocol_version: int
-    client_capabilities: dict[str, Any] | None = None
+    client_capabilities: dict[str, object] | None = None
     client_info: Implementation | None = None
     info: Implementation | None = None
-    capabilities: dict[str, Any] | None = None
+    capabilities: dict[str, object] | None = None
 
     @field_validator("protocol_version", mode="before")
     @classmethod
@@ -104,24 +111,10 @@ class InitializeParams(WireModel):
             raise ValueError("must be a non-negative integer")
         return value
 
-
-def air_capabilities(client_capabilities: dict[str, Any]) -> frozenset[str] | None:
-    """What a JetBrains AIR client declares in ``clientCapabilities._meta.jetbrains.air``.
-
-    None when the client is not AIR. AIR declares an integer ``version`` of at least 1 and a
-    list of ``capabilities`` (names); anything else is no declaration at all.
-    """
-    meta = client_capabilities.get("_meta")
-    jetbrains = meta.get("jetbrains") if isinstance(meta, dict) else None
-    air = jetbrains.get("air") if isinstance(jetbrains, dict) else None
-    if not isinstance(air, dict):
-        return None
-    version, names = air.get("version"), air.get("capabilities")
-    if isinstance(version, bool) or not isinstance(version, int) or not isinstance(names, list):
-        return None
-    if version < 1:
-        return None
-    return frozenset(name for name in names if isinstance(name, str))
+    def declared(self, version: int) -> ClientCapabilities:
+        """What the client declared it can do, read as ``version`` has it."""
+        sent = self.client_capabilities if version == 1 else self.capabilities
+        return ClientCapabilities.declared(version, sent)
 
 
 class ContentBlock(WireModel):
@@ -239,11 +232,11 @@ McpServer = McpServerStdio | McpServerHttp
 """An entry once checked (v2's models are subclasses of v1's)."""
 
 
-Params = TypeVar("Params", bound="NewSessionParams[Any]")
-
-
-def session_params(model: type[Params], version: int) -> type[Params]:
-    """``model`` (``NewSessionParams`` or one of its kin) with the ``McpServer`` of ``version``."""
+def versioned(model: type[Model], version: int) -> type[Model]:
+    """``model`` as ``version`` has it: a session request's (``NewSessionParams`` or one of its
+    kin) with the ``McpServer`` of ``version``, any other as it is."""
+    if not issubclass(model, NewSessionParams):
+        return model
     shape = McpServerV1 if version == 1 else McpServerV2
     return model[shape]  # type: ignore[index,no-any-return]
 
@@ -252,7 +245,7 @@ def session_params(model: type[Params], version: int) -> type[Params]:
 
 
 class NewSessionParams(WireModel, Generic[Item]):
-    """Generic in the version's ``McpServer`` (``session_params``)."""
+    """Generic in the version's ``McpServer`` (``versioned``)."""
 
     cwd: str
     mcp_servers: OrNull[Item] = []
@@ -294,6 +287,10 @@ class SetConfigOptionParams(SessionParams):
 
 class AuthMethodParams(WireModel):
     method_id: str
+
+
+class LogoutParams(WireModel):
+    """``logout``: nothing but ``_meta``."""
 
 
 class CancelTerminalParams(SessionParams):

@@ -93,6 +93,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from claude_bg_acp.claude.conventions import NOT_LOGGED_IN
+from claude_bg_acp.core.background import Listed
 from claude_bg_acp.core.effects import Fail, Interrupt, Query, Ticket
 from claude_bg_acp.core.errors import Failing, Failure
 from claude_bg_acp.core.lifecycle import Lifecycle
@@ -192,7 +193,7 @@ class StateReported:
 
     session_id: str
     state: State
-    background: Sequence[Any]
+    background: Sequence[Listed]
     outcome: Outcome | None = None
 
 
@@ -247,7 +248,7 @@ class Foreground:
         self.waiting: deque[WaitingPrompt] = deque()
         self.reported: State = "idle"
         self.last_outcome: Outcome | None = None
-        self.background: Sequence[Any] = []
+        self.background: Sequence[Listed] = []
         self._next_message = 0
         self.live_subagents: set[str] = set()
         self.hold: HoldPhase = HoldPhase.NONE
@@ -459,7 +460,7 @@ class Foreground:
         """The state as last reported, again (no new completion): for a client that re-attaches."""
         return StateReported(self.session_id, self.reported, self.background)
 
-    def set_background(self, background: Sequence[Any]) -> list[ForegroundOut]:
+    def set_background(self, background: Sequence[Listed]) -> list[ForegroundOut]:
         """A new list (or a state change that came with it) goes out in one snapshot."""
         changed = background != self.background
         self.background = background

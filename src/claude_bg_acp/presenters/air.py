@@ -2,7 +2,7 @@
 draft form.
 
 AIR declares what it reads in ``clientCapabilities._meta.jetbrains.air`` (see
-``acp.schema.air_capabilities``). Everything else it reads as the v1 client it also is (with
+``acp.capabilities``). Everything else it reads as the v1 client it also is (with
 Zed's terminal extension when it declares that too), so this presenter wraps that one and adds:
 
 - ``asyncTasks``: every background task that is not a subagent (shells, monitors, workflows)
@@ -30,6 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from claude_bg_acp.acp.capabilities import ASYNC_TASKS, NATIVE_SUBAGENTS
 from claude_bg_acp.acp.updates import AsyncTaskProgress, AsyncTaskSpawned, AsyncTaskStateUpdate
 from claude_bg_acp.core.background import RunState, TaskChanged, TaskEnded, TaskOpened
 from claude_bg_acp.core.config import Options
@@ -42,7 +43,6 @@ from claude_bg_acp.presenters.base import with_meta
 from claude_bg_acp.presenters.draft_subagents import DraftSubagents
 from claude_bg_acp.presenters.v1 import V1Presenter
 
-ASYNC_TASKS, NATIVE_SUBAGENTS = "asyncTasks", "nativeSubagentSessions"
 AIR_VERSION = 1
 TASK_TYPES = {
     "local_bash": "shell",

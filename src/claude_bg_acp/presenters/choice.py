@@ -1,4 +1,5 @@
-"""The presenter for a client: chosen once, at ``session/new``, from what ``initialize`` said.
+"""The presenter for a client: chosen once, at ``session/new``, from what ``initialize`` said
+(``acp.capabilities``).
 
 The rule, by negotiated version and declared ``clientCapabilities``:
 
@@ -20,7 +21,8 @@ The rule, by negotiated version and declared ``clientCapabilities``:
   With ``subagents`` declared, subagents are child sessions in the RFD's form
   (``subagent_update``, ``session_message``).
 - a client that declares AIR's extension without either of those two capabilities:
-  ``V1Presenter`` (it reads background work in AIR's form, which it did not ask for).
+  ``V1Presenter``. AIR reads background work in its own form, and the plain form is for
+  clients that declare neither extension.
 
 Each presenter comes with the ``Policy`` the core follows for its client (``core.policy``):
 v1 clients have their prompts' answers wait for the subagents their turns started; subagents
@@ -30,31 +32,27 @@ native subagent sessions.
 
 from __future__ import annotations
 
-from typing import Any
-
-from claude_bg_acp.acp.schema import air_capabilities
+from claude_bg_acp.acp.capabilities import ASYNC_TASKS, NATIVE_SUBAGENTS, ClientCapabilities
 from claude_bg_acp.core.presenting import Presenter
-from claude_bg_acp.presenters.air import ASYNC_TASKS, NATIVE_SUBAGENTS, AirPresenter
+from claude_bg_acp.presenters.air import AirPresenter
 from claude_bg_acp.presenters.plain import PlainPresenter
 from claude_bg_acp.presenters.v1 import V1Presenter
 from claude_bg_acp.presenters.v2 import V2Presenter
 from claude_bg_acp.presenters.zed import ZedPresenter
 
 
-def presenter_for(version: int, capabilities: dict[str, Any]) -> Presenter:
-    if version >= 2:
+def presenter_for(client: ClientCapabilities) -> Presenter:
+    if client.version >= 2:
         return V2Presenter()
-    air = air_capabilities(capabilities)
-    meta = capabilities.get("_meta")
-    subagents = capabilities.get("subagents") is not None
+    air = client.air
     v1: V1Presenter
-    if isinstance(meta, dict) and meta.get("terminal_output") is True:
-        delta = meta.get("terminal_output_delta") is True
+    if client.terminal_output:
+        delta = client.terminal_output_delta
         v1 = ZedPresenter("terminal_output_delta" if delta else "terminal_output")
     elif air is None:
-        return PlainPresenter(subagents)
+        return PlainPresenter(client.child_sessions)
     else:
-        v1 = V1Presenter(subagents)
+        v1 = V1Presenter(client.child_sessions)
     if air is not None and air & {ASYNC_TASKS, NATIVE_SUBAGENTS}:
         return AirPresenter(v1, air)
     return v1
