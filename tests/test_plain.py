@@ -29,7 +29,7 @@ from claude_bg_acp.presenters.plain import LEFT_OUT, WINDOW, PlainPresenter
 from claude_bg_acp.presenters.v1 import V1Presenter
 from claude_bg_acp.presenters.zed import ZedPresenter
 from tests.support.air import ASYNC_TASKS, air_capabilities
-from tests.support.driver import PLAIN_CAPABILITIES, CoreDriver, as_jsonrpc
+from tests.support.driver import PLAIN_CAPABILITIES, CoreDriver, as_jsonrpc, shell_past_the_answer
 from tests.support.frames import (
     TaskSpec,
     agent_launch,
@@ -107,13 +107,7 @@ def test_zed_and_air_keep_their_forms() -> None:
 
 def test_a_background_shell_is_its_tool_call_until_it_exits() -> None:
     d = plain_driver()
-    ticket, _ = d.prompt("Run a background job.")
-    d.frames(state_changed("running"), SHELL.launch(), SHELL.started())
-    d.output("bash01", b"first \xe2\x82")  # read before the hand-off, a euro sign cut in half
-    d.frames(SHELL.hand_off(), text("Started."), result())
-    d.output("bash01", b"\xac\nsecond\n")  # after the prompt's answer
-    d.frames(SHELL.notification("completed"))
-    d.drained("bash01", b"last\n", ExitInfo(0, None))
+    ticket = shell_past_the_answer(d, SHELL)
 
     view = shown(d)
     (call,) = view.calls()

@@ -81,7 +81,7 @@ def _check_node() -> str:
 
 @contextlib.contextmanager
 def _install_lock() -> Iterator[None]:
-    """Serialises `npm ci` between concurrent test processes (e.g. pytest-xdist workers)."""
+    """Serialises npm installs between concurrent test processes (e.g. pytest-xdist workers)."""
     path = Path(tempfile.gettempdir()) / f"claude-bg-acp-npm-ci-{os.getuid()}.lock"
     with path.open("w") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)

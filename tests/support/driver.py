@@ -63,6 +63,7 @@ from claude_bg_acp.presenters.choice import presenter_for
 from claude_bg_acp.presenters.plain import PlainPresenter
 from tests.support.air import air_capabilities as air_capabilities_of
 from tests.support.air import declares_air
+from tests.support.frames import TaskSpec, result, state_changed, text
 from tests.support.plain import FINAL, PlainView
 from tests.support.rules import check_updates
 from tests.support.schema import validate_transcript
@@ -501,6 +502,20 @@ def _digested(value: Any) -> Any:
     if isinstance(value, list):
         return [_digested(item) for item in value]
     return value
+
+
+def shell_past_the_answer(d: CoreDriver, shell: TaskSpec) -> int:
+    """A prompt that starts ``shell`` in the background, whose output is read before its
+    hand-off (a euro sign cut in half between two reads), after the prompt's answer, and at its
+    exit 0 after Claude Code's notice; the prompt's ticket."""
+    ticket, _ = d.prompt("Run a background job.")
+    d.frames(state_changed("running"), shell.launch(), shell.started())
+    d.output(shell.task_id, b"first \xe2\x82")
+    d.frames(shell.hand_off(), text("Started."), result())
+    d.output(shell.task_id, b"\xac\nsecond\n")
+    d.frames(shell.notification("completed"))
+    d.drained(shell.task_id, b"last\n", ExitInfo(0, None))
+    return ticket
 
 
 def check_transcript(driver: CoreDriver, effects: list[Effect], client: str) -> None:
