@@ -195,9 +195,10 @@ class PlainPresenter(V1Presenter):
             # shown.
             self._cards.pop(call, None)
             return super().handed_off(fact)
-        if fact.terminal_id is None and card.said is None:
-            # The result says what goes on (a shell's content is its output instead).
-            card.said = Window()
+        if card.shell is not None:
+            return []  # in progress since its input came, its content the shell's output
+        if card.said is None:
+            card.said = Window()  # the result says what goes on
             card.said.add(fact.text)
         return [self._update(call, card)]
 
