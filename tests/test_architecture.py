@@ -1,7 +1,7 @@
 """The package's shape, checked from its source: imports go one way, only presenters (and
 the version negotiation in ``agent``, and the clients: the demo, the scripted model) look at the
-protocol version, and the core decides nothing by the kind of client but through its named
-policies.
+protocol version, the core decides nothing by the kind of client but through its named
+policies, and one module reaches past the SDK's public API.
 
 Imports are read with ``ast`` from every module of ``claude_bg_acp``, those under
 ``TYPE_CHECKING`` included; ``from package import module`` counts as an import of that module.
@@ -68,7 +68,8 @@ def test_no_two_modules_import_each_other_directly_or_through_others() -> None:
 def test_the_core_imports_no_edge_and_no_presenter() -> None:
     """The core is sans-IO: it knows neither the endpoint, the runner, the tailer, the stored
     conversations nor a presenter."""
-    edges = {f"{NAME}.{name}" for name in ("stdio", "session_host", "agent", "tail", "cli")}
+    edges = {f"{NAME}.{name}" for name in ("stdio", "agent", "tail", "cli")}
+    edges |= {module for module in MODULES if module.startswith(f"{NAME}.session_")}
     edges |= {
         f"{NAME}.claude.{name}"
         for name in ("runner", "options", "transport", "store", "orphans", "leftovers", "lifeline")
@@ -130,6 +131,95 @@ def test_only_presenters_and_the_negotiation_know_the_protocol_version() -> None
     assert f"{NAME}.core.session" in checked and f"{NAME}.session_host" in checked
     for module in checked:
         assert not mentions_a_version(ast.parse(MODULES[module].read_text())), f"{module} looks at a version"
+
+
+SDK = "claude_agent_sdk"
+
+
+def private_name(name: object) -> bool:
+    return isinstance(name, str) and name.startswith("_") and not name.startswith("__")
+
+
+def docstrings(tree: ast.AST) -> set[int]:
+    return {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+
+
+def own_names(tree: ast.AST) -> set[str]:
+    """What a module may read private attributes of: its objects (``self``, ``cls``) and the
+    classes it defines (``Agent._prompt`` in ``agent``'s method table)."""
+    return {"self", "cls"} | {node.name for node in ast.walk(tree) if isinstance(node, ast.ClassDef)}
+
+
+def reach(node: ast.AST, prose: set[int], own: set[str]) -> str | None:
+    """What ``node`` takes of the SDK's private surface, if anything."""
+    match node:
+        case ast.Import(names=aliases) | ast.ImportFrom(names=aliases):
+            module = [node.module] if isinstance(node, ast.ImportFrom) and node.module else []
+            paths = module + [f"{module[0]}.{a.name}" if module else a.name for a in aliases]
+            private = [p for p in paths if p.split(".")[0] == SDK and any(map(private_name, p.split(".")))]
+            return f"imports {private[0]}" if private else None
+        case ast.Constant(value=str(text)) if f"{SDK}._" in text and id(node) not in prose:
+            return f"names {text}"
+        case ast.Attribute(value=ast.Name(id=name)) if name in own:
+            return None
+        case ast.Attribute(attr=attr) if private_name(attr):
+            return f"reads {ast.unparse(node)}"
+        case ast.Call(
+            func=ast.Name(id="getattr" | "setattr" | "hasattr" | "delattr"),
+            args=[_, ast.Constant(value=name), *_],
+        ) if private_name(name):
+            return ast.unparse(node)
+    return None
+
+
+def reaches_into_the_sdk(tree: ast.AST) -> list[str]:
+    """Where a module imports a private SDK module or name (a part of its path starting with
+    ``_``), names one in a string, or reads a private attribute of anything but its own objects
+    and classes (``own_names``), directly or through ``getattr`` and the like."""
+    prose, own = docstrings(tree), own_names(tree)
+    return [
+        f"{node.lineno}: {found}"
+        for node in ast.walk(tree)
+        if (found := reach(node, prose, own)) and isinstance(node, ast.stmt | ast.expr)
+    ]
+
+
+def test_one_module_reaches_past_the_sdks_public_api() -> None:
+    """``claude.sdk_private`` is the one importer of the SDK's private names and the one reader
+    of private attributes: every other module keeps to the SDK's public names, and reads a
+    private attribute of its own objects and classes only."""
+    reaching = {
+        m: found for m in MODULES if (found := reaches_into_the_sdk(ast.parse(MODULES[m].read_text())))
+    }
+    assert set(reaching) == {f"{NAME}.claude.sdk_private"}, {
+        m: f for m, f in reaching.items() if m != f"{NAME}.claude.sdk_private"
+    }
+
+
+def test_the_check_finds_what_reaches_into_the_sdk() -> None:
+    found = reaches_into_the_sdk(
+        ast.parse(
+            "from claude_agent_sdk._internal.sessions import get_session_info\n"
+            "from claude_agent_sdk._errors import MessageParseError\n"
+            "import claude_agent_sdk._internal.query\n"
+            "name = 'claude_agent_sdk._internal.sdk_mcp_bridge'\n"
+            "query = client._query\n"
+            "process = getattr(transport, '_process', None)\n"
+            "self._own = self._client.connect()\n"
+            "def f():\n    'claude_agent_sdk._internal in a docstring is prose'\n"
+            "class Own:\n    def _handle(self) -> None: ...\n"
+            "handler = Own._handle\n"
+            "reader = Query._read_messages\n"
+        )
+    )
+    assert [line.split(":")[0] for line in found] == ["1", "2", "3", "4", "5", "6", "13"]
 
 
 # --- the core and the kinds of client ------------------------------------------------------------

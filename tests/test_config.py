@@ -218,6 +218,42 @@ def test_claude_code_entering_plan_mode_by_itself_is_told(version: int) -> None:
     )
 
 
+def started_in(mode: str) -> dict[str, Any]:
+    return {**INFO, "current_permission_mode": mode}
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_a_session_starts_in_the_mode_claude_code_starts_in(version: int) -> None:
+    """Its settings' ``defaultMode``: the answer says it, and nothing is told after it."""
+    driver = CoreDriver(version)
+    driver.start(started_in("acceptEdits"), OPUS, "medium")
+    fields, opened_ = driver.open()
+    assert options_of(driver)["mode"]["currentValue"] == "acceptEdits"
+    assert fields.get("modes", {"currentModeId": "acceptEdits"})["currentModeId"] == "acceptEdits"
+    assert not driver.updates_of(opened_, "current_mode_update")
+    assert not driver.updates_of(opened_, "config_option_update")
+
+
+def test_a_claude_code_that_starts_in_another_mode_after_the_answer_is_told() -> None:
+    """A second session in a directory is answered by what the first one's Claude Code said;
+    its own Claude Code may start in another mode (the settings changed meanwhile)."""
+    driver = opened(1)
+    told = valid(driver, driver.start(started_in("acceptEdits"), OPUS, "medium"), 1)
+    assert driver.updates_of(told, "current_mode_update") == [
+        {"sessionUpdate": "current_mode_update", "currentModeId": "acceptEdits"}
+    ]
+    [update] = driver.updates_of(told, "config_option_update")
+    assert {o["id"]: o["currentValue"] for o in update["configOptions"]}["mode"] == "acceptEdits"
+
+
+def test_a_switch_chosen_before_claude_code_started_is_not_undone_by_its_start() -> None:
+    driver = opened(1)
+    driver.handle(ev.ChooseMode("plan"))
+    assert driver.start(started_in("default"), OPUS, "medium") == []
+    assert driver.settings_read(OPUS, "medium") == []
+    assert driver.core.modes.current == "plan"
+
+
 def test_v1_set_mode_and_the_mode_option_stay_in_sync() -> None:
     driver = opened(1)
     switched = valid(driver, driver.handle(ev.ChooseMode("acceptEdits")), 1)

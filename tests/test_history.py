@@ -11,19 +11,23 @@ rewrites them), validated against the schema, and held to the background rules.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import os
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 from unittest import mock
 
 import pytest
+from claude_agent_sdk.types import UserMessage
 
 from claude_bg_acp.claude import conventions, store
 from claude_bg_acp.core import events as ev
 from claude_bg_acp.core.background import RESTATE_LIMIT
 from claude_bg_acp.core.effects import Effect, Notify, ReadTitle
 from claude_bg_acp.core.errors import Refused
+from claude_bg_acp.core.events import StoredMessage
 from claude_bg_acp.core.prompts import from_claude_content, to_claude_content
 from tests.support.driver import (
     CLIENTS,
@@ -35,6 +39,7 @@ from tests.support.driver import (
     check_transcript,
     effect_json,
     joined,
+    live_after_first_turn,
     load_frames,
     store_recorded,
     stored_conversation,
@@ -44,6 +49,8 @@ from tests.support.frames import result, text
 RECORDING = "conversation"
 SHELL = "bash01"
 CHILD = "agent01"
+CHILD_BASH = "toolu_738df585b7cb3111d77ff759"
+CHILD_RESULT = "00000000-0000-4000-8000-000000000074"
 
 
 @pytest.fixture(scope="module")
@@ -51,11 +58,14 @@ def conversation(tmp_path_factory: pytest.TempPathFactory) -> ev.StoredConversat
     return stored_conversation(load_frames(RECORDING), tmp_path_factory.mktemp("config"))
 
 
-def recalled(client: str, conversation: ev.StoredConversation) -> tuple[CoreDriver, list[Effect]]:
-    """A client of this kind loads the session in a new process: the replay, then the state."""
+def recalled(
+    client: str, conversation: ev.StoredConversation, unended: Iterable[str] = ()
+) -> tuple[CoreDriver, list[Effect]]:
+    """A client of this kind loads the session in a new process: the replay, then the state
+    (``unended``: tool calls the history gives no end)."""
     driver = CoreDriver.for_client(client, session_id=RECORDED_SESSION)
-    effects = driver.recall(conversation) + driver.resync()
-    check_transcript(driver, effects, client)
+    effects = driver.attach(conversation)
+    check_transcript(driver, effects, client, unended)
     return driver, effects
 
 
@@ -80,7 +90,7 @@ def test_a_replay_in_parts_is_the_replay_in_one(client: str, size: int, tmp_path
     assert not parts[0].outputs and [list(p.outputs) for p in parts if p.outputs] == [[SHELL]]
     _, whole = recalled(client, joined(parts))
     driver = CoreDriver.for_client(client, session_id=RECORDED_SESSION)
-    in_parts = driver.recall(*parts) + driver.resync()
+    in_parts = driver.attach(*parts)
     assert [effect_json(e, RECORDED_SESSION) for e in in_parts] == [
         effect_json(e, RECORDED_SESSION) for e in whole
     ]
@@ -244,17 +254,6 @@ def test_a_stored_prompt_comes_back_as_it_was_sent() -> None:
     assert from_claude_content(to_claude_content(sent)) == sent
 
 
-def live_after_first_turn(recording: str) -> CoreDriver:
-    """A v2 session that ran the recording up to its first turn's end: its work still runs."""
-    frames = load_frames(recording)
-    first_result = next(
-        i for i, f in enumerate(frames) if f["dir"] == "in" and f["msg"].get("type") == "result"
-    )
-    driver = CoreDriver.for_client("v2", session_id=RECORDED_SESSION)
-    driver.replay(frames[: first_result + 1])
-    return driver
-
-
 def test_a_listed_tool_call_is_restated_whole_and_cancellable() -> None:
     driver = live_after_first_turn("monitor")
     restated = driver.updates_of(driver.resync())
@@ -267,7 +266,7 @@ def test_a_listed_tool_call_is_restated_whole_and_cancellable() -> None:
 
 def test_a_listed_child_is_introduced_then_its_state_follows() -> None:
     driver = live_after_first_turn("agent_bg")
-    effects = driver.resync()
+    effects = driver.attach()
     root = driver.updates_of(effects)
     intro, mirrored, state = root
     assert intro == {
@@ -276,9 +275,74 @@ def test_a_listed_child_is_introduced_then_its_state_follows() -> None:
         "title": "general-purpose",
         "description": "background helper",
         "capabilities": {"cancel": {}},
-        "state": {"state": "running"},
-    }
-    assert mirrored["state"]["state"] == "running"
+    }, "who it is and that it can be cancelled: its state comes whole, with its list, next"
+    assert mirrored["state"] == {"state": "running", "background": []}
     assert driver.updates_of(effects, session_id="agent01")[0]["sessionUpdate"] == "state_update"
     assert state["background"] == [{"type": "subagent", "sessionId": "agent01"}]
     check_transcript(driver, driver.effects, "v2")
+
+
+# --- what history has, and what it lacks (issue 22) -----------------------------------------------
+
+
+def with_child_messages(
+    conversation: ev.StoredConversation, edit: Callable[[list[StoredMessage]], list[StoredMessage]]
+) -> ev.StoredConversation:
+    (child,) = conversation.children
+    return dataclasses.replace(
+        conversation, children=[dataclasses.replace(child, messages=edit(child.messages))]
+    )
+
+
+def test_a_childs_later_message_is_an_incoming_session_message_from_nobody_known(
+    conversation: ev.StoredConversation,
+) -> None:
+    """A subagent's task continued (``SendMessage``) is written to its transcript as a user message:
+    replayed, it is a message the child received, not the user's prompt, and no sender is made up."""
+    first = conversation.children[0].messages[0].message
+    assert isinstance(first, UserMessage)
+    later = StoredMessage("later-0001", dataclasses.replace(first, content="next task"), "next task")
+    more = with_child_messages(conversation, lambda messages: [*messages, later])
+    for client in ("v2", "v1-subagents"):
+        driver, effects = recalled(client, more)
+        child = driver.updates_of(effects, session_id=CHILD)
+        assert not [u for u in child if u["sessionUpdate"] in ("user_message", "user_message_chunk")]
+        (received,) = [u for u in child if u.get("messageId") == "later-0001"]
+        assert received == {
+            "sessionUpdate": "session_message",
+            "messageId": "later-0001",
+            "recipientSessionId": CHILD,
+            "content": [{"type": "text", "text": "next task"}],
+        }
+    driver, effects = recalled("v1-plain", more)
+    assert "next task" not in json.dumps(driver.updates_of(effects)), "nor the user's, children hidden"
+
+
+def test_a_tool_call_history_leaves_without_a_result_is_left_unfinished(
+    conversation: ev.StoredConversation,
+) -> None:
+    """The child's Bash call has no result in what is stored: that proves no end, so none is sent."""
+    cut = with_child_messages(conversation, lambda messages: [m for m in messages if m.uuid != CHILD_RESULT])
+    for client in ("v2", "v1-subagents", "v1-plain"):
+        driver, effects = recalled(client, cut, unended=[CHILD_BASH])
+        call = [u for _, u in driver.notified(effects) if u.get("toolCallId") == CHILD_BASH]
+        assert call and all(u.get("status") in (None, "pending", "in_progress") for u in call), client
+
+
+def test_a_missing_childs_conversation_and_shell_output_are_told(conversation: ev.StoredConversation) -> None:
+    """Claude Code kept neither the subagent's conversation nor the shell's output file: the
+    replay says so (a ``notice``), after the history, and does not make anything up for them."""
+    bare = dataclasses.replace(conversation, children=[], outputs={})
+    driver, effects = recalled("v2", bare)
+    root = driver.updates_of(effects)
+    (notice,) = [u for u in root if u["sessionUpdate"] == "notice"]
+    assert notice["severity"] == "info" and notice["title"]
+    assert CHILD in notice["description"] and SHELL in notice["description"]
+    kinds = [u["sessionUpdate"] for u in root]
+    assert kinds.index("replay_complete") < kinds.index("notice") < kinds.index("state_update")
+    told = CoreDriver(1, {"session": {"notices": {}}}, session_id=RECORDED_SESSION)
+    told_effects = told.attach(bare)
+    assert [u for u in told.updates_of(told_effects) if u["sessionUpdate"] == "notice"]
+    untold, untold_effects = recalled("v1-subagents", bare)
+    kinds = [u["sessionUpdate"] for _, u in untold.notified(untold_effects)]
+    assert "notice" not in kinds, "v1 only when the client takes notices"

@@ -1,10 +1,14 @@
-"""Every lifecycle of the core is a table the code is held to, and the one its docstring draws.
+"""Every lifecycle of the core and of the session host is a table the code is held to, and the
+one its docstring draws.
 
-Each module of ``claude_bg_acp.core`` that draws a lifecycle table in its docstring declares the
-same rows as a ``Lifecycle`` (``core.lifecycle``). Checked here: the docstring's table and the
-code's have exactly the same transitions, and name every phase; no phase is set but through
-``Lifecycle.move``; ``move`` refuses every transition the table does not have; and the core's
-transitions do go through the tables: with a table emptied, what uses it raises.
+Each module of ``claude_bg_acp.core``, and of the session host (``session_host`` and the
+``session_*`` modules it is split into), that draws a lifecycle table in its docstring declares
+the same rows as a ``Lifecycle`` (``core.lifecycle``). Checked here: the docstring's table and
+the code's have exactly the same transitions, and name every phase; no phase is set but through
+``Lifecycle.move``; ``move`` refuses every transition the table does not have; and the
+transitions do go through the tables: with a table emptied, what uses it raises. The host's
+paths through its table are followed here where no Claude Code runs (one that cannot start) and
+in ``test_live_lifecycle`` where the real one does.
 """
 
 from __future__ import annotations
@@ -13,20 +17,29 @@ import ast
 import enum
 import importlib
 import inspect
+import logging
 import pkgutil
 import re
-from collections.abc import Callable
+import tempfile
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import anyio
 import pytest
 
+import claude_bg_acp
 import claude_bg_acp.core
 from claude_bg_acp.core import events as ev
 from claude_bg_acp.core import foreground
 from claude_bg_acp.core.foreground import TurnPhase
 from claude_bg_acp.core.lifecycle import IllegalTransition, Lifecycle
+from claude_bg_acp.presenters.v2 import V2Presenter
+from claude_bg_acp.session_host import SessionHost
+from claude_bg_acp.stdio import Endpoint
 from tests.support.driver import CoreDriver, load_frames
 from tests.support.frames import tool_result, tool_use
 
@@ -40,9 +53,13 @@ BORDER = re.compile(r"=+(?: +=+)+")
 Pair = tuple[enum.Enum | None, enum.Enum | None]
 
 
-def core_modules() -> list[ModuleType]:
+def checked_modules() -> list[ModuleType]:
     names = [info.name for info in pkgutil.iter_modules(claude_bg_acp.core.__path__)]
-    return [importlib.import_module(f"claude_bg_acp.core.{name}") for name in sorted(names)]
+    core = [importlib.import_module(f"claude_bg_acp.core.{name}") for name in sorted(names)]
+    host = [
+        info.name for info in pkgutil.iter_modules(claude_bg_acp.__path__) if info.name.startswith("session_")
+    ]
+    return core + [importlib.import_module(f"claude_bg_acp.{name}") for name in sorted(host)]
 
 
 def lifecycles(module: ModuleType) -> dict[str, Lifecycle[Any]]:
@@ -97,7 +114,9 @@ def shown(pair: Pair) -> str:
 
 
 FOUND = [
-    (module, name, lifecycle) for module in core_modules() for name, lifecycle in lifecycles(module).items()
+    (module, name, lifecycle)
+    for module in checked_modules()
+    for name, lifecycle in lifecycles(module).items()
 ]
 DECLARED = [
     pytest.param(module, lifecycle, id=f"{module.__name__.rsplit('.', 1)[1]}:{name}")
@@ -105,8 +124,8 @@ DECLARED = [
 ]
 
 
-def test_every_table_in_the_core_is_declared_in_code() -> None:
-    for module in core_modules():
+def test_every_table_in_the_core_and_the_host_is_declared_in_code() -> None:
+    for module in checked_modules():
         drawn_names = set(tables(module.__doc__ or ""))
         declared = set(lifecycles(module))
         if module.__name__ in UNCHECKED:
@@ -145,8 +164,8 @@ def test_move_refuses_every_transition_its_table_does_not_have(
 def test_no_phase_is_set_but_through_its_table() -> None:
     """An assignment to a phase field (``phase``, ``hold``, or any field annotated with a
     lifecycle's phases) is ``<table>.move(...)``, bar the initial one."""
-    enums = {lc.phases for module in core_modules() for lc in lifecycles(module).values()}
-    for module in core_modules():
+    enums = {lc.phases for module in checked_modules() for lc in lifecycles(module).values()}
+    for module in checked_modules():
         tree = ast.parse(Path(inspect.getfile(module)).read_text())
         fields = {"phase", "hold"} | {
             node.target.attr if isinstance(node.target, ast.Attribute) else node.target.id
@@ -184,6 +203,58 @@ def schedule_stopped() -> object:
     return d.frames(tool_use("toolu_stop", "ScheduleWakeup", {"stop": True}), tool_result("toolu_stop", "ok"))
 
 
+class NoClient:
+    """Sends nothing and takes every line: where Claude Code never starts, no client is asked."""
+
+    async def read(self, n: int) -> bytes:
+        await anyio.sleep_forever()
+        return b""
+
+    def write(self, data: bytes) -> None:
+        pass
+
+    async def drain(self) -> None:
+        pass
+
+
+@contextmanager
+def host_moves() -> Iterator[list[tuple[str, str]]]:
+    """The moves of every session host's phase meanwhile, as its log (DEBUG) tells them."""
+    moves: list[tuple[str, str]] = []
+
+    class Moves(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            _, was, to = record.args  # type: ignore[misc]
+            moves.append((str(was), str(to)))
+
+    logger = logging.getLogger("claude_bg_acp.session_lifecycle")
+    handler, level = Moves(logging.DEBUG), logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    try:
+        yield moves
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+
+
+def host_whose_claude_code_cannot_start() -> SessionHost:
+    """A session host run in-process, not yet opened to a client, whose Claude Code exits at
+    once (a script: the real CLI cannot be made to fail on demand)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        cli = Path(tmp, "claude")
+        cli.write_text("#!/bin/sh\necho 'no Claude Code here' >&2\nexit 3\n")
+        cli.chmod(0o755)
+
+        async def run() -> SessionHost:
+            endpoint = Endpoint(NoClient(), NoClient())
+            host = SessionHost(str(uuid.uuid4()), tmp, V2Presenter(), endpoint, cli_path=str(cli))
+            await host.run()
+            return host
+
+        return anyio.run(run)
+
+
 USES: dict[str, Callable[[], object]] = {
     "turn": lambda: CoreDriver(2).prompt("Hello"),
     "hold": replay("agent_hold_new_prompt", "v1-plain"),
@@ -194,6 +265,8 @@ USES: dict[str, Callable[[], object]] = {
     "schedule": schedule_stopped,
     "question": replay("permission", "v2"),
     "title": lambda: CoreDriver(2).handle(ev.TitleRead("Greeting", None)),
+    "attach": lambda: CoreDriver(2).attach(ev.StoredConversation([], [], {})),
+    "host": host_whose_claude_code_cannot_start,
 }
 """Something the core does that moves each lifecycle."""
 
@@ -225,3 +298,13 @@ def test_an_illegal_transition_leaves_the_turn_where_it_was(monkeypatch: pytest.
     foreground_now = d.core.foreground
     assert foreground_now.phase is TurnPhase.IDLE and foreground_now.prompt is None
     assert len(foreground_now.waiting) == 1  # the prompt still waits, not lost half-inserted
+
+
+def test_a_host_whose_claude_code_cannot_start_before_the_client_was_told_fails() -> None:
+    """Its phase goes down, then fails (the client was not told of the session), and the
+    request that opens the session gets why."""
+    with host_moves() as moves:
+        host = host_whose_claude_code_cannot_start()
+    assert moves == [("STARTING", "DOWN"), ("DOWN", "FAILED"), ("FAILED", "ENDED")]
+    assert host.start_error is host.failure is not None
+    assert host.failure.message.startswith("Claude Code could not start")

@@ -9,6 +9,7 @@ afterwards."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import time
@@ -149,6 +150,40 @@ def test_a_crashed_claude_is_replaced_and_the_conversation_goes_on(live: LiveMod
     last = live.model.messages_requests()[-1].body
     assert "avocado" in str(last["messages"])
     assert agent.close() == 0
+    check_schema(agent)
+
+
+def host_moves(agent: StdioAgent, session_id: str) -> list[tuple[str, str]]:
+    """How the session's host moved through its phases (``session_lifecycle``), as its log
+    (DEBUG) says."""
+    return re.findall(rf"session_lifecycle: session {session_id}: (\w+) -> (\w+)", agent.stderr)
+
+
+def test_the_session_host_follows_its_table_through_a_crash_and_a_close(
+    live: LiveModel, workdir: Path
+) -> None:
+    agent = StdioAgent(env=live.env, args=["--log-level", "DEBUG"])
+    agent.call(0, "initialize", V2_INIT)
+    session_id = agent.call(1, "session/new", {"cwd": str(workdir), "mcpServers": []})["result"]["sessionId"]
+    first = claude_pid(live)
+    os.kill(first, signal.SIGKILL)
+    wait_for_new_claude(live, first)
+    prompt(agent, 2, session_id, "[scenario:text] Still there?")
+    wait_update(agent, "state_update", state="idle", stopReason="end_turn")
+    assert agent.call(3, "session/close", {"sessionId": session_id}) == {
+        "jsonrpc": "2.0",
+        "id": 3,
+        "result": {},
+    }
+    assert agent.close() == 0
+    assert host_moves(agent, session_id) == [
+        ("STARTING", "SERVING"),
+        ("SERVING", "DOWN"),
+        ("DOWN", "STARTING"),
+        ("STARTING", "SERVING"),
+        ("SERVING", "STOPPING"),
+        ("STOPPING", "ENDED"),
+    ]
     check_schema(agent)
 
 

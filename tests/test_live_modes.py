@@ -165,3 +165,29 @@ def test_a_switch_claude_code_refuses_goes_back_to_the_mode_it_is_in(live: LiveM
     assert run_.response("set-bypassPermissions")["result"] == {}
     assert told(run_) == (["bypassPermissions", "default"], ["bypassPermissions", "default"])
     assert "Claude Code refused mode bypassPermissions" in run_.agent_stderr
+
+
+def test_a_session_starts_in_the_mode_the_settings_choose(live: LiveModel, workdir: Path) -> None:
+    """Claude Code's ``permissions.defaultMode`` is the user's choice: the session starts in it,
+    says so in its answer, and its turns run in it (nothing is told back after the answer)."""
+    settings(workdir, permissions={"defaultMode": "acceptEdits"})
+    run_ = run(live, workdir, [{"op": "prompt", "id": "p", "text": "[scenario:text] hi"}])
+    answer = run_.response("newSession")["result"]
+    assert answer["modes"]["currentModeId"] == "acceptEdits"
+    assert run_.response("p")["result"]["stopReason"] == "end_turn"
+    assert told(run_) == ([], [])
+
+
+@pytest.mark.skipif(not ROOT, reason="Claude Code refuses bypassing permissions only to root")
+def test_a_default_mode_claude_code_may_not_take_leaves_the_session_asking(
+    live: LiveModel, workdir: Path
+) -> None:
+    """As root outside a sandbox, Claude Code ignores ``defaultMode: bypassPermissions``: the
+    session says ``default`` and a command that writes a file is still asked about."""
+    settings(workdir, permissions={"defaultMode": "bypassPermissions"})
+    run_ = run(
+        live, workdir, [{"op": "prompt", "id": "touch", "text": "[scenario:permission] Touch a file."}]
+    )
+    assert run_.response("newSession")["result"]["modes"]["currentModeId"] == "default"
+    assert len(run_.permission_requests) == 1 and (workdir / "perm-test.txt").exists()
+    assert told(run_) == ([], [])

@@ -191,6 +191,7 @@ def test_v2_resume_with_replay_from_the_start_continues_the_session(live: LiveMo
         "tool_call_update",
         "tool_call_update",
         "agent_message_chunk",
+        "replay_complete",
         "state_update",
     ]
     assert replayed[0]["content"] == [{"type": "text", "text": FIRST_PROMPT}]

@@ -247,3 +247,64 @@ def test_v2_cancel_stops_a_follow_up_turn_claude_code_started(live: LiveModel, w
     assert "error" not in cancelled
     assert FOLLOW_UP not in result.agent_text()
     assert "Hello from the scripted model." in result.agent_text()
+
+
+def test_v2_a_replay_grants_a_running_childs_cancel_only_after_its_answer(
+    live: LiveModel, workdir: Path
+) -> None:
+    """A v2 client re-attaches with a replay while a background subagent runs: the replay's end
+    is marked on the session and on the child, nothing before the answer grants ``cancel``, and
+    the child's current state with ``cancel`` follows the answer; cancelling it stops it alone."""
+    result = run(
+        live,
+        workdir,
+        "v2-unstable",
+        [
+            {"op": "prompt", "text": "[scenario:agent_bg] Delegate."},
+            # Once the turn is over, Claude Code has stored it: the replay is not behind what
+            # was sent live (see the README's known limitations); the child works a second on.
+            {"op": "waitIdle", "match": {"stopReason": "end_turn", "background": [{"type": "subagent"}]}},
+            {
+                "op": "resumeSession",
+                "id": "resume",
+                "sessionId": "$session:main",
+                "replayFrom": {"type": "start"},
+            },
+            {
+                "op": "waitFor",
+                "session": "*",
+                "update": "subagent_update",
+                "match": {"capabilities": {"cancel": {}}},
+                "count": 2,  # the announcement's, then the grant after the answer
+            },
+            {"op": "notify", "method": "session/cancel", "params": {"sessionId": "$lastSubagent"}},
+            {"op": "waitBackground", "empty": True},
+        ],
+    )
+    root = result.session_id()
+    answered = response_to(result, "session/resume")
+    (sent_at,) = [
+        t
+        for line, t in zip(result.client_lines, result.client_line_times, strict=True)
+        if line.get("method") == "session/resume"
+    ]
+    window = [
+        line["params"]["update"] | {"on": line["params"]["sessionId"]}
+        for line, t in zip(result.agent_lines[:answered], result.agent_line_times, strict=False)
+        if t >= sent_at and line.get("method") == "session/update"
+    ]
+    child = next(u for u in result.raw_updates(root) if u["sessionUpdate"] == "subagent_update")["sessionId"]
+    markers = [u["on"] for u in window if u["sessionUpdate"] == "replay_complete"]
+    assert sorted(markers) == sorted([root, child]), "the replay's end, on the session and on the child"
+    assert not [u for u in window if u.get("capabilities")], "what comes before the answer grants nothing"
+    grants = [
+        i
+        for i, line in enumerate(result.agent_lines)
+        if line.get("method") == "session/update"
+        and line["params"]["update"].get("sessionId") == child
+        and line["params"]["update"].get("capabilities") == {"cancel": {}}
+    ]
+    assert grants[-1] > answered, "the child's cancel is granted after the answer"
+    mirrored = [u for u in result.raw_updates(root) if u["sessionUpdate"] == "subagent_update"][-1]
+    assert mirrored["state"] == {"state": "idle", "stopReason": "cancelled", "background": []}
+    assert SUBAGENT_DONE not in result.agent_text(None)

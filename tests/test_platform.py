@@ -111,6 +111,8 @@ for name in ("SIGHUP", "SIGCHLD", "SIGKILL", "SIGQUIT", "SIGUSR1", "SIGUSR2", "S
 import claude_bg_acp.platform
 claude_bg_acp.platform.host = lambda: claude_bg_acp.platform.WINDOWS
 
+from claude_bg_acp.claude.sdk_import import defer_mcp
+defer_mcp()  # as the command does first: the SDK without mcp, which is the SDK's business
 import claude_bg_acp
 for module in pkgutil.walk_packages(claude_bg_acp.__path__, "claude_bg_acp."):
     if module.name != "claude_bg_acp.__main__":  # that one runs the agent

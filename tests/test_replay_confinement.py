@@ -178,7 +178,7 @@ def test_a_foreground_command_that_prints_the_hand_off_is_an_ordinary_tool_call(
     conversation = read_back(env)
     assert conversation.outputs == {}
     driver = CoreDriver.for_client("v2", session_id=RECORDED_SESSION)
-    effects = driver.recall(conversation) + driver.resync()
+    effects = driver.attach(conversation)
     check_transcript(driver, effects, "v2")
     updates = driver.updates_of(effects)
     assert not [u for u in updates if u["sessionUpdate"].startswith("terminal")]

@@ -4,7 +4,8 @@ A whole session of the installed agent (initialize, ``session/new``, a prompt an
 scripted model through the real CLI, ``session/list``) runs with Python's import log on, and
 never loads ``mcp``: that import was most of the time to the first word. Fresh interpreters
 then show that nothing of the SDK is lost to code that wants it: the package's own names, and a
-real MCP bridge for an SDK server.
+real MCP bridge for an SDK server; and that the command's entry point does it, not an import of
+the package (code that imports the agent's modules gets the SDK as it installs itself).
 """
 
 from __future__ import annotations
@@ -60,9 +61,23 @@ def in_fresh_python(code: str) -> str:
     return done.stdout
 
 
+AS_THE_COMMAND = "import sys\nfrom claude_bg_acp.claude.sdk_import import defer_mcp\ndefer_mcp()\n"
+"""What the command's entry point (``cli.main``) does first."""
+
+
+def test_importing_the_package_leaves_the_sdk_as_it_installs_itself() -> None:
+    out = in_fresh_python(
+        "import sys, claude_bg_acp, claude_bg_acp.cli, claude_bg_acp.agent\n"
+        "print('claude_agent_sdk' in sys.modules)\n"
+        "import claude_bg_acp.session_host\n"
+        "print('mcp' in sys.modules, hasattr(sys.modules['claude_agent_sdk'], 'create_sdk_mcp_server'))\n"
+    )
+    assert out.split() == ["False", "True", "True"]
+
+
 def test_the_package_completes_itself_when_a_name_is_asked_of_it() -> None:
     out = in_fresh_python(
-        "import sys, claude_bg_acp.session_host\n"
+        AS_THE_COMMAND + "import claude_bg_acp.session_host\n"
         "import claude_agent_sdk, claude_agent_sdk.types as types\n"
         "print('mcp' in sys.modules)\n"
         "from claude_agent_sdk import ClaudeAgentOptions, create_sdk_mcp_server, __version__\n"
@@ -74,7 +89,7 @@ def test_the_package_completes_itself_when_a_name_is_asked_of_it() -> None:
 
 def test_an_sdk_mcp_server_still_gets_the_real_bridge() -> None:
     out = in_fresh_python(
-        "import sys, claude_bg_acp.session_host\n"
+        AS_THE_COMMAND + "import claude_bg_acp.session_host\n"
         "from claude_agent_sdk._internal.query import SdkMcpBridge\n"
         "from claude_agent_sdk import create_sdk_mcp_server\n"
         "server = create_sdk_mcp_server('probe')['instance']\n"

@@ -324,8 +324,21 @@ class Agent:
         self, params: LoadSessionParams[Any], replay: bool, request_id: jsonrpc.RequestId
     ) -> dict[str, Any]:
         """``session/load`` and ``session/resume``: re-attach to the session if it is open here,
-        else have Claude Code resume the stored one; replay it if asked, then the current state."""
+        else have Claude Code resume the stored one; replay it if asked, then the current state.
+        An open session's live updates wait from here on until the replay's end (RFD)."""
         _check_directories(params)
+        held = self._sessions.get(params.session_id) if replay else None
+        if held is not None:
+            held.hold()
+        try:
+            return await self._reattach(params, replay, request_id)
+        finally:
+            if held is not None:
+                held.release()  # unless the replay's end did already
+
+    async def _reattach(
+        self, params: LoadSessionParams[Any], replay: bool, request_id: jsonrpc.RequestId
+    ) -> dict[str, Any]:
         await anyio.to_thread.run_sync(_import_claude_side)
         from claude_bg_acp.claude import store
 

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 from claude_bg_acp import __version__
+from claude_bg_acp.claude.sdk_import import defer_mcp
 from claude_bg_acp.platform import host
 
 if TYPE_CHECKING:
@@ -96,6 +97,7 @@ def setup_logging(log_file: str | None, level: str) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
+    defer_mcp()  # before anything imports the SDK (see ``claude.sdk_import`` for why)
     args = parse_args(argv)
     if args.command == "demo":
         if not host().posix:

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from .air import air_update_count, declares_air
-from .rules import BackgroundRules, Violation
+from .rules import Answered, BackgroundRules, Reattach, Seen, Violation
 from .schema import CLIENT_DIR, SDK_PACKAGE_DIR, SDK_VERSION, validate_transcript
 
 DRIVER = CLIENT_DIR / "drive.mjs"
@@ -43,8 +43,6 @@ MIN_NODE_MAJOR = 20
 ECHO_AGENT = Path(__file__).resolve().parent / "echo_agent.py"
 
 JsonObject = dict[str, Any]
-ATTACHED: JsonObject = {}
-"""Marks, in a run's timeline, the answer to a ``session/load`` or ``session/resume``."""
 
 _client_ready = False
 
@@ -388,27 +386,24 @@ class ClientRun:
         """
         rules = BackgroundRules(lists=self.protocol_version >= 2)
         try:
-            for _, session_id, update in self._timeline():
-                if update is None:
-                    rules.forget(session_id)
-                elif update is ATTACHED:
-                    rules.attached(session_id)
-                else:
-                    rules.see(session_id, update)
+            for _, seen in self._timeline():
+                rules.take(seen)
         except Violation as broken:
             return [str(broken)]
         return []
 
-    def _timeline(self) -> list[tuple[float, str, JsonObject | None]]:
-        """Updates the agent sent, the sessions the client re-attached to (``None``, when it
-        asked) and the answers to those requests (``ATTACHED``), by time."""
-        events: list[tuple[float, str, JsonObject | None]] = []
+    def _timeline(self) -> list[tuple[float, Seen]]:
+        """Updates the agent sent, the sessions the client re-attached to (when it asked, and
+        whether with a replay) and the answers to those requests, by time."""
+        events: list[tuple[float, Seen]] = []
         attaching: dict[Any, str] = {}
         for line, t in zip(self.client_lines, self.client_line_times, strict=False):
             if isinstance(line, dict) and line.get("method") in ("session/load", "session/resume"):
-                session_id = str((line.get("params") or {}).get("sessionId"))
+                params = line.get("params") or {}
+                session_id = str(params.get("sessionId"))
                 attaching[line.get("id")] = session_id
-                events.append((t, session_id, None))
+                replay = line["method"] == "session/load" or params.get("replayFrom") is not None
+                events.append((t, Reattach(session_id, replay)))
         for line, t in zip(self.agent_lines, self.agent_line_times, strict=False):
             params = line.get("params") if isinstance(line, dict) else None
             update = params.get("update") if isinstance(params, dict) else None
@@ -417,11 +412,11 @@ class ClientRun:
                 and isinstance(params, dict)
                 and isinstance(update, dict)
             ):
-                events.append((t, str(params.get("sessionId")), update))
+                events.append((t, (str(params.get("sessionId")), update)))
             elif "method" not in line and line.get("id") in attaching:
-                events.append((t, attaching[line["id"]], ATTACHED))
+                events.append((t, Answered(attaching[line["id"]], "result" in line)))
         # A request goes out before anything the agent sends about it: at equal times it is first.
-        return sorted(events, key=lambda event: (event[0], event[2] is not None))
+        return sorted(events, key=lambda event: (event[0], not isinstance(event[1], Reattach)))
 
     def assert_clean(self) -> None:
         problems = self.problems()

@@ -17,17 +17,21 @@ played from the output files the recorder kept: when the core finishes a termina
 bytes go through the closing-line rule the tailer applies, then back to the core.
 
 ``stored_conversation`` reads what a recording kept of Claude Code's stored conversation the
-way the agent does (the SDK's readers through ``claude.store``), for ``recall``: a client
-loading the session (the parts of a conversation, or all of it as one); ``resync`` is a client
-(re)attaching.
+way the agent does (the SDK's readers through ``claude.store``), for ``attach``: a client
+loading or resuming the session, with the replay of a conversation (in parts, or all of it as
+one) or without, up to its answer; ``answered`` is what follows the answer. The driver keeps
+where the client asked and was answered, for the rules (``timeline``).
+``live_after_first_turn`` is a v2 session whose recorded first turn left its work running, to
+re-attach to.
 
 ``updates_of`` selects from effects the updates a session was sent (the root's by default),
 of one kind if asked; ``notified`` every session's, each with its session id.
 
 ``effect_json`` and ``as_jsonrpc`` show the effects as golden lines and as the JSON-RPC
 messages they become on the wire; ``check_transcript`` validates those against the schema and
-the background rules, and ``assert_golden`` compares golden lines with their file
-(``UPDATE_GOLDEN=1`` rewrites it).
+the background rules (knowing where the client re-attached when the effects are the driver's
+from its first), and ``assert_golden`` compares golden lines with their file (``UPDATE_GOLDEN=1``
+rewrites it).
 """
 
 from __future__ import annotations
@@ -65,7 +69,7 @@ from tests.support.air import air_capabilities as air_capabilities_of
 from tests.support.air import declares_air
 from tests.support.frames import TaskSpec, result, state_changed, text
 from tests.support.plain import FINAL, PlainView
-from tests.support.rules import check_updates
+from tests.support.rules import Answered, Reattach, Seen, check_updates
 from tests.support.schema import validate_transcript
 from tests.support.zed import ZED_CAPABILITIES, ZedView
 
@@ -151,6 +155,8 @@ class CoreDriver:
         self.effects: list[Effect] = []
         self.sent: deque[str | None] = deque()
         """The uuids of the user messages written to Claude Code (``Query``), oldest first."""
+        self.marks: dict[int, list[Reattach | Answered]] = {}
+        """Where a client asked to re-attach and was answered, by the number of effects before."""
         self._tickets = itertools.count(1)
         self._paths: dict[str, str] = {}
         self._questions: dict[str, int] = {}
@@ -276,6 +282,37 @@ class CoreDriver:
     def resync(self) -> list[Effect]:
         return self.handle(ev.Resync())
 
+    def attach(self, *parts: ev.StoredConversation) -> list[Effect]:
+        """A client loads or resumes the session, as the session host has it: with ``parts``
+        (a stored conversation, whole or in parts) replayed, held from the request on; without,
+        no replay; then the current state. What comes before the answer (``answered``: after)."""
+        self._mark(Reattach(self.session_id, replay=bool(parts)))
+        effects = (self.handle(ev.Attaching()) + self.recall(*parts)) if parts else []
+        effects += self.resync()
+        self._mark(Answered(self.session_id))
+        return effects
+
+    def answered(self) -> list[Effect]:
+        """The answer to a load, resume or ``session/new`` is written: what follows it."""
+        return self.handle(ev.AnswerWritten())
+
+    def _mark(self, mark: Reattach | Answered) -> None:
+        self.marks.setdefault(len(self.effects), []).append(mark)
+
+    def timeline(self, effects: list[Effect]) -> list[Seen]:
+        """The updates among ``effects`` as the rules follow them, with where the client
+        re-attached when ``effects`` are the driver's from its first."""
+        ours = len(effects) <= len(self.effects) and all(
+            a is b for a, b in zip(effects, self.effects[: len(effects)], strict=True)
+        )
+        marks = self.marks if ours else {}
+        seen: list[Seen] = []
+        for index, effect in enumerate(effects):
+            seen += marks.get(index, [])
+            if isinstance(effect, Notify):
+                seen.append((effect.session_id, effect.update.wire()))
+        return seen + marks.get(len(effects), [])
+
     def tick(self, to: float | None = None) -> list[Effect]:
         """The ticker: at ``to`` (never back in time), or now."""
         self.now = max(self.now, to if to is not None else self.now)
@@ -395,6 +432,17 @@ class CoreDriver:
     def updates(self, session_id: str | None = None) -> list[dict[str, Any]]:
         """The wire form of every update sent so far to ``session_id`` (the root by default)."""
         return self.updates_of(self.effects, session_id=session_id)
+
+
+def live_after_first_turn(recording: str) -> CoreDriver:
+    """A v2 session that ran ``recording`` up to its first turn's end: its work still runs."""
+    frames = load_frames(recording)
+    first_result = next(
+        i for i, f in enumerate(frames) if f["dir"] == "in" and f["msg"].get("type") == "result"
+    )
+    driver = CoreDriver.for_client("v2", session_id=RECORDED_SESSION)
+    driver.replay(frames[: first_result + 1])
+    return driver
 
 
 def stored_conversation(recorded: list[Frame], config_dir: Path) -> ev.StoredConversation:
@@ -518,15 +566,17 @@ def shell_past_the_answer(d: CoreDriver, shell: TaskSpec) -> int:
     return ticket
 
 
-def check_transcript(driver: CoreDriver, effects: list[Effect], client: str) -> None:
+def check_transcript(
+    driver: CoreDriver, effects: list[Effect], client: str, unended: Iterable[str] = ()
+) -> None:
     """The effects, as the wire carries them, are valid for the client kind's version, keep the
     background rules, and leave no terminal that Zed would show running forever, nor (for a
-    plain v1 client) a tool call."""
+    plain v1 client) a tool call, but those in ``unended`` (whose end nothing proves)."""
     agent_lines, client_lines = as_jsonrpc(effects, driver.requests)
     version, capabilities = CLIENTS[client]
     violations = validate_transcript(agent_lines, client_lines, version, air=declares_air(capabilities))
     assert not violations, "\n".join(violations)
-    check_updates(driver.notified(effects), version)
+    check_updates(driver.timeline(effects), version)
     if capabilities == ZED_CAPABILITIES:
         shown = ZedView.replay(driver.session_id, agent_lines, client_lines)
         assert not shown.problems(), "\n".join(shown.problems())
@@ -535,7 +585,11 @@ def check_transcript(driver: CoreDriver, effects: list[Effect], client: str) -> 
     if isinstance(driver.core.presenter, PlainPresenter):
         plain = PlainView.replay(agent_lines, client_lines)
         assert not plain.problems, "\n".join(plain.problems)
-        running = [card.title for card in plain.cards.values() if card.status not in FINAL]
+        running = [
+            card.title
+            for card in plain.cards.values()
+            if card.status not in FINAL and card.tool_call_id not in unended
+        ]
         assert not running, f"a plain v1 client would show these tool calls running forever: {running}"
 
 

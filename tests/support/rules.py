@@ -25,9 +25,18 @@ replay golden, every live transcript and the property tests go through it. Per s
    is its ``usage_update``: the agent sends one at the end of each turn of the main conversation
    (``core/usage.py``), so two of them with no ``idle`` between are two turns without one;
 9. a tool call's ``rawInput`` and ``rawOutput`` are JSON objects when they are there, and no
-   update carries ``_meta: null`` (strictly typed clients such as Toad reject anything else).
+   update carries ``_meta: null`` (strictly typed clients such as Toad reject anything else);
+12. no ``user_message`` or ``user_message_chunk`` in a child session: children are never
+    prompted by the user, live or replayed (Subagent Sessions: a message to a child is a
+    ``session_message``);
+13. (v2) a replay is marked: between a request that asks for one and its answer,
+    ``replay_complete`` once on the session, and once on each child announced before that (at
+    most once on one announced after it), and never anywhere else;
+14. while a replay is under way, until its answer, no ``subagent_update`` grants ``cancel``:
+    what comes before the answer is history, and history authorizes nothing (Subagent Sessions,
+    the freshness boundary).
 
-v1 transcripts have no snapshots: rules 3 (final statuses, exits, cancel), 5, 6, 7 and 9 still
+v1 transcripts have no snapshots: rules 3 (final statuses, exits, cancel), 5, 6, 7, 9, 12 and 14 still
 apply, also to the terminals of the ``_meta`` extension (Zed's): announced by
 ``terminal_info`` on a ``tool_call``, fed by ``terminal_output`` / ``terminal_output_delta``,
 ended by ``terminal_exit``.
@@ -36,7 +45,9 @@ A client that loads or resumes a session forgets what it knew of it and of its c
 (``forget``), as the RFDs require: from there on everything must be announced anew, whether the
 agent replays the history or restates only what is live. Until the answer comes (``attached``),
 output of a terminal the client knew may still arrive: the agent sent it before it read the
-request.
+request; after it, an update of a child that was not announced again breaks rule 2. A
+transcript given to ``check_updates`` says where the client asked (``Reattach``, with whether
+it asked for a replay) and where it was answered (``Answered``) among the updates.
 """
 
 from __future__ import annotations
@@ -48,10 +59,49 @@ from typing import Any
 
 FINAL = ("completed", "failed", "cancelled")
 TASK_FINAL = ("completed", "failed", "stopped")
+USER_MESSAGES = ("user_message", "user_message_chunk")
 
 
 class Violation(AssertionError):
     pass
+
+
+@dataclass(frozen=True)
+class Reattach:
+    """The client asked to load or resume ``session_id``; ``replay``: with its history replayed
+    (v1 ``session/load``, v2 ``session/resume`` with ``replayFrom``)."""
+
+    session_id: str
+    replay: bool = False
+
+
+@dataclass(frozen=True)
+class Answered:
+    """The agent answered the client's load or resume of ``session_id`` (``ok``: not with an
+    error, which tells the client that the replay could not finish)."""
+
+    session_id: str
+    ok: bool = True
+
+
+Seen = tuple[str, dict[str, Any]] | Reattach | Answered
+"""One step of a transcript as the rules follow it: an update sent to a session, or a
+re-attachment's request or answer."""
+
+
+@dataclass
+class ReplayWindow:
+    """A replay under way: from the request that asked for it to its answer."""
+
+    marked: bool
+    """Whether the replay's end is marked (v2)."""
+    announced: dict[str, bool] = field(default_factory=dict)
+    """The children announced until the answer, and whether before the session's own marker
+    (each of those has a marker of its own; one announced later may)."""
+    markers: set[str] = field(default_factory=set)
+    """The sessions whose replay is marked so far."""
+    done: bool = False
+    """The session's own marker came."""
 
 
 @dataclass
@@ -93,23 +143,92 @@ class BackgroundRules:
     in_flight: dict[str, tuple[str, set[str]]] = field(default_factory=dict)
     """Per session being re-attached to (or a child of one): the session the client asked for,
     and the terminals it knew before it asked."""
+    children: set[str] = field(default_factory=set)
+    """Every session announced as a child."""
+    forgotten: set[str] = field(default_factory=set)
+    """Children the client forgot when it re-attached, and that were not announced again."""
+    replays: dict[str, ReplayWindow] = field(default_factory=dict)
+    """By the session asked for: the replays under way."""
 
-    def forget(self, session_id: str, asked: str | None = None) -> None:
+    def take(self, seen: Seen) -> None:
+        """One step of a transcript (see ``Seen``)."""
+        if isinstance(seen, Reattach):
+            self.forget(seen.session_id, replay=seen.replay)
+        elif isinstance(seen, Answered):
+            self.attached(seen.session_id, seen.ok)
+        else:
+            self.see(*seen)
+
+    def forget(self, session_id: str, asked: str | None = None, replay: bool = False) -> None:
         """The client (re)attaches to the session: what it knew of it and its children is gone."""
         view = self.sessions.pop(session_id, None)
         self.in_flight[session_id] = (asked or session_id, set(view.terminals) if view else set())
+        if asked is None and replay:
+            self.replays[session_id] = ReplayWindow(marked=self.lists)
         for child in view.children if view is not None else ():
+            self.forgotten.add(child)
             self.forget(child, asked or session_id)
 
-    def attached(self, session_id: str) -> None:
+    def attached(self, session_id: str, ok: bool = True) -> None:
         """The agent answered the re-attachment: nothing it sent before reading it can follow."""
         for stale in [sid for sid, (asked, _) in self.in_flight.items() if asked == session_id]:
             del self.in_flight[stale]
+        window = self.replays.pop(session_id, None)
+        if window is None or not window.marked or not ok:
+            return
+        if not window.done:
+            raise Violation(f"rule 13: the replay of {session_id} was answered without its replay_complete")
+        unmarked = [
+            child for child, replayed in window.announced.items() if replayed and child not in window.markers
+        ]
+        if unmarked:
+            raise Violation(f"rule 13: children the replay announced have no replay_complete: {unmarked}")
+
+    def _replay_of(self, session_id: str) -> tuple[str, ReplayWindow] | None:
+        """The replay under way that ``session_id`` is part of (the session asked for, or a child
+        announced during it)."""
+        for asked, window in self.replays.items():
+            if session_id == asked or session_id in window.announced:
+                return asked, window
+        return None
+
+    def _marked(self, session_id: str) -> None:
+        found = self._replay_of(session_id)
+        if found is None or not found[1].marked:
+            raise Violation(f"rule 13: replay_complete on {session_id}, which no replay under way has")
+        asked, window = found
+        if session_id in window.markers:
+            raise Violation(f"rule 13: a second replay_complete on {session_id}")
+        window.markers.add(session_id)
+        window.done = window.done or session_id == asked
+
+    def _announced(self, parent: str, child: str, update: dict[str, Any]) -> None:
+        self.children.add(child)
+        self.forgotten.discard(child)
+        found = self._replay_of(parent)
+        if found is None:
+            return
+        window = found[1]
+        window.announced.setdefault(child, not window.done)
+        caps = update.get("capabilities")
+        if isinstance(caps, dict) and caps.get("cancel") is not None:
+            raise Violation(
+                f"rule 14: child {child} is granted cancel by history (before the answer): {update}"
+            )
 
     def see(self, session_id: str, update: dict[str, Any]) -> None:
         view = self.view(session_id)
         kind = update.get("sessionUpdate")
         typed(update)
+        if session_id in self.forgotten and session_id not in self.in_flight:
+            raise Violation(
+                f"rule 2: an update of child {session_id}, which was not announced again since the "
+                f"client re-attached: {update}"
+            )
+        if kind in USER_MESSAGES and session_id in self.children:
+            raise Violation(f"rule 12: a {kind} in child session {session_id}: {update}")
+        if kind == "replay_complete":
+            self._marked(session_id)
         if kind == "terminal_update":
             self._terminal(view, update)
         elif kind == "terminal_output_chunk":
@@ -125,6 +244,7 @@ class BackgroundRules:
         elif kind == "subagent_update":
             state = update.get("state")
             child = update["sessionId"]
+            self._announced(session_id, child, update)
             view.children[child] = (
                 str(state.get("state")) if isinstance(state, dict) else view.children.get(child, "running")
             )
@@ -139,6 +259,7 @@ class BackgroundRules:
             self._task(view, update)
         elif kind == "subagent_spawned":
             self.drafts.add(update["subagentSessionId"])
+            self.children.add(update["subagentSessionId"])
         elif kind == "subagent_state_update" and update["subagentSessionId"] not in self.drafts:
             raise Violation(f"rule 7: the end of child {update['subagentSessionId']} before its spawn")
         meta = update.get("_meta")
@@ -292,9 +413,10 @@ def typed(update: dict[str, Any]) -> None:
             raise Violation(f"rule 9: {key} that is not an object: {update}")
 
 
-def check_updates(updates: Iterable[tuple[str, dict[str, Any]]], version: int) -> BackgroundRules:
-    """Run the rules over ``(session id, update)`` pairs in the order they were sent."""
+def check_updates(updates: Iterable[Seen], version: int) -> BackgroundRules:
+    """Run the rules over a transcript: ``(session id, update)`` pairs in the order they were
+    sent, and where the client re-attached (``Reattach``, ``Answered``)."""
     rules = BackgroundRules(lists=version >= 2)
-    for session_id, update in updates:
-        rules.see(session_id, update)
+    for seen in updates:
+        rules.take(seen)
     return rules

@@ -26,6 +26,11 @@ A v1 transcript is also checked against Toad's rules (``tests.support.toad``), w
 than the schema in places (``rawOutput`` must be an object, say), for the messages of the kinds
 Toad takes.
 
+The v2 schema learns one variant the pinned package does not have yet: the ``replay_complete``
+session update of the v2 Preview's Session Replay Complete RFD (``_newer_v2``). It is written
+from the RFD, not copied from a schema: an update whose only other field is an optional
+``_meta``. Every other message is checked against the pinned schema as it is.
+
 Strict mode (the default) additionally rejects what the schema only tolerates for forward
 compatibility: a value that matches nothing but a union's ``other`` fallback must begin with
 ``_`` (ACP reserves unknown non-underscore values such as ``"state": "finished"`` or an unknown
@@ -93,6 +98,37 @@ def load_schema(version: int) -> JsonObject:
     return loaded
 
 
+# -- newer than the pinned schema ---------------------------------------------------------------------
+
+REPLAY_COMPLETE = "replay_complete"
+
+
+def _newer_v2(defs: JsonObject) -> JsonObject:
+    """``defs`` with the v2 session update ``replay_complete`` (RFD "Session Replay Complete",
+    ACP v2 Preview, 2026-11: sent once per session after the last replayed update of a
+    ``session/resume`` with ``replayFrom``; its struct ``ReplayComplete`` has only ``_meta``),
+    which ``@agentclientprotocol/sdk`` 2.4.0 predates. Written from the RFD's text."""
+    newer: JsonObject = copy.deepcopy(defs)
+    newer["ReplayComplete"] = {
+        "description": "The end of a requested replay on this session (v2 Preview RFD).",
+        "type": "object",
+        "properties": {"_meta": {"type": ["object", "null"], "additionalProperties": True}},
+    }
+    tag = {"sessionUpdate": {"type": "string", "const": REPLAY_COMPLETE}}
+    branch = {
+        "description": "Everything before this update on the session was replayed history.",
+        "type": "object",
+        "properties": tag,
+        "required": ["sessionUpdate"],
+        "allOf": [{"$ref": "#/$defs/ReplayComplete"}],
+    }
+    variants: list[Any] = newer["SessionUpdate"]["anyOf"]
+    other = next(v for v in variants if v.get("title") == "other")
+    other["not"]["anyOf"].append({"type": "object", "properties": tag, "required": ["sessionUpdate"]})
+    variants.insert(variants.index(other), branch)
+    return newer
+
+
 # -- strict mode ----------------------------------------------------------------------------------
 
 
@@ -145,7 +181,7 @@ class AcpSchema:
         self.version = version
         self.strict = strict
         document = load_schema(version)
-        defs: JsonObject = document["$defs"]
+        defs: JsonObject = _newer_v2(document["$defs"]) if version == 2 else document["$defs"]
         self.defs: JsonObject = _strict_defs(defs) if strict else defs
         self.dialect: str = document.get("$schema", "https://json-schema.org/draft/2020-12/schema")
         # Messages the agent handles (client -> agent): method -> response def.

@@ -14,6 +14,7 @@ an object in v2). Besides ACP's own fields it reads the extensions that clients 
   ``capabilities`` (names; other items skipped), anything else being no declaration at all
   (``presenters.air``). Read for v1 only.
 - ``subagents``: child sessions in the RFD's form (v1; any value but ``null`` declares it).
+- ``session.notices``: ``notice`` updates (v1; v2 clients take them undeclared).
 
 As the schema says of each of these fields (``x-deserialize-default-on-error``), a value of
 another shape reads as not declared: what a client declares is never a reason to refuse its
@@ -48,6 +49,8 @@ class ClientCapabilities:
     """``_meta.terminal_output_delta``: their output as deltas."""
     child_sessions: bool
     """``subagents``: subagents as child sessions in the RFD's form."""
+    notices: bool
+    """v1 ``session.notices``: the client takes ``notice`` updates."""
     air: frozenset[str] | None
     """What a JetBrains AIR client declares; None when the client is not AIR."""
     sent: Mapping[str, object]
@@ -68,6 +71,7 @@ class ClientCapabilities:
             terminal_output=meta.get("terminal_output") is True,
             terminal_output_delta=meta.get("terminal_output_delta") is True,
             child_sessions=sent.get("subagents") is not None,
+            notices=_fields(sent.get("session")).get("notices") is not None,
             air=_air(_fields(meta.get("jetbrains")).get("air")) if version == 1 else None,
             sent=sent,
         )

@@ -49,9 +49,11 @@ class WireModel(BaseModel):
     meta: dict[str, Any] | None = Field(default=None, alias="_meta")
 
     def model_post_init(self, context: Any) -> None:
-        # A tag with a default is still part of the message, not an unset patch field.
+        # A tag with a default is still part of the message, not an unset patch field; one whose
+        # default is None is a patch field by that name (``subagent_update``'s ``state``).
         for name in TAGS:
-            if name in type(self).model_fields:
+            found = type(self).model_fields.get(name)
+            if found is not None and found.default is not None:
                 self.model_fields_set.add(name)
 
     def wire(self) -> dict[str, Any]:

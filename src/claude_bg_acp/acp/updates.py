@@ -105,6 +105,22 @@ class SubagentUpdate(WireModel):
     state: dict[str, Any] | None = None
 
 
+class ReplayComplete(WireModel):
+    """v2: the end of a replay on a session (the v2 Preview's Session Replay Complete RFD; no
+    npm release of the schema has it yet)."""
+
+    session_update: Literal["replay_complete"] = "replay_complete"
+
+
+class Notice(WireModel):
+    """Information for the user that is not part of the session's history."""
+
+    session_update: Literal["notice"] = "notice"
+    severity: Literal["info", "warning", "error"]
+    title: str
+    description: str | None = None
+
+
 class SessionInfoUpdate(WireModel):
     session_update: Literal["session_info_update"] = "session_info_update"
     title: str | None = None
@@ -204,6 +220,8 @@ SessionUpdate = (
     | TerminalOutputChunk
     | SubagentUpdate
     | SessionMessage
+    | ReplayComplete
+    | Notice
     | SessionInfoUpdate
     | CurrentModeUpdate
     | SubagentSpawned

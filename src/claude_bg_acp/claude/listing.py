@@ -32,18 +32,18 @@ from itertools import islice
 from pathlib import Path
 
 import anyio
-from claude_agent_sdk._internal.sessions import (
-    LITE_READ_BUF_SIZE,
-    _canonicalize_path,
-    _extract_first_prompt_from_head,
-    _extract_json_string_field,
-    _extract_last_json_string_field,
-    _find_project_dir,
-    _get_projects_dir,
-    _validate_uuid,
-)
 
 from claude_bg_acp.claude import summaries
+from claude_bg_acp.claude.sdk_private import (
+    LITE_READ_BUF_SIZE,
+    canonicalize_path,
+    extract_first_prompt_from_head,
+    extract_json_string_field,
+    extract_last_json_string_field,
+    find_project_dir,
+    get_projects_dir,
+    validate_uuid,
+)
 
 TITLE_LIMIT = 256
 
@@ -97,7 +97,7 @@ class _Window:
     def last(self, key: str) -> str | None:
         """The SDK's ``_extract_last_json_string_field``; at once None when the key's name is
         not in the bytes (an ASCII string decodes to itself, whatever surrounds it)."""
-        return _extract_last_json_string_field(self.text, key) if f'"{key}"'.encode() in self.raw else None
+        return extract_last_json_string_field(self.text, key) if f'"{key}"'.encode() in self.raw else None
 
 
 NOT_LISTED = summaries.Summary(False, None, None)
@@ -160,13 +160,13 @@ def timestamp(ms: int) -> str:
 def _candidates(cwd: str | None) -> Iterator[_Candidate]:
     """Every transcript the SDK's listing would look at, stat'ed and not opened."""
     if cwd:
-        canonical = _canonicalize_path(cwd)
-        project_dir = _find_project_dir(canonical)
+        canonical = canonicalize_path(cwd)
+        project_dir = find_project_dir(canonical)
         if project_dir is not None:
             yield from _transcripts(project_dir, canonical)
         return
     try:
-        projects = [entry for entry in _get_projects_dir().iterdir() if entry.is_dir()]
+        projects = [entry for entry in get_projects_dir().iterdir() if entry.is_dir()]
     except OSError:
         return
     for project_dir in projects:
@@ -179,7 +179,7 @@ def _transcripts(project_dir: Path, project: str | None) -> Iterator[_Candidate]
     except OSError:
         return
     for entry in entries:
-        session_id = _validate_uuid(entry.name[:-6]) if entry.name.endswith(".jsonl") else None
+        session_id = validate_uuid(entry.name[:-6]) if entry.name.endswith(".jsonl") else None
         if session_id is None:
             continue
         try:
@@ -220,9 +220,9 @@ def _read(path: str) -> summaries.Summary:
     custom_title = (
         tail.last("customTitle") or head.last("customTitle") or tail.last("aiTitle") or head.last("aiTitle")
     )
-    first_prompt = _extract_first_prompt_from_head(head.text)
+    first_prompt = extract_first_prompt_from_head(head.text)
     if not (custom_title or first_prompt or tail.last("lastPrompt") or tail.last("summary")):
         return NOT_LISTED  # metadata only
     return summaries.Summary(
-        True, _extract_json_string_field(head.text, "cwd"), title_of(custom_title, first_prompt)
+        True, extract_json_string_field(head.text, "cwd"), title_of(custom_title, first_prompt)
     )

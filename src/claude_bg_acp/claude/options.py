@@ -26,7 +26,7 @@ import re
 import shlex
 import shutil
 import tempfile
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -35,6 +35,7 @@ from claude_agent_sdk.client import ClaudeSDKClient
 from claude_agent_sdk.types import CanUseTool, ClaudeAgentOptions
 
 from claude_bg_acp.acp.schema import McpServer, McpServerStdio
+from claude_bg_acp.claude.sdk_private import bundled_cli, subprocess_transport
 from claude_bg_acp.claude.transport import AffordanceTransport, FrameObserver
 from claude_bg_acp.platform import host, is_root
 
@@ -70,8 +71,8 @@ def session_options(
         cli_path=cli_path,
         env=dict(SESSION_ENV),
         can_use_tool=can_use_tool,
-        # The editor is the user's approval surface: ask it rather than a model classifier.
-        permission_mode="default",
+        # No --permission-mode: Claude Code starts in the mode the user's settings choose
+        # (permissions.defaultMode), as it does in a terminal; the session reports it.
         extra_args=dict(ALLOW_BYPASS) if may_bypass_permissions(os.environ) else {},
         setting_sources=["user", "project", "local"],
         include_partial_messages=True,
@@ -127,28 +128,19 @@ def build_transport(
     options: ClaudeAgentOptions, observer: FrameObserver | None = None
 ) -> AffordanceTransport:
     """The subprocess transport for ``options``, wrapped (see ``transport``)."""
-    from claude_agent_sdk._internal.transport.subprocess_cli import SubprocessCLITransport
-
     # A custom transport gets no CLI flags from the client, so build the subprocess one from
     # the options ourselves, routing permission prompts over stdio as the client would.
     cli_options = options
     if options.can_use_tool is not None:
         cli_options = replace(options, permission_prompt_tool_name="stdio")
-    inner = SubprocessCLITransport(prompt=_no_prompt(), options=cli_options)
-    inner._cli_path = tied_to_us(claude_cli(options.cli_path))
+    inner = subprocess_transport(cli_options, tied_to_us(claude_cli(options.cli_path)))
     return AffordanceTransport(inner, observer)
 
 
 def claude_cli(cli_path: str | Path | None) -> str:
     """The Claude Code executable: ``cli_path``, else the one the SDK would run (its bundled
     CLI, else one on ``PATH``)."""
-    if cli_path is not None:
-        return str(cli_path)
-    from claude_agent_sdk._internal.transport.subprocess_cli import SubprocessCLITransport
-
-    finder = SubprocessCLITransport(prompt=_no_prompt(), options=ClaudeAgentOptions())
-    found: str = finder._find_cli()
-    return found
+    return str(cli_path) if cli_path is not None else bundled_cli()
 
 
 def tied_to_us(cli: str) -> str:
@@ -174,9 +166,3 @@ def _wrapper(setpriv: str, cli: str) -> str:
         script.write(f'#!/bin/sh\nexec {shlex.quote(setpriv)} --pdeathsig TERM -- {shlex.quote(cli)} "$@"\n')
     os.chmod(path, 0o700)
     return path
-
-
-async def _no_prompt() -> AsyncIterator[dict[str, Any]]:
-    # An input stream that never yields keeps the CLI's stdin open for later queries.
-    return
-    yield

@@ -37,8 +37,6 @@ from typing import Any
 
 import anyio
 from anyio.abc import Process
-from claude_agent_sdk._errors import MessageParseError
-from claude_agent_sdk._internal.message_parser import parse_message
 from claude_agent_sdk.client import ClaudeSDKClient
 from claude_agent_sdk.types import (
     CanUseTool,
@@ -51,6 +49,7 @@ from claude_agent_sdk.types import (
 from claude_bg_acp.acp.schema import McpServer
 from claude_bg_acp.claude import lifeline, orphans
 from claude_bg_acp.claude.options import build_transport, session_options
+from claude_bg_acp.claude.sdk_private import MessageParseError, control_request, parse_message, raw_frames
 from claude_bg_acp.platform import host
 
 log = logging.getLogger(__name__)
@@ -117,11 +116,7 @@ class ClaudeRunner:
         return "Claude Code exited"
 
     def _frames(self) -> AsyncIterator[dict[str, Any]]:
-        query = self._client._query  # the raw frames; see the module docstring
-        if query is None:
-            raise RuntimeError("not connected")
-        frames: AsyncIterator[dict[str, Any]] = query.receive_messages()
-        return frames
+        return raw_frames(self._client)  # see the module docstring
 
     def _deliver(self, frame: dict[str, Any]) -> None:
         if frame.get("isReplay") is True:
@@ -170,11 +165,7 @@ class ClaudeRunner:
         await self._control({"subtype": "apply_flag_settings", "settings": {"effortLevel": level}})
 
     async def _control(self, request: dict[str, Any]) -> dict[str, Any]:
-        query = self._client._query
-        if query is None:
-            raise RuntimeError("not connected")
-        answer: dict[str, Any] = await query._send_control_request(request)
-        return answer
+        return await control_request(self._client, request)
 
     async def interrupt(self) -> None:
         await self._client.interrupt()

@@ -9,10 +9,15 @@ that code ever runs.
 
 ``defer_mcp`` therefore registers the package without running its ``__init__`` and puts a
 stand-in where ``sdk_mcp_bridge`` would be. The agent imports names from the SDK's modules
-(``claude_agent_sdk.types``, ``.client``, ``._internal.sessions``, ...), which load as they are,
-so behaviour stays the SDK's. Nothing is lost for code that wants more: the first name asked of
-the package runs its ``__init__`` then, and the first bridge built, or name asked of the
-stand-in, loads the real module. ``tests/test_sdk_import.py`` pins this against the locked SDK.
+(``claude_agent_sdk.types``, ``.client``, and the private ones through ``sdk_private``), which
+load as they are, so behaviour stays the SDK's. Nothing is lost for code that wants more: the
+first name asked of the package runs its ``__init__`` then, and the first bridge built, or name
+asked of the stand-in, loads the real module. ``tests/test_sdk_import.py`` pins this against the
+locked SDK.
+
+The command's entry point (``cli.main``) calls ``defer_mcp`` before anything imports the SDK;
+importing ``claude_bg_acp`` alone changes nothing in ``sys.modules``, so code that imports the
+agent's modules as a library (the tests, the benchmarks) gets the SDK as the SDK installs itself.
 """
 
 from __future__ import annotations
@@ -26,8 +31,10 @@ from importlib.machinery import ModuleSpec
 from types import ModuleType
 from typing import Any
 
+from claude_bg_acp.claude import sdk_private
+
 PACKAGE = "claude_agent_sdk"
-BRIDGE = f"{PACKAGE}._internal.sdk_mcp_bridge"
+BRIDGE = sdk_private.MCP_BRIDGE.module
 
 
 def defer_mcp() -> None:
@@ -42,9 +49,7 @@ def defer_mcp() -> None:
     sys.modules[PACKAGE] = package
     sys.modules[BRIDGE] = _bridge_stand_in()
     # ``client.py`` takes ``Transport`` from the package itself.
-    from claude_agent_sdk._internal.transport import Transport
-
-    package.__dict__["Transport"] = Transport
+    package.__dict__["Transport"] = sdk_private.Transport
 
 
 def _completer(package: ModuleType, spec: ModuleSpec) -> Callable[[str], Any]:
@@ -70,7 +75,7 @@ def _bridge_stand_in() -> ModuleType:
     stand_in = ModuleType(BRIDGE, "Stands in for the SDK's MCP bridge until one is built.")
 
     def bridge(*args: Any, **kwargs: Any) -> Any:
-        return _real_bridge(stand_in).SdkMcpBridge(*args, **kwargs)
+        return getattr(_real_bridge(stand_in), sdk_private.MCP_BRIDGE.name)(*args, **kwargs)
 
     def forward(name: str) -> Any:
         # The import system probes for ``__path__`` and the like: those are not worth mcp.
@@ -78,7 +83,7 @@ def _bridge_stand_in() -> ModuleType:
             raise AttributeError(name)
         return getattr(_real_bridge(stand_in), name)
 
-    stand_in.__dict__["SdkMcpBridge"] = bridge
+    stand_in.__dict__[sdk_private.MCP_BRIDGE.name] = bridge
     stand_in.__dict__["__getattr__"] = forward
     return stand_in
 

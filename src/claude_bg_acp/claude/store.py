@@ -38,22 +38,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from claude_agent_sdk._errors import MessageParseError
-from claude_agent_sdk._internal.message_parser import parse_message
-from claude_agent_sdk._internal.session_mutations import delete_session, fork_session
-from claude_agent_sdk._internal.sessions import (
-    _build_conversation_chain,
-    _build_subagent_chain,
-    _collect_agent_files,
-    _is_visible_message,
-    _parent_ids_from_agent_metadata,
-    _parse_transcript_entries,
-    _read_agent_metadata_sidecar,
-    _read_session_file,
-    _resolve_subagents_dir,
-    _validate_uuid,
-    get_session_info,
-)
 from claude_agent_sdk.types import AssistantMessage, ToolUseBlock, UserMessage
 
 from claude_bg_acp.claude.conventions import (
@@ -66,6 +50,23 @@ from claude_bg_acp.claude.conventions import (
     tasks_root,
 )
 from claude_bg_acp.claude.listing import StoredSession, timestamp, title_of
+from claude_bg_acp.claude.sdk_private import (
+    MessageParseError,
+    build_conversation_chain,
+    build_subagent_chain,
+    collect_agent_files,
+    delete_session,
+    fork_session,
+    get_session_info,
+    is_visible_message,
+    parent_ids_from_agent_metadata,
+    parse_message,
+    parse_transcript_entries,
+    read_agent_metadata_sidecar,
+    read_session_file,
+    resolve_subagents_dir,
+    validate_uuid,
+)
 from claude_bg_acp.closing_line import TrailerGate
 from claude_bg_acp.core.events import StoredChild, StoredConversation, StoredMessage, StoredOutput
 from claude_bg_acp.core.transcript import Transcript
@@ -171,35 +172,35 @@ def _parts(session_id: str, cwd: str, size: int = PART_SIZE) -> Iterator[StoredC
 def _conversation_entries(session_id: str, cwd: str) -> list[Entry]:
     """The conversation's messages as its transcript holds them, in order (what the SDK's
     ``get_session_messages`` reads, with every field kept)."""
-    content = _read_session_file(session_id, cwd) if _validate_uuid(session_id) else None
+    content = read_session_file(session_id, cwd) if validate_uuid(session_id) else None
     if not content:
         return []
     return [
         entry
-        for entry in _build_conversation_chain(_parse_transcript_entries(content))
-        if _is_visible_message(entry)
+        for entry in build_conversation_chain(parse_transcript_entries(content))
+        if is_visible_message(entry)
     ]
 
 
 def _children(session_id: str, cwd: str) -> tuple[list[StoredChild], list[TaskNote]]:
     """The subagents' conversations (what the SDK's ``get_subagent_messages`` reads, with every
     field kept), each with the Agent tool use that launched it; and their task notifications."""
-    subagents = _resolve_subagents_dir(session_id, cwd) if _validate_uuid(session_id) else None
+    subagents = resolve_subagents_dir(session_id, cwd) if validate_uuid(session_id) else None
     found: dict[str, Path] = {}
-    for agent_id, path in _collect_agent_files(subagents) if subagents is not None else []:
+    for agent_id, path in collect_agent_files(subagents) if subagents is not None else []:
         found.setdefault(agent_id, path)
     children: list[StoredChild] = []
     notes: list[TaskNote] = []
     for agent_id, path in found.items():
         try:
             content = path.read_text(encoding="utf-8")
-            meta = _read_agent_metadata_sidecar(path)
+            meta = read_agent_metadata_sidecar(path)
         except OSError:
             continue
-        launched_by, _ = _parent_ids_from_agent_metadata(meta)
+        launched_by, _ = parent_ids_from_agent_metadata(meta)
         chain = [
             entry
-            for entry in _build_subagent_chain(_parse_transcript_entries(content))
+            for entry in build_subagent_chain(parse_transcript_entries(content))
             if entry.get("type") in ("user", "assistant")
         ]
         if launched_by is not None and chain:

@@ -22,9 +22,9 @@ from typing import Any, Literal
 
 import anyio
 from anyio.abc import Process
-from claude_agent_sdk._internal.transport import Transport
 
 from claude_bg_acp.claude import orphans
+from claude_bg_acp.claude.sdk_private import Transport, process_of
 
 Direction = Literal["out", "in"]
 FrameObserver = Callable[[Direction, dict[str, Any]], None]
@@ -78,8 +78,7 @@ class AffordanceTransport(Transport):
     @property
     def process(self) -> Process | None:
         """The CLI's process while it is connected (the SDK's subprocess transport keeps it)."""
-        process: Process | None = getattr(self._inner, "_process", None)
-        return process
+        return process_of(self._inner)
 
     def is_ready(self) -> bool:
         return self._inner.is_ready()

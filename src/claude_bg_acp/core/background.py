@@ -291,6 +291,9 @@ class WorkRestated:
     title: str | None
     name: str | None = None
     tool_input: dict[str, Any] = field(default_factory=dict)
+    cancellable: bool = True
+    """False for scheduled work (``schedules``): Claude Code offers no way to unschedule it
+    but the model's own tools, so nothing a client could ask for."""
 
 
 @dataclass(frozen=True)

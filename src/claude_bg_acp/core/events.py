@@ -7,8 +7,9 @@ perform. They are small immutable values, grouped by where they come from:
   per-item cancels, a stop by task id, a permission-mode switch, a config option's choice, a
   permission answer, the close and its timeout (with how the processes the agent stopped
   itself ended), a client (re)attaching to the session (``session/load``,
-  ``session/resume``): the stored conversation to replay (part by part, then its end), and
-  the request for the current state, and having the answer that tells it of the session;
+  ``session/resume``): that it asked for a replay, the stored conversation to replay (part by
+  part, then its end), and the request for the current state, and having the answer that
+  tells it of the session;
 - Claude Code: that it starts on the stored conversation, its start (what it offers), what it
   has in effect, a message, a permission question, a question it stopped waiting for, its death
   (with how the processes it left running ended, once the agent stopped them), and the
@@ -177,6 +178,12 @@ class StoredConversation:
 
 
 @dataclass(frozen=True)
+class Attaching:
+    """A client asked to re-attach with a replay (v1 ``session/load``, v2 ``session/resume``
+    with ``replayFrom``): from now on, what the session says live waits for the replay's end."""
+
+
+@dataclass(frozen=True)
 class Recall:
     """Replay a stored conversation, or its next part, to the client, before it hears anything
     current; ``Recalled`` follows the last."""
@@ -186,7 +193,10 @@ class Recall:
 
 @dataclass(frozen=True)
 class Recalled:
-    """The replay is complete: what never got a result ended with its turn."""
+    """The replay ended: ``complete`` once all of it was sent, not when it stopped short (the
+    conversation could not be read, Claude Code could not resume it, the request failed)."""
+
+    complete: bool = True
 
 
 @dataclass(frozen=True)
@@ -317,6 +327,7 @@ Event = (
     | PermissionAnswered
     | Close
     | CloseTimedOut
+    | Attaching
     | Recall
     | Recalled
     | Resync

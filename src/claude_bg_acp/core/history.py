@@ -16,24 +16,31 @@ what history cannot say differs:
   result: a foreground command that prints the hand-off sentence is an ordinary tool call;
 - a child is announced without controls (``cancel`` belongs to live children), its own
   messages follow, and it ends as its notification says, or idle with no stop reason when
-  nothing does (it is not running: the Claude Code that ran it is gone); its first message
-  is the prompt its announcement carries;
-- a tool call with no result ended with its turn (cut);
+  nothing does (it is not running: the Claude Code that ran it is gone); then its replay's end
+  is marked on it. Its first message is the prompt its announcement carries; a later one (its
+  task continued, ``SendMessage``) is a message it received, from a sender history does not
+  name (never the user's prompt);
+- a tool call with no result stays as history leaves it, unfinished: a missing result proves
+  no end (the Subagent Sessions RFD: nothing is made a failure or a cancellation for want of a
+  final update);
+- what history lacks is said once the replay is over (``HistoryIncomplete``): a subagent whose
+  conversation is not stored, a shell whose output file is gone;
 - the todo and task tools are the plan, as live (a subagent's, shown in its parent, stay tool
   calls);
 - what still runs in this process (a client re-attaching) is left to the live session: its
   terminals are not opened, its tool calls and children not ended; the session core restates
   them after the replay.
 
-A long conversation comes in parts, as it is read (``replay`` each in order, then ``cut``):
-what the whole replay needs from the start comes with the first part (every task
-notification, every subagent's conversation), a shell's output with the part that hands it
-off; what a part leaves open (a tool call whose result comes later) is carried to the next.
+A long conversation comes in parts, as it is read (``replay`` each in order, then
+``incomplete``): what the whole replay needs from the start comes with the first part (every
+task notification, every subagent's conversation), a shell's output with the part that hands
+it off; what a part leaves open (a tool call whose result comes later) is carried to the next.
 
 Claude Code's own messages (task notifications, local command output, interruption markers,
 compaction summaries) are not shown as the user's; a prompt keeps the id it is stored under,
 which is the ``messageId`` it had live. With children hidden from the client, a subagent's
-messages show in the session that launched it, as they did live.
+messages show in the session that launched it, as they did live (but for those it received
+after its first: the client sees no session they could be addressed to).
 """
 
 from __future__ import annotations
@@ -44,6 +51,7 @@ from typing import Any
 from claude_agent_sdk.types import AssistantMessage, UserMessage
 
 from claude_bg_acp.claude import conventions
+from claude_bg_acp.core.attaching import ReplayCompleted
 from claude_bg_acp.core.background import (
     TerminalExited,
     TerminalOpened,
@@ -56,7 +64,6 @@ from claude_bg_acp.core.prompts import from_claude_content
 from claude_bg_acp.core.subagents import ChildAnnounced, ChildFact, Subagents
 from claude_bg_acp.core.tasks import EndStatus, Task, TaskPhase
 from claude_bg_acp.core.tool_uses import (
-    ToolCallCut,
     ToolCallFinished,
     ToolCallHandedOff,
     ToolCallRunning,
@@ -84,32 +91,50 @@ class PromptRecalled:
 
 
 @dataclass(frozen=True)
+class ChildMessageRecalled:
+    """A message a child received after its first (its task continued), under the id it is
+    stored with; the transcript does not say who sent it."""
+
+    session_id: str
+    message_id: str
+    content: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class HistoryIncomplete:
+    """What the replayed history lacks, one line each (said on the session once it is over)."""
+
+    session_id: str
+    missing: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Live:
     """What of the session runs in this process now, left to the live session."""
 
     tasks: frozenset[str] = frozenset()
-    tool_uses: frozenset[str] = frozenset()
     children: frozenset[str] = frozenset()
 
 
 HistoryFact = (
     PromptRecalled
+    | ChildMessageRecalled
     | MessageChunk
     | ToolCallRunning
     | ToolCallFinished
-    | ToolCallCut
     | ToolCallHandedOff
     | TerminalOpened
     | TerminalOutput
     | TerminalExited
     | ChildFact
+    | ReplayCompleted
     | PlanChanged
 )
 
 
 class History:
-    """One replay: the parts of a stored conversation, in order (``replay``), then its end
-    (``cut``)."""
+    """One replay: the parts of a stored conversation, in order (``replay``), then what it
+    lacked (``incomplete``)."""
 
     def __init__(self, root_id: str, cwd: str, children_shown: bool, live: Live) -> None:
         self.root_id = root_id
@@ -124,6 +149,7 @@ class History:
         """Those not yet shown (a child's are shown when its Agent tool use comes)."""
         self._children: dict[str, StoredChild] = {}
         self._root = Transcript(root_id)
+        self._missing: list[str] = []
 
     def replay(self, conversation: StoredConversation) -> list[HistoryFact]:
         """The facts of a part of the conversation (the first has the notes and the children)."""
@@ -133,14 +159,16 @@ class History:
             self.ended[note.task_id] = _ended_task(note)
         return self._messages(self._root, conversation.messages, child=False)
 
-    def cut(self) -> list[HistoryFact]:
-        """Tool calls that never got a result ended with their turn, unless they still run."""
-        return list(self.tool_uses.cut_all(failed=False, keep=self.live.tool_uses))
+    def incomplete(self) -> list[HistoryIncomplete]:
+        """What the replay lacked, once it is over."""
+        return [HistoryIncomplete(self.root_id, tuple(self._missing))] if self._missing else []
 
     def _messages(
         self, transcript: Transcript, messages: list[StoredMessage], child: bool
     ) -> list[HistoryFact]:
-        """One session's messages; a child's first prompt came with its announcement."""
+        """One session's messages; a child's first prompt came with its announcement, the
+        later ones are messages it received (not shown with children hidden: see the module
+        docstring)."""
         session_id = transcript.session_id
         prompted = not child
         facts: list[HistoryFact] = []
@@ -156,8 +184,10 @@ class History:
                 for result in results:
                     facts += self._result(session_id, result)
                 prompt = None if results else _prompt(stored.content)
-                if prompt is not None and prompted:
+                if prompt is not None and not child:
                     facts.append(PromptRecalled(session_id, stored.uuid, prompt))
+                elif prompt is not None and prompted and session_id != self.root_id:
+                    facts.append(ChildMessageRecalled(session_id, stored.uuid, prompt))
                 prompted = prompted or prompt is not None
         return facts
 
@@ -197,7 +227,7 @@ class History:
         facts += self._messages(Transcript(child.agent_id), child.messages, child=True)
         if child.agent_id not in self.live.children:
             facts += self.subagents.ended(task)
-        return facts
+        return [*facts, ReplayCompleted(child.agent_id)]
 
     def _result(self, session_id: str, result: ToolResulted) -> list[HistoryFact]:
         plan = self.plans.get(session_id)
@@ -206,6 +236,7 @@ class History:
         use = self.tool_uses.get(result.tool_use_id)
         if use is None or use.final:
             return []
+        self._child_kept(use, result)
         handed = conventions.hand_off(use.tool_input, result.text, result.is_error, result.structured)
         if handed is None:
             return list(self.tool_uses.result(use, result.is_error, result.text, result.images))
@@ -229,11 +260,28 @@ class History:
         command = use.tool_input.get("command")
         opened = TerminalOpened(session_id, task_id, use.call_id, str(command or ""), self.cwd, False)
         output = self._outputs.pop(task_id, None)
+        if output is None:
+            self._missing.append(f"the output of background command {task_id} (`{opened.command}`)")
         facts: list[HistoryFact] = [opened]
         if output is not None and output.data:
             facts.append(TerminalOutput(session_id, task_id, use.call_id, output.data))
         exit = exit_of(task, output.exit if output is not None else None)
         return [*facts, handoff, TerminalExited(session_id, task_id, use.call_id, exit)]
+
+    def _child_kept(self, use: ToolUse, result: ToolResulted) -> None:
+        """A subagent's launch (its result names the agent): its conversation must be stored,
+        unless it still runs here (the live session introduces it)."""
+        structured = result.structured if isinstance(result.structured, dict) else {}
+        agent_id = structured.get("agentId")
+        if (
+            not isinstance(agent_id, str)
+            or use.tool_use_id in self._children
+            or agent_id in self.live.children
+        ):
+            return
+        description = use.tool_input.get("description")
+        about = f" ({description})" if isinstance(description, str) and description else ""
+        self._missing.append(f"the conversation of subagent {agent_id}{about}")
 
 
 def _ended_task(note: conventions.TaskNote) -> Task:

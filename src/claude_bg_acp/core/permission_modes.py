@@ -12,6 +12,9 @@ may bypass permissions (``--allow-dangerously-skip-permissions``, which it refus
 its settings do not disable it. The modes it would refuse are ``closed`` (from what ``Config``
 read of the settings and the model); the current mode is always listed, closed or not.
 
+A session starts in the mode Claude Code starts in: the one its settings choose
+(``permissions.defaultMode``), as in a terminal, ``default`` when they choose none.
+
 Claude Code may switch by itself (the model enters plan mode, say): it reports the mode each
 turn starts with and every switch, and a mode it reports that we do not offer joins the list,
 so that the current mode is always one of them. Its echo of a switch of ours comes after the
@@ -87,9 +90,17 @@ class PermissionModes:
         self.current, self._held = mode_id, None
         return [SetPermissionMode(mode_id)], [ModeChanged(self.session_id, mode_id)]
 
-    def started(self, mode_id: str | None) -> None:
-        """Claude Code started, in ``mode_id`` (None: it did not say)."""
-        self._claude = mode_id or self.current
+    def started(self, mode_id: str | None, settled: bool = True) -> list[ModeChanged]:
+        """Claude Code started, in ``mode_id`` (None: it did not say): the mode its settings
+        choose (``permissions.defaultMode``), the resumed conversation's, or ours after a crash.
+        A switch of ours that waits for its confirming read (not ``settled``) is newer."""
+        if mode_id is None:
+            self._claude = self.current
+            return []
+        if not settled:
+            self._claude = mode_id
+            return []
+        return self.reported(mode_id)
 
     def refused(self, mode_id: str) -> list[ModeChanged]:
         """Claude Code refused to switch to ``mode_id``: it stays in the mode it was in."""

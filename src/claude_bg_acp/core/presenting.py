@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from claude_bg_acp.core.attaching import ReplayCompleted
 from claude_bg_acp.core.background import (
     TaskChanged,
     TaskEnded,
@@ -32,12 +33,12 @@ from claude_bg_acp.core.commands import CommandsChanged
 from claude_bg_acp.core.config import Options, OptionsAnswered, OptionsChanged
 from claude_bg_acp.core.effects import ClientEffect
 from claude_bg_acp.core.foreground import PromptAnswered, PromptCancelled, PromptInserted, StateReported
-from claude_bg_acp.core.history import PromptRecalled
+from claude_bg_acp.core.history import ChildMessageRecalled, HistoryIncomplete, PromptRecalled
 from claude_bg_acp.core.permission_modes import ModeChanged
 from claude_bg_acp.core.plan import PlanChanged
 from claude_bg_acp.core.policy import Policy
 from claude_bg_acp.core.schedules import ScheduleEnded
-from claude_bg_acp.core.subagents import ChildAnnounced, ChildRestated, ChildStateChanged
+from claude_bg_acp.core.subagents import ChildAnnounced, ChildConfirmed, ChildRestated, ChildStateChanged
 from claude_bg_acp.core.titles import TitleChanged
 from claude_bg_acp.core.tool_uses import (
     ToolCallCut,
@@ -70,11 +71,15 @@ Fact = (
     | TaskStopAnswered
     | ChildAnnounced
     | ChildStateChanged
+    | ChildConfirmed
     | StateReported
     | PromptInserted
     | PromptAnswered
     | PromptCancelled
     | PromptRecalled
+    | ChildMessageRecalled
+    | ReplayCompleted
+    | HistoryIncomplete
     | ModeChanged
     | TitleChanged
     | TerminalRestated

@@ -3,7 +3,10 @@
 The RFD's reading of Claude Code's scheduling tools. Once the tool result says the work is
 scheduled, its tool call goes ``pending`` and is listed in ``background``: nothing runs now, but
 closing the session discards it. A durable cron job lives in the project, outlives the
-session, and is not listed.
+session, and is not listed. A client cannot cancel a scheduled call (it never advertises
+``cancel``, live or restated): Claude Code offers whoever drives it no way to unschedule a
+wakeup or a session's cron job (its control requests stop tasks, which these are not; only the
+model's own ``ScheduleWakeup`` with ``stop`` and ``CronDelete`` remove them).
 
 The scheduled call's phase is its tool call's status:
 

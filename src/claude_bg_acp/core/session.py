@@ -21,8 +21,10 @@ this module routes them and never lets the parts call each other:
   report them with their states.
 - A client attaching to a stored or live session gets the stored conversation replayed by
   ``History`` (apart from everything live; part by part as it is read, other events may come
-  in between) and then the current state: each listed item restated by its owner, and the
-  state snapshot.
+  in between, and what they say waits for the replay's end: ``attaching``), its end marked,
+  and then the current state: each listed item and each child it must know of restated by its
+  owner, and the state snapshot; after a replay, the working children's current state and
+  ``cancel`` once it has the answer.
 - The title comes from the stored session (``Title``): read when Claude Code announces a
   rename, after turns while none is known, and when a client attaches.
 - A prompt that would make Claude Code start a new conversation under another id (``/clear``)
@@ -60,6 +62,7 @@ from claude_bg_acp.claude import conventions
 from claude_bg_acp.claude.server_info import read_commands
 from claude_bg_acp.closing_line import ExitInfo
 from claude_bg_acp.core import events as ev
+from claude_bg_acp.core.attaching import Attach, ReplayCompleted
 from claude_bg_acp.core.background import (
     Background,
     BackgroundOut,
@@ -161,6 +164,7 @@ class SessionCore:
         self.plans: dict[str, Plan] = {}
         self.history: History | None = None
         """The replay under way, between its first part and its end."""
+        self.attach = Attach()
         self.transcripts = {session_id: Transcript(session_id)}
         self.questions = Questions()
         self._buffered: defaultdict[str, list[Message]] = defaultdict(list)
@@ -172,6 +176,12 @@ class SessionCore:
     # --- the one way in ------------------------------------------------------------------------
 
     def handle(self, event: ev.Event, now: float) -> list[Effect]:
+        effects = self._handle(event, now)
+        if isinstance(event, ev.Attaching | ev.Recall | ev.Recalled):
+            return effects
+        return self.attach.holding(effects)
+
+    def _handle(self, event: ev.Event, now: float) -> list[Effect]:
         match event:
             case ev.Prompt(ticket, content):
                 wire = [block.wire() for block in content]
@@ -211,15 +221,18 @@ class SessionCore:
                 return self._choose(ticket, config_id, value)
             case ev.AnswerWritten():
                 opened = self.config.answer_written(self.options())
-                return self._present([*opened, *self.commands.tell(again=True)])
+                confirmed = self.subagents.confirmed() if self.attach.answered() else []
+                return self._present([*opened, *self.commands.tell(again=True), *confirmed])
             case ev.ClaudeResuming():
                 self.foreground.resuming()
                 return []
             case ev.ClaudeStarted(info, applied):
                 self.config.started(info.models, applied)
-                self.modes.started(info.permission_mode)
+                changed = self.modes.started(info.permission_mode, self.config.settled)
                 self.commands.listed(info.commands)
-                return self._settings_changed()
+                # Before the client has the answer, the answer itself says which mode it is.
+                told = self.config.introduction is Introduction.OPEN
+                return (self._present(changed) if told else []) + self._settings_changed()
             case ev.SettingsRead(applied):
                 self.config.read(applied)
                 changed = self.modes.settled() if self.config.settled else []
@@ -230,10 +243,13 @@ class SessionCore:
                 return self._close(now)
             case ev.CloseTimedOut(stopped):
                 return self._abandon(now, stopped)
+            case ev.Attaching():
+                self.attach.hold()
+                return []
             case ev.Recall(conversation):
                 return self._recall(conversation)
-            case ev.Recalled():
-                return self._recalled()
+            case ev.Recalled(complete):
+                return self._recalled(complete)
             case ev.Resync():
                 return self._resync()
             case ev.TitleRead(title, updated_at):
@@ -553,10 +569,10 @@ class SessionCore:
     def _recall(self, conversation: ev.StoredConversation) -> list[Effect]:
         """A part of the stored conversation; the first says what runs here now (left to the
         live session), as of the replay's start."""
+        self.attach.hold()
         if self.history is None:
             live = Live(
                 tasks=self.background.unfinished() | {task.task_id for task in self.registry.live()},
-                tool_uses=frozenset(use.tool_use_id for use in self.tool_uses.unfinished()),
                 children=self.subagents.working(),
             )
             self.history = History(
@@ -564,36 +580,76 @@ class SessionCore:
             )
         return self._present(self.history.replay(conversation))
 
-    def _recalled(self) -> list[Effect]:
+    def _recalled(self, complete: bool) -> list[Effect]:
+        """The replay's end, marked when all of it was sent; then the working children it did
+        not announce, what it lacked, and what was said live meanwhile."""
         history, self.history = self.history, None
-        if history is None:
-            return []
-        for session_id, plan in history.plans.items():
-            self.plans.setdefault(session_id, plan)  # the task tools fold into what is known
-        return self._present(history.cut())
+        facts: list[Fact] = [ReplayCompleted(self.session_id)] if complete else []
+        if history is not None:
+            for session_id, plan in history.plans.items():
+                self.plans.setdefault(session_id, plan)  # the task tools fold into what is known
+            facts += self._unreplayed(history, complete)
+            facts += history.incomplete() if complete else []
+        return self._present(facts) + list(self.attach.replayed(complete))
+
+    def _unreplayed(self, history: History, marked: bool) -> list[Fact]:
+        """The children working when the replay began that it did not announce (their
+        conversation is not stored yet), with their ancestors: announced before anything live
+        of theirs that was held, not cancellable (what the client hears before the answer is
+        history), parents first."""
+        wanted: set[str] = set()
+        for working in history.live.children:
+            child = self.subagents.children.get(working)
+            while child is not None and child.session_id not in history.subagents.children:
+                wanted.add(child.session_id)
+                child = self.subagents.children.get(child.parent_id)
+        facts: list[Fact] = []
+        for child_id in self.subagents.children:  # in the order they were announced
+            if child_id in wanted:
+                facts.append(self.subagents.restate(child_id, cancellable=False))
+                facts += [ReplayCompleted(child_id)] if marked else []
+        return facts
 
     def _resync(self) -> list[Effect]:
-        """Each listed item as it is now, then the state with the list (RFD: resume restores it)."""
-        effects = self._present(self._restated(self.session_id)) + self._present([self.foreground.snapshot()])
+        """Each listed item and each child the client must know of as it is now, then the state
+        with the list (RFD: resume restores it)."""
+        restated = self._restated(self.session_id, cancellable=not self.attach.synced())
+        effects = self._present(restated) + self._present([self.foreground.snapshot()])
         return effects + ([ReadTitle()] if self.title.wanted else [])
 
-    def _restated(self, session_id: str) -> list[Fact]:
-        """What ``session_id`` lists, each as it is now; a child is introduced before its own
-        work is restated, and its state (with its own list) follows that."""
+    def _restated(self, session_id: str, cancellable: bool) -> list[Fact]:
+        """What ``session_id`` lists, each as it is now, and its children that the client must
+        know of; a child is introduced before its own work is restated, and its state (with its
+        own list) follows that. Scheduled work cannot be cancelled (``schedules``)."""
         facts: list[Fact] = list(self.background.restate(session_id, self.tool_uses.get))
         for ref in self.schedules.listed(session_id):
             use = self.tool_uses.get(ref)
             name, tool_input = (use.name, use.tool_input) if use is not None else (None, {})
-            facts.append(WorkRestated(session_id, ref, "pending", None if use else ref, name, tool_input))
-        for entry in self.background.listed(session_id):
-            if entry.kind == "subagent":
-                child = entry.ref
-                facts += [
-                    self.subagents.restate(child),
-                    *self._restated(child),
-                    self.subagents.snapshot(child),
-                ]
+            facts.append(
+                WorkRestated(session_id, ref, "pending", None if use else ref, name, tool_input, False)
+            )
+        for child in self._restating(session_id):
+            facts += [
+                self.subagents.restate(child, cancellable),
+                *self._restated(child, cancellable),
+                self.subagents.snapshot(child),
+            ]
         return facts
+
+    def _restating(self, session_id: str) -> list[str]:
+        """The children of ``session_id`` a client (re)attaching must know of: those it lists,
+        those working (a foreground child is not listed, and its traffic goes on), and those on
+        the way to one (a child is never heard of before its parent)."""
+        listed = {entry.ref for entry in self.background.listed(session_id) if entry.kind == "subagent"}
+        working = self.subagents.working()
+        return [
+            child.session_id
+            for child in self.subagents.children.values()
+            if child.parent_id == session_id
+            and (
+                child.session_id in listed or child.session_id in working or self._restating(child.session_id)
+            )
+        ]
 
     # --- tool results ---------------------------------------------------------------------------
 

@@ -17,7 +17,9 @@ call and its traffic shows in the session that launched it.
 - Its own background work (shells, monitors, nested children) is its own: listed in its own
   state (``background``), which the parent's copy carries too; a child whose work ended is
   listed by its parent while its own list is not empty (``background`` decides that).
-- A client that (re)attaches learns what each listed child is now (``restate``).
+- A client that (re)attaches learns what each child it must know of is now (``restate``):
+  those listed, those working and the ancestors of those; after a replay, only once it has the
+  answer is a working child's state current and cancellable (``confirmed``).
 
 A child's lifecycle:
 
@@ -114,14 +116,27 @@ class ChildAnnounced:
 
 @dataclass(frozen=True)
 class ChildRestated:
-    """A listed child, for a client that (re)attaches: who it is, what it does now (its own
-    list comes with the snapshot of its state that follows), whether it can be cancelled."""
+    """A child, for a client that (re)attaches: who it is, what it does now (its own list
+    comes with the snapshot of its state that follows), whether it can be cancelled."""
 
     parent_id: str
     child_id: str
     title: str
     description: str | None
     state: State
+    cancellable: bool
+
+
+@dataclass(frozen=True)
+class ChildConfirmed:
+    """A working child's current state once the client has the answer to its re-attachment
+    with a replay, and that it can be cancelled: before the answer, what the client heard of
+    it was history (the Subagent Sessions RFD's freshness boundary)."""
+
+    parent_id: str
+    child_id: str
+    state: State
+    background: Sequence[Listed]
 
 
 @dataclass(frozen=True)
@@ -181,10 +196,26 @@ class Subagents:
                 facts += self._report(child, State.UNKNOWN, None)
         return facts
 
-    def restate(self, session_id: str) -> ChildRestated:
-        """A listed child, for a client that (re)attaches: who it is (its state follows)."""
+    def restate(self, session_id: str, cancellable: bool) -> ChildRestated:
+        """A child, for a client that (re)attaches: who it is (its state follows);
+        ``cancellable`` unless what the client hears before the answer is history."""
         child = self.children[session_id]
-        return ChildRestated(child.parent_id, child.session_id, child.title, child.description, child.state)
+        return ChildRestated(
+            child.parent_id,
+            child.session_id,
+            child.title,
+            child.description,
+            child.state,
+            cancellable and child.state in WORKING,
+        )
+
+    def confirmed(self) -> list[ChildConfirmed]:
+        """Every working child as it is now, for a client that has the answer to its replay."""
+        return [
+            ChildConfirmed(child.parent_id, child.session_id, child.state, child.background)
+            for child in self.children.values()
+            if child.state in WORKING
+        ]
 
     def snapshot(self, session_id: str) -> ChildStateChanged:
         """The child's state as last reported, again (no new transition)."""

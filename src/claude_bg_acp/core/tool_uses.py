@@ -238,10 +238,6 @@ class ToolUses:
             command = CommandEnded(output, None if code is None else ExitInfo(code, None))
         return [ToolCallFinished(use.session_id, use.call_id, failed, text, command, images)]
 
-    def unfinished(self) -> list[ToolUse]:
-        """Every tool call without its final status."""
-        return [use for use in self._calls.values() if not use.final]
-
     def cut(self, session_id: str, failed: bool) -> list[ToolCallCut]:
         """The turn of ``session_id`` ended early: its running tool calls end with it.
 
@@ -250,11 +246,11 @@ class ToolUses:
         """
         return self._cut(lambda use: use.session_id == session_id and not use.launched_by, failed)
 
-    def cut_all(self, failed: bool = True, keep: frozenset[str] = frozenset()) -> list[ToolCallCut]:
+    def cut_all(self, failed: bool = True) -> list[ToolCallCut]:
         """Claude Code died (``failed``) or the session closes (cancelled): every tool call still
         waiting for a result ends, in every session (detached ones end with the background work
-        they report), but those of the model's ids in ``keep``."""
-        return self._cut(lambda use: use.tool_use_id not in keep, failed)
+        they report)."""
+        return self._cut(lambda use: True, failed)
 
     def _cut(self, which: Callable[[ToolUse], bool], failed: bool) -> list[ToolCallCut]:
         cut: list[ToolCallCut] = []

@@ -35,9 +35,10 @@ from claude_bg_acp.acp.updates import AsyncTaskProgress, AsyncTaskSpawned, Async
 from claude_bg_acp.core.background import RunState, TaskChanged, TaskEnded, TaskOpened
 from claude_bg_acp.core.config import Options
 from claude_bg_acp.core.effects import ClientEffect, Notify
+from claude_bg_acp.core.history import ChildMessageRecalled
 from claude_bg_acp.core.policy import Policy
 from claude_bg_acp.core.presenting import Fact
-from claude_bg_acp.core.subagents import ChildAnnounced, ChildStateChanged
+from claude_bg_acp.core.subagents import ChildAnnounced, ChildConfirmed, ChildRestated, ChildStateChanged
 from claude_bg_acp.core.tool_uses import ToolCallFinished, ToolCallHandedOff
 from claude_bg_acp.presenters.base import with_meta
 from claude_bg_acp.presenters.draft_subagents import DraftSubagents
@@ -87,6 +88,8 @@ class AirPresenter:
                 effects = self._task(fact) if self.async_tasks else []
             case ChildAnnounced() | ChildStateChanged() if self.subagents is not None:
                 effects = self.subagents.render(fact)
+            case ChildRestated() | ChildConfirmed() | ChildMessageRecalled() if self.subagents is not None:
+                effects = []  # the draft form has no restatement, no grants and no messages
             case ToolCallFinished() | ToolCallHandedOff() if fact.tool_call_id in self._backgrounded:
                 effects = [_backgrounded(effect) for effect in self.plain.render(fact)]
             case _:

@@ -4,9 +4,11 @@
 override the methods whose wire form differs. Agent text, tool calls, permission questions,
 the answer to a stop by task id, the session's title, usage and the config options (but for
 the key that names an option) look alike in every version, and a replayed prompt is a user
-message chunk unless a kind says otherwise; state, prompts' answers, terminals, background
-tool calls, tasks, child sessions and restating them to a client that re-attaches, the modes,
-commands and the plan are each kind's own business.
+message chunk unless a kind says otherwise; what a replay lacks is a ``notice`` for a kind that
+takes notices (``notices``); state, prompts' answers, terminals, background tool calls, tasks,
+child sessions (and the messages they received) and restating them to a client that
+re-attaches, the end of a replay, the modes, commands and the plan are each kind's own
+business.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from claude_bg_acp.acp.updates import (
     AvailableCommandsUpdate,
     ConfigOptionUpdate,
     ContentChunk,
+    Notice,
     SessionInfoUpdate,
     SessionUpdate,
     TerminalOutputChunk,
@@ -27,6 +30,7 @@ from claude_bg_acp.acp.updates import (
 )
 from claude_bg_acp.claude.server_info import SlashCommand
 from claude_bg_acp.closing_line import ExitInfo
+from claude_bg_acp.core.attaching import ReplayCompleted
 from claude_bg_acp.core.background import (
     TaskChanged,
     TaskEnded,
@@ -46,13 +50,13 @@ from claude_bg_acp.core.commands import CommandsChanged
 from claude_bg_acp.core.config import EFFORT, MODE, MODEL, Options, OptionsAnswered, OptionsChanged
 from claude_bg_acp.core.effects import ClientEffect, Notify, Reply
 from claude_bg_acp.core.foreground import PromptAnswered, PromptCancelled, PromptInserted, StateReported
-from claude_bg_acp.core.history import PromptRecalled
+from claude_bg_acp.core.history import ChildMessageRecalled, HistoryIncomplete, PromptRecalled
 from claude_bg_acp.core.permission_modes import ModeChanged
 from claude_bg_acp.core.plan import PlanChanged
 from claude_bg_acp.core.policy import Policy
 from claude_bg_acp.core.presenting import Fact
 from claude_bg_acp.core.schedules import ScheduleEnded
-from claude_bg_acp.core.subagents import ChildAnnounced, ChildRestated, ChildStateChanged
+from claude_bg_acp.core.subagents import ChildAnnounced, ChildConfirmed, ChildRestated, ChildStateChanged
 from claude_bg_acp.core.titles import TitleChanged
 from claude_bg_acp.core.tool_uses import (
     ToolCallCut,
@@ -73,6 +77,7 @@ PERMISSION_OPTIONS = [
 ]
 CANCEL: dict[str, Any] = {"cancel": {}}
 EFFORT_NAMES = {"xhigh": "Extra high"}
+HISTORY_INCOMPLETE = "Part of this session's history is not stored"
 
 
 class BasePresenter:
@@ -86,6 +91,8 @@ class BasePresenter:
     shows_scheduled: ClassVar[bool]
     """A tool call that only schedules work is ``pending`` from its start (clients that follow
     scheduled work; to the others it runs until its result)."""
+    notices: bool
+    """The client takes ``notice`` updates (v2's all do; a v1 one that declares them)."""
 
     def render(self, fact: Fact) -> list[ClientEffect]:
         match fact:
@@ -105,6 +112,14 @@ class BasePresenter:
                 return [Reply(fact.ticket, {"stopped": fact.stopped})]
             case ChildAnnounced() | ChildStateChanged():
                 return self.child(fact)
+            case ChildConfirmed():
+                return self.confirmed(fact)
+            case ChildMessageRecalled():
+                return self.child_message(fact)
+            case ReplayCompleted():
+                return self.replay_completed(fact)
+            case HistoryIncomplete():
+                return self.incomplete(fact) if self.notices else []
             case StateReported():
                 return self.state(fact)
             case PromptInserted() | PromptAnswered() | PromptCancelled():
@@ -195,6 +210,12 @@ class BasePresenter:
             for block in fact.content
         ]
 
+    def incomplete(self, fact: HistoryIncomplete) -> list[ClientEffect]:
+        lines = "\n".join(f"- {missing}" for missing in fact.missing)
+        description = f"Claude Code no longer keeps:\n{lines}"
+        notice = Notice(severity="info", title=HISTORY_INCOMPLETE, description=description)
+        return [Notify(fact.session_id, notice)]
+
     def permission_request(
         self, session_id: str, tool_call_id: str, tool_name: str, tool_input: dict[str, Any]
     ) -> dict[str, Any]:
@@ -284,6 +305,15 @@ class BasePresenter:
         return []
 
     def child(self, fact: ChildAnnounced | ChildStateChanged) -> list[ClientEffect]:
+        return []
+
+    def confirmed(self, fact: ChildConfirmed) -> list[ClientEffect]:
+        return []
+
+    def child_message(self, fact: ChildMessageRecalled) -> list[ClientEffect]:
+        return []
+
+    def replay_completed(self, fact: ReplayCompleted) -> list[ClientEffect]:
         return []
 
     def state(self, fact: StateReported) -> list[ClientEffect]:

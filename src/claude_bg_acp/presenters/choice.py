@@ -11,6 +11,8 @@ The rule, by negotiated version and declared ``clientCapabilities``:
   reads only an earlier draft of child sessions (``subagent_spawned`` /
   ``subagent_state_update``), which the v1 schema does not have; the RFD's ``subagent_update``
   would leave it updates for sessions it never heard of, which it drops.
+- a v1 client that declares ``session.notices`` is sent ``notice`` updates (the v1 schema
+  allows them only then); every v2 client is.
 - JetBrains AIR (``_meta.jetbrains.air`` with ``asyncTasks`` or ``nativeSubagentSessions``):
   ``AirPresenter`` around the v1 presenter it otherwise gets (Zed's, or ``V1Presenter``),
   adding async tasks and child sessions in the draft form AIR reads.
@@ -48,11 +50,11 @@ def presenter_for(client: ClientCapabilities) -> Presenter:
     v1: V1Presenter
     if client.terminal_output:
         delta = client.terminal_output_delta
-        v1 = ZedPresenter("terminal_output_delta" if delta else "terminal_output")
+        v1 = ZedPresenter("terminal_output_delta" if delta else "terminal_output", client.notices)
     elif air is None:
-        return PlainPresenter(client.child_sessions)
+        return PlainPresenter(client.child_sessions, client.notices)
     else:
-        v1 = V1Presenter(client.child_sessions)
+        v1 = V1Presenter(client.child_sessions, client.notices)
     if air is not None and air & {ASYNC_TASKS, NATIVE_SUBAGENTS}:
         return AirPresenter(v1, air)
     return v1

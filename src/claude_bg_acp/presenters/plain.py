@@ -142,8 +142,8 @@ class Card:
 
 
 class PlainPresenter(V1Presenter):
-    def __init__(self, subagents: bool) -> None:
-        super().__init__(subagents)
+    def __init__(self, subagents: bool, notices: bool = False) -> None:
+        super().__init__(subagents, notices)
         self._cards: dict[str, Card] = {}
         """Tool calls without a final status, by id."""
         self._ended: set[str] = set()
@@ -268,8 +268,11 @@ class PlainPresenter(V1Presenter):
 
     def restate(self, fact: TerminalRestated | WorkRestated | ChildRestated) -> list[ClientEffect]:
         """A client that re-attaches forgot the session: each tool call still at work is shown
-        anew, as it is now."""
-        if isinstance(fact, ChildRestated) or not self._live(fact.tool_call_id):
+        anew, as it is now (a child session, to a client that reads them, as ``V1Presenter``
+        introduces it)."""
+        if isinstance(fact, ChildRestated):
+            return super().restate(fact)
+        if not self._live(fact.tool_call_id):
             return []
         return [self._update(fact.tool_call_id, self._cards[fact.tool_call_id], "tool_call")]
 

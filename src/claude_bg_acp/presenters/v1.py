@@ -8,7 +8,10 @@ on ends there, with that result, as any other; should the work end before the ca
 result (Claude Code gone, the session closed), the call ends with it. Scheduled work runs until
 its result, never ``pending``. A client that declares ``clientCapabilities.subagents`` gets
 subagents as child sessions in the RFD's form: ``subagent_update`` on the parent (no stop
-reason ``error``: v1 has none) and the launching prompt as a ``session_message``. Claude Code's
+reason ``error``: v1 has none), the launching prompt as a ``session_message`` (and, replayed,
+each later message the child received, from no known sender); restated with their state when
+it re-attaches, and after a replay granted ``cancel`` only once it has the answer. A client
+that declares ``clientCapabilities.session.notices`` is told what a replay lacks. Claude Code's
 permission modes are also the session's modes (``modes`` in the answer,
 ``current_mode_update``; Zed reads them when an agent offers no config options), the same as
 the ``mode`` config option.
@@ -20,15 +23,16 @@ from typing import Any
 
 from claude_bg_acp.acp.updates import CurrentModeUpdate, PlanEntries, SessionMessage, SubagentUpdate, ToolCall
 from claude_bg_acp.claude.server_info import SlashCommand
-from claude_bg_acp.core.background import WorkEnded, WorkOpened, WorkStatus
+from claude_bg_acp.core.background import TerminalRestated, WorkEnded, WorkOpened, WorkRestated, WorkStatus
 from claude_bg_acp.core.config import Options
 from claude_bg_acp.core.effects import ClientEffect, Fail, Notify, Reply, Ticket
 from claude_bg_acp.core.foreground import Outcome, PromptAnswered, PromptCancelled, PromptInserted
+from claude_bg_acp.core.history import ChildMessageRecalled
 from claude_bg_acp.core.permission_modes import ModeChanged
 from claude_bg_acp.core.plan import PlanChanged
 from claude_bg_acp.core.policy import Policy
 from claude_bg_acp.core.schedules import ScheduleEnded
-from claude_bg_acp.core.subagents import ChildAnnounced, ChildStateChanged
+from claude_bg_acp.core.subagents import ChildAnnounced, ChildConfirmed, ChildRestated, ChildStateChanged
 from claude_bg_acp.core.tool_uses import (
     ToolCallCut,
     ToolCallFinished,
@@ -45,8 +49,9 @@ class V1Presenter(BasePresenter):
     option_key = "id"
     shows_scheduled = False
 
-    def __init__(self, subagents: bool) -> None:
+    def __init__(self, subagents: bool, notices: bool = False) -> None:
         self.policy = Policy(answers_wait_for_subagents=True, subagents_are_sessions=subagents)
+        self.notices = notices
         self._working: set[str] = set()
         """Tool calls that work goes on on and that have not ended yet."""
 
@@ -108,6 +113,20 @@ class V1Presenter(BasePresenter):
             Notify(fact.parent_id, SubagentUpdate(session_id=fact.child_id, state=self.child_state(fact)))
         ]
 
+    def confirmed(self, fact: ChildConfirmed) -> list[ClientEffect]:
+        grant = SubagentUpdate(
+            session_id=fact.child_id, state={"state": fact.state.value}, capabilities=CANCEL
+        )
+        return [Notify(fact.parent_id, grant)]
+
+    def child_message(self, fact: ChildMessageRecalled) -> list[ClientEffect]:
+        return [message_to_child(fact)]
+
+    def restate(self, fact: TerminalRestated | WorkRestated | ChildRestated) -> list[ClientEffect]:
+        if not isinstance(fact, ChildRestated):
+            return []  # v1 has no terminals of the agent's nor lists
+        return [Notify(fact.parent_id, introduce_child(fact, {"state": fact.state.value}))]
+
     def child_state(self, fact: ChildStateChanged) -> dict[str, Any]:
         state: dict[str, Any] = {"state": fact.state.value}
         if fact.stop_reason is not None and fact.stop_reason != "error":
@@ -142,3 +161,25 @@ def announce_child(fact: ChildAnnounced) -> list[ClientEffect]:
         )
         effects.append(Notify(fact.child_id, message))
     return effects
+
+
+def introduce_child(fact: ChildRestated, state: dict[str, Any] | None) -> SubagentUpdate:
+    """A child restated to a client that (re)attaches: who it is, its ``state`` where the
+    version has it here, and ``cancel`` when granted."""
+    child = SubagentUpdate(session_id=fact.child_id, title=fact.title)
+    if fact.description is not None:
+        child.description = fact.description
+    if fact.cancellable:
+        child.capabilities = CANCEL
+    if state is not None:
+        child.state = state
+    return child
+
+
+def message_to_child(fact: ChildMessageRecalled) -> ClientEffect:
+    """A message the child received, replayed as the child's incoming view of it: the sender is
+    left out, as its transcript does not name one (never taken to be the parent or the user)."""
+    message = SessionMessage(
+        message_id=fact.message_id, recipient_session_id=fact.session_id, content=fact.content
+    )
+    return Notify(fact.session_id, message)

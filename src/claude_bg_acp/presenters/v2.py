@@ -9,10 +9,14 @@ hand-off. Work without a process stays on its tool call, ``in_progress`` (or ``p
 ``pending`` when scheduled) and cancellable until its final status. Every subagent is a child
 session with its own ``state_update``, mirrored on the parent's ``subagent_update``. A client
 that re-attaches gets each listed item whole: a terminal with its latest output as a snapshot,
-a tool call with its title and status, a child with its state; all cancellable. A replayed
-prompt is a ``user_message``, as it was live. v2 has no session modes: the permission mode is
-the ``mode`` config option; commands carry their ``type`` (``command``, with ``text`` input),
-and the plan is one item plan (``plan_update``).
+a tool call with its title and status, a child with its state; all cancellable but scheduled
+work, and but children until the answer when it asked for a replay (their current state and
+``cancel`` follow the answer). A replay's end is marked (``replay_complete``) on the session
+and on each child it announced, and what it lacks follows as a ``notice``. A replayed prompt is
+a ``user_message``, as it was live; a message a child received later is an incoming
+``session_message``. v2 has no session modes: the permission mode is the ``mode`` config
+option; commands carry their ``type`` (``command``, with ``text`` input), and the plan is one
+item plan (``plan_update``).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from claude_bg_acp.acp.jsonrpc import INTERNAL_ERROR
 from claude_bg_acp.acp.updates import (
     ErrorObject,
     PlanUpdate,
+    ReplayComplete,
     StateUpdate,
     SubagentUpdate,
     TerminalOutputChunk,
@@ -33,6 +38,7 @@ from claude_bg_acp.acp.updates import (
     UserMessage,
 )
 from claude_bg_acp.claude.server_info import SlashCommand
+from claude_bg_acp.core.attaching import ReplayCompleted
 from claude_bg_acp.core.background import (
     Listed,
     TerminalExited,
@@ -48,15 +54,20 @@ from claude_bg_acp.core.background import (
 from claude_bg_acp.core.effects import ClientEffect, Fail, Notify, Reply
 from claude_bg_acp.core.errors import Failing, Failure
 from claude_bg_acp.core.foreground import PromptAnswered, PromptCancelled, PromptInserted, StateReported
-from claude_bg_acp.core.history import PromptRecalled
+from claude_bg_acp.core.history import ChildMessageRecalled, PromptRecalled
 from claude_bg_acp.core.plan import PlanChanged
 from claude_bg_acp.core.policy import Policy
 from claude_bg_acp.core.schedules import ScheduleEnded
-from claude_bg_acp.core.subagents import WORKING, ChildAnnounced, ChildRestated, ChildStateChanged
+from claude_bg_acp.core.subagents import (
+    ChildAnnounced,
+    ChildConfirmed,
+    ChildRestated,
+    ChildStateChanged,
+)
 from claude_bg_acp.core.tool_uses import ToolCallHandedOff
 from claude_bg_acp.presenters import tool_views
 from claude_bg_acp.presenters.base import CANCEL, BasePresenter, exit_status, plan_entries
-from claude_bg_acp.presenters.v1 import announce_child
+from claude_bg_acp.presenters.v1 import announce_child, introduce_child, message_to_child
 
 PLAN_ID = "plan"
 """The one plan of a session: Claude Code keeps one list at a time."""
@@ -70,6 +81,7 @@ class V2Presenter(BasePresenter):
 
     def __init__(self) -> None:
         self.policy = Policy(answers_wait_for_subagents=False, subagents_are_sessions=True)
+        self.notices = True  # v2 clients need no capability for notices
 
     def permission_subject(self, call: dict[str, Any], title: str) -> dict[str, Any]:
         return {"title": f"Allow {title}?", "subject": {"type": "tool_call", "toolCall": call}}
@@ -107,6 +119,12 @@ class V2Presenter(BasePresenter):
         message = UserMessage.model_validate({"messageId": fact.message_id, "content": fact.content})
         return [Notify(fact.session_id, message)]
 
+    def child_message(self, fact: ChildMessageRecalled) -> list[ClientEffect]:
+        return [message_to_child(fact)]
+
+    def replay_completed(self, fact: ReplayCompleted) -> list[ClientEffect]:
+        return [Notify(fact.session_id, ReplayComplete())]
+
     def restate(self, fact: TerminalRestated | WorkRestated | ChildRestated) -> list[ClientEffect]:
         match fact:
             case TerminalRestated():
@@ -124,15 +142,11 @@ class V2Presenter(BasePresenter):
             case WorkRestated():
                 fields = {"toolCallId": fact.tool_call_id, "title": fact.title, "kind": "other"}
             case ChildRestated():
-                child = SubagentUpdate(
-                    session_id=fact.child_id, title=fact.title, state={"state": fact.state.value}
-                )
-                if fact.description is not None:
-                    child.description = fact.description
-                if fact.state in WORKING:
-                    child.capabilities = CANCEL
-                return [Notify(fact.parent_id, child)]
-        call = {"sessionUpdate": "tool_call_update", **fields, "status": fact.status, "capabilities": CANCEL}
+                # Its state (with its own list, whose work is restated in between) follows.
+                return [Notify(fact.parent_id, introduce_child(fact, None))]
+        call = {"sessionUpdate": "tool_call_update", **fields, "status": fact.status}
+        if fact.cancellable:
+            call["capabilities"] = CANCEL
         return [Notify(fact.session_id, ToolCall.model_validate(call))]
 
     def handed_off(self, fact: ToolCallHandedOff) -> list[ClientEffect]:
@@ -212,6 +226,12 @@ class V2Presenter(BasePresenter):
             Notify(fact.child_id, own),
             Notify(fact.parent_id, SubagentUpdate(session_id=fact.child_id, state=state)),
         ]
+
+    def confirmed(self, fact: ChildConfirmed) -> list[ClientEffect]:
+        # The child's current snapshot, and its parent's copy, which grants the cancel.
+        state = {"state": fact.state.value, "background": [listed(entry) for entry in fact.background]}
+        grant = SubagentUpdate(session_id=fact.child_id, state=state, capabilities=CANCEL)
+        return [Notify(fact.child_id, StateUpdate.model_validate(state)), Notify(fact.parent_id, grant)]
 
 
 def listed(entry: Listed) -> dict[str, Any]:

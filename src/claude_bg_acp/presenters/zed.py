@@ -53,8 +53,8 @@ SKIPPED = "\n[... output skipped: the editor fell behind; the latest follows ...
 
 
 class ZedPresenter(V1Presenter):
-    def __init__(self, output_key: OutputKey) -> None:
-        super().__init__(subagents=False)
+    def __init__(self, output_key: OutputKey, notices: bool = False) -> None:
+        super().__init__(subagents=False, notices=notices)
         self.output_key = output_key
         self._open: dict[str, codecs.IncrementalDecoder] = {}
         """The terminals not exited yet, by tool call id (also their terminal id), with the
