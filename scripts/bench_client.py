@@ -21,7 +21,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -274,6 +274,22 @@ class BenchAgent(AgentProcess):
         view.text_bytes += len(data)
         if self.on_chunk is not None:
             self.on_chunk(received, key, data, True)
+
+
+@contextlib.contextmanager
+def model_process(scenario: str) -> Iterator[str]:
+    """The scripted model in a process of its own (so that serving many Claude Codes never
+    holds up the client's reading in this one); its base URL."""
+    command = [sys.executable, "-m", "claude_bg_acp.scripted_model", "--scenario", scenario]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as model:
+        try:
+            assert model.stdout is not None
+            listening = model.stdout.readline().split()
+            if listening[:1] != ["listening"]:
+                raise RuntimeError(f"the scripted model did not start: {listening}")
+            yield listening[1]
+        finally:
+            model.terminate()
 
 
 # --- measuring helpers --------------------------------------------------------------------------

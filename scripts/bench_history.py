@@ -27,7 +27,10 @@ as a v1 client:
   the rest of that wait), the updates sent before the answer (the replay) and the agent's
   peak RSS meanwhile; every prompt must be replayed (a
   ``user_message_chunk`` with the recorded prompt, once per exchange), and a prompt sent in
-  the loaded conversation must end ``end_turn``.
+  the loaded conversation must end ``end_turn``; and, just before each agent's load, Claude
+  Code alone (the SDK's client, no agent) resuming the same conversation: spawn -> its answer
+  to ``initialize``, the part of a load's wait that is Claude Code's, on the machine as it is
+  then (the TypeScript adapter bundles an older Claude Code, 2.1.318).
 
 Both agents when the TypeScript adapter is installed (``--ts-dir``, where ``bench_compare.py``
 installs it), and with ``--baseline main`` this agent as of a git ref too, alternating,
@@ -57,6 +60,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+import anyio
+from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient
 
 from bench_client import OURS, AgentCommand, BenchAgent, RssSampler
 from bench_compare import DEFAULT_TS_DIR, TS_PACKAGE, TS_VERSION, baseline
@@ -231,10 +237,27 @@ def measure_load(command: AgentCommand, env: dict[str, str], cwd: Path, store: S
     transcript = store.project / f"{store.long_id}.jsonl"
     original, times = transcript.read_bytes(), transcript.stat()
     try:
-        return _load(command, env, cwd, store)
+        return resumed_alone(env, cwd, store) | _load(command, env, cwd, store)
     finally:
         transcript.write_bytes(original)
         os.utime(transcript, ns=(times.st_atime_ns, times.st_mtime_ns))
+
+
+def resumed_alone(env: dict[str, str], cwd: Path, store: Store) -> Figures:
+    """Claude Code without an agent (the SDK's client) resuming the long conversation, just
+    before the agent's load: spawn -> its answer to ``initialize``, the wait no agent can take
+    from a load's answer, on the machine as it is at that moment."""
+    options = ClaudeAgentOptions(cwd=str(cwd), env=env, resume=store.long_id)
+
+    async def resumed() -> float:
+        client = ClaudeSDKClient(options)
+        began = time.monotonic_ns()
+        await client.connect()
+        took = (time.monotonic_ns() - began) / 1e6
+        await client.disconnect()
+        return took
+
+    return {"Claude Code alone resuming it, just before (ms)": anyio.run(resumed)}
 
 
 def _load(command: AgentCommand, env: dict[str, str], cwd: Path, store: Store) -> Figures:

@@ -20,7 +20,10 @@ from typing import Any
 from unittest import mock
 
 import pytest
+from claude_agent_sdk._internal.sessions import _parse_transcript_entries
 from claude_agent_sdk.types import UserMessage
+from hypothesis import given
+from hypothesis import strategies as st
 
 from claude_bg_acp.claude import conventions, store
 from claude_bg_acp.core import events as ev
@@ -74,6 +77,32 @@ def test_replay_matches_golden(client: str, conversation: ev.StoredConversation)
     _, effects = recalled(client, conversation)
     golden = FIXTURES / "golden" / "recalled" / f"{RECORDING}.{client}.jsonl"
     assert_golden(golden, [effect_json(e, RECORDED_SESSION) for e in effects])
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=8,
+)
+ENTRIES = st.fixed_dictionaries(
+    {"type": st.sampled_from(["user", "assistant", "system", "attachment", "progress", "summary"])},
+    optional={"uuid": st.text(max_size=8) | st.integers(), "message": JSON_VALUES},
+)
+LINES = st.one_of(
+    ENTRIES.map(lambda entry: json.dumps(entry, separators=(",", ":"))),
+    ENTRIES.map(json.dumps),  # spaced, and with every non-ASCII character escaped
+    JSON_VALUES.map(lambda value: json.dumps(value, ensure_ascii=False)),
+    st.sampled_from(["", "   ", "{", "not json", '{"type":"user","uuid":"\\ud800"}', '["\\udfff"]']),
+    st.text(max_size=20).filter(lambda text: "\n" not in text),
+)
+
+
+@given(lines=st.lists(LINES, max_size=8), ending=st.sampled_from(["", "\n", "\r\n"]))
+def test_a_transcript_is_decoded_as_the_sdk_decodes_it(lines: list[str], ending: str) -> None:
+    """The messages of a transcript are the lines the SDK's reader takes, with the values it
+    decodes (pydantic's parser decodes them, ``json`` what it refuses: a lone surrogate)."""
+    content = "\n".join(lines) + ending
+    assert store._entries(content) == _parse_transcript_entries(content)
 
 
 @pytest.mark.parametrize("client", list(CLIENTS))

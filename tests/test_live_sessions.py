@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import shlex
 import uuid
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ import pytest
 from claude_agent_sdk import ClaudeAgentOptions, ResultMessage, query
 
 from claude_bg_acp.claude.conventions import tasks_root
+from claude_bg_acp.claude.options import claude_cli
 from claude_bg_acp.scripted_model import env_overrides
 from tests.conftest import LiveModel
 from tests.conftest import run_live as run
@@ -342,6 +344,45 @@ def test_loading_a_session_open_in_this_process_starts_no_second_claude_code(
     prompt["prompt"] = [{"type": "text", "text": "[scenario:text] Still there?"}]
     assert agent.call(4, "session/prompt", prompt, timeout=60)["result"]["stopReason"] == "end_turn"
     assert agent.close() == 0
+
+
+def test_two_loads_of_one_stored_session_at_once_start_one_claude_code(
+    live: LiveModel, workdir: Path
+) -> None:
+    """Claude Code starts resuming a stored conversation before the rest of the session is
+    loaded; two loads of it that arrive together still give it one Claude Code (two would write
+    one transcript): the second waits for the first and re-attaches to its session. Claude Code
+    runs through a wrapper that notes each start, then runs it."""
+    session_id = first_conversation(live, workdir, "v1")
+    starts = workdir.parent / "claude-starts"
+    wrapper = workdir.parent / "claude-noting-its-starts"
+    wrapper.write_text(
+        f'#!/bin/sh\necho "$*" >> {shlex.quote(str(starts))}\nexec {shlex.quote(claude_cli(None))} "$@"\n'
+    )
+    wrapper.chmod(0o700)
+    agent = StdioAgent(env=live.env, args=["--cli-path", str(wrapper)])
+    agent.call(0, "initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+    load = {"sessionId": session_id, "cwd": str(workdir), "mcpServers": []}
+    since = len(agent.lines)
+    agent.send_raw(
+        b"".join(
+            json.dumps({"jsonrpc": "2.0", "id": n, "method": "session/load", "params": load}).encode() + b"\n"
+            for n in (1, 2)
+        )
+    )
+    for n in (1, 2):
+
+        def answers(message: dict[str, Any], n: int = n) -> bool:
+            return message.get("id") == n
+
+        answer = agent.lines[agent.wait_for(answers, 60, f"load {n}", since)]
+        assert "modes" in answer["result"], answer
+    prompt = {"sessionId": session_id, "prompt": [{"type": "text", "text": "[scenario:text] Still there?"}]}
+    assert agent.call(3, "session/prompt", prompt, timeout=60)["result"]["stopReason"] == "end_turn"
+    assert agent.close() == 0
+    (started,) = starts.read_text().splitlines()
+    assert f"--resume={session_id}" in started
+    assert not validate_transcript(agent.lines, agent.sent, 1)
 
 
 def test_a_fork_starts_with_no_background_work_and_the_history(live: LiveModel, workdir: Path) -> None:

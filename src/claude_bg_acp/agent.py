@@ -9,8 +9,8 @@ and, for an extension, what the client must have declared. Dispatch reads it, an
 refusal of a method that does not exist for the client (-32601); params are validated into the
 method's model (-32602 naming the field) before its handler runs. Framing is the endpoint's
 business; translation is the core's. Importing the Claude side is deferred to the first session
-request (and started in the background right after ``initialize``) so that ``initialize``
-answers fast.
+request (and started in the background right after ``initialize``, out of a listing's way:
+``prewarm``) so that ``initialize`` answers fast.
 
 A session's id is Claude Code's session id, so every conversation Claude Code stored is a
 session a client can list, load, resume, fork or delete (``claude.store``), whichever program
@@ -22,7 +22,8 @@ their effort levels): ``session/new`` waits for its Claude Code to start (at mos
 ``READY_BOUND``), unless a session of this process in the same directory already started one,
 whose answer it goes by (the session corrects it with ``config_option_update`` if its own
 Claude Code says otherwise) once its own Claude Code runs as a process (a few milliseconds);
-load, resume and fork wait for Claude Code anyway (a replay is read and sent meanwhile). Its
+load, resume and fork wait for Claude Code anyway, which starts as soon as the stored
+conversation is found (a replay is read and sent meanwhile). Its
 commands follow the answer. A Claude Code that cannot start before the answer (the system
 refuses its process, or it exits at once) fails the request, with why, and the session is gone;
 after the answer a failed start is retried (``session_host``).
@@ -43,13 +44,13 @@ chosen at ``session/new``), so nothing that runs is lost.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
-import threading
 import uuid
 from collections import deque
-from collections.abc import AsyncGenerator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import KW_ONLY, dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -81,6 +82,7 @@ from claude_bg_acp.acp.schema import (
     versioned,
 )
 from claude_bg_acp.core import events as ev
+from claude_bg_acp.prewarm import Prewarm
 from claude_bg_acp.stdio import Endpoint
 
 if TYPE_CHECKING:
@@ -168,6 +170,9 @@ class Agent:
         """By directory: what the first Claude Code started there said."""
         self._grid: Grid | None = None
         """When every session's output files are looked at (made with the first session)."""
+        self._prewarm = Prewarm()
+        self._opens: dict[str, anyio.Lock] = {}
+        """By session id: held while a request finds or starts that session."""
 
     async def on_request(self, method: str, params: object, request_id: jsonrpc.RequestId) -> object:
         if self._client is None and method != "initialize":
@@ -210,7 +215,7 @@ class Agent:
             raise RpcError(jsonrpc.INVALID_PARAMS, "Invalid params: info: Field required for version 2")
         client = self._client = params.declared(version)
         # Once answered: importing in a thread would hold the interpreter lock meanwhile.
-        self._endpoint.after_reply(request_id, _prewarm_claude_side)
+        self._endpoint.after_reply(request_id, self._prewarm.start)
         return initialized(client, login_methods(client, self._cli_path))
 
     async def _authenticate(self, params: AuthMethodParams, request_id: jsonrpc.RequestId) -> dict[str, Any]:
@@ -339,32 +344,31 @@ class Agent:
     async def _reattach(
         self, params: LoadSessionParams[Any], replay: bool, request_id: jsonrpc.RequestId
     ) -> dict[str, Any]:
-        await anyio.to_thread.run_sync(_import_claude_side)
-        from claude_bg_acp.claude import store
-
+        """Claude Code's resume is most of the wait: it starts as soon as the stored conversation
+        is found, before the rest of the session is loaded (``_resuming``)."""
         session_id = params.session_id
         if self._parent_of(session_id) is not None:
             raise RpcError(jsonrpc.INVALID_REQUEST, "A subagent session cannot be loaded or resumed")
-        if session_id not in self._sessions:
-            stored = await self._stored(session_id)
-            _same_directory(session_id, stored.cwd, params.cwd)
-        # Checked again: another request may have opened it meanwhile.
-        session = self._sessions.get(session_id)
-        if session is not None:
-            session = self._session(session_id)  # unless it failed meanwhile
-            _same_directory(session_id, session.cwd, params.cwd)
-        cwd = session.cwd if session is not None else params.cwd
-        history = store.conversation(session_id, cwd) if replay else None
-        if session is None:
-            session = await self._resumed(session_id, params, history)
-        else:
-            await session.attach(history)
+        async with self._opening(session_id):
+            session = self._sessions.get(session_id)
+            resumed = session is None
+            if session is None:
+                stored = await self._stored(session_id)
+                _same_directory(session_id, stored.cwd, params.cwd)
+                session = self._start_session(session_id, params, await self._resuming(session_id, params))
+            else:
+                session = self._session(session_id)  # unless it failed
+                _same_directory(session_id, session.cwd, params.cwd)
+        from claude_bg_acp.claude import store
+
+        history = store.conversation(session_id, session.cwd) if replay else None
+        await (self._attached(session, history) if resumed else session.attach(history))
         return self._opened(session, request_id)
 
     async def _fork(self, params: LoadSessionParams[Any], request_id: jsonrpc.RequestId) -> dict[str, Any]:
         """A new session with a copy of the conversation (and none of its background work)."""
         _check_directories(params)
-        await anyio.to_thread.run_sync(_import_claude_side)
+        await anyio.to_thread.run_sync(_import_store)
         from claude_bg_acp.claude import store
 
         source = self._sessions.get(params.session_id)
@@ -375,7 +379,8 @@ class Agent:
         except store.NotStored:
             message = f"Session {params.session_id} has no stored conversation to fork yet"
             raise RpcError(RESOURCE_NOT_FOUND, message, {"sessionId": params.session_id}) from None
-        session = await self._resumed(fork_id, params)
+        session = self._start_session(fork_id, params, await self._resuming(fork_id, params))
+        await self._attached(session)
         return {"sessionId": fork_id, **self._opened(session, request_id)}
 
     async def _delete(self, params: SessionParams, request_id: jsonrpc.RequestId) -> dict[str, Any]:
@@ -399,13 +404,15 @@ class Agent:
         if params.cwd is not None and not os.path.isabs(params.cwd):
             raise RpcError(jsonrpc.INVALID_PARAMS, "Invalid params: cwd: must be an absolute path")
         after = session_list.start(params.cursor)
-        await anyio.to_thread.run_sync(_import_listing)
-        from claude_bg_acp.claude import listing
+        with self._prewarm.held():  # it would share the interpreter with the listing
+            await anyio.to_thread.run_sync(_import_listing)
+            from claude_bg_acp.claude import listing
 
+            found = await listing.listed(params.cwd, after, session_list.PAGE_SIZE + 1)
         infos = [
             {"sessionId": s.session_id, "cwd": s.cwd, "updatedAt": s.updated_at}
             | ({"title": s.title} if s.title else {})
-            for s in await listing.listed(params.cwd, after, session_list.PAGE_SIZE + 1)
+            for s in found
         ]
         return session_list.page(infos)
 
@@ -421,6 +428,7 @@ class Agent:
         return True
 
     async def _stored(self, session_id: str) -> StoredSession:
+        await anyio.to_thread.run_sync(_import_store)
         from claude_bg_acp.claude import store
 
         try:
@@ -433,29 +441,56 @@ class Agent:
             message = f"Session {session_id} cannot be read: {unreadable.args[0]} holds no conversation"
             raise RpcError(jsonrpc.INTERNAL_ERROR, message, {"sessionId": session_id}) from None
 
-    async def _resumed(
-        self,
-        session_id: str,
-        params: NewSessionParams[Any],
-        history: AsyncGenerator[ev.StoredConversation, None] | None = None,
-    ) -> SessionHost:
-        """A session for a stored conversation, attached once Claude Code has resumed it, and
-        ``history`` replayed meanwhile."""
-        session = self._start_session(session_id, params)
+    @contextlib.asynccontextmanager
+    async def _opening(self, session_id: str) -> AsyncIterator[None]:
+        """One request at a time finds or starts the session (else two Claude Codes could
+        resume one conversation, and write one transcript)."""
+        lock = self._opens.setdefault(session_id, anyio.Lock())
+        try:
+            async with lock:
+                yield
+        finally:
+            if not lock.locked():  # nobody waits for it
+                self._opens.pop(session_id, None)
+
+    async def _resuming(self, session_id: str, params: NewSessionParams[Any]) -> ClaudeRunner:
+        """Claude Code started on the stored conversation, and the rest of the Claude side
+        imported meanwhile."""
+        starting = await self._start_claude(session_id, params, resume=True)
+        try:
+            await anyio.to_thread.run_sync(_import_claude_side)
+        except BaseException:
+            self._tg.start_soon(starting.disconnect)
+            raise
+        return starting
+
+    async def _attached(
+        self, session: SessionHost, history: AsyncGenerator[ev.StoredConversation, None] | None = None
+    ) -> None:
+        """``session``, just started on a stored conversation, attached once Claude Code has
+        resumed it (``history`` replayed meanwhile), or forgotten if it could not."""
         try:
             await session.attach(history)
         except RpcError:
-            self._sessions.pop(session_id, None)
+            self._sessions.pop(session.session_id, None)
             raise
         self._remember(session)
-        return session
 
-    async def _start_claude(self, session_id: str, params: NewSessionParams[Any]) -> ClaudeRunner:
+    async def _start_claude(
+        self, session_id: str, params: NewSessionParams[Any], resume: bool = False
+    ) -> ClaudeRunner:
+        """Start Claude Code for a session to come: ``resume`` its stored conversation, else a
+        new one by that id."""
         await anyio.to_thread.run_sync(_import_claude_runner)
         from claude_bg_acp.claude.runner import starting
 
         runner = starting(
-            params.cwd, self._cli_path, session_id, params.mcp_servers, params.additional_directories
+            params.cwd,
+            self._cli_path,
+            session_id,
+            params.mcp_servers,
+            params.additional_directories,
+            resume=resume,
         )
         self._tg.start_soon(runner.start)
         return runner
@@ -669,15 +704,13 @@ def _import_listing() -> None:
     import claude_bg_acp.claude.listing  # noqa: F401
 
 
+def _import_store() -> None:
+    import claude_bg_acp.claude.store  # noqa: F401
+
+
 def _import_claude_runner() -> None:
     import claude_bg_acp.claude.runner  # noqa: F401
 
 
 def _import_claude_side() -> None:
-    _import_claude_runner()  # first: a new session starts Claude Code with it alone
     import claude_bg_acp.session_host  # noqa: F401
-
-
-def _prewarm_claude_side() -> None:
-    """Start importing the SDK while the client reads our answer to ``initialize``."""
-    threading.Thread(target=_import_claude_side, name="prewarm", daemon=True).start()

@@ -107,8 +107,8 @@ class SessionHost:
         starting: ClaudeRunner | None = None,
     ) -> None:
         """``known``: what another session's Claude Code said at its start, to go by until this
-        one's says otherwise; ``starting``: this new session's Claude Code, already starting
-        (``runner.starting``)."""
+        one's says otherwise; ``starting``: this session's Claude Code, already starting on a new
+        conversation or on the stored one (``runner.starting``)."""
         self.session_id = session_id
         self.cwd = cwd
         root = tasks_root(cwd)

@@ -215,7 +215,7 @@ class ClaudeSupervisor:
     async def _next_runner(self) -> tuple[ClaudeRunner, bool]:
         """The Claude Code to start (the one started ahead, the first time), and whether it
         resumes a stored conversation."""
-        runner, stored, self._starting = self._starting, False, None
+        runner, self._starting = self._starting, None
         session, launch = self._session, self._launch
         if runner is None:
             # Nothing is stored before the first prompt: until then the id names a new one.
@@ -234,11 +234,11 @@ class ClaudeSupervisor:
             options.effort = session.core.config.chosen_effort  # type: ignore[assignment]
             runner = ClaudeRunner(options)
         self._runner = runner
-        if stored:
+        if runner.resumes:
             session.handle(ev.ClaudeResuming())
         runner.on_message = lambda message: session.handle(ev.ClaudeMessage(message))
         runner.can_use_tool = self._asked
-        return runner, stored
+        return runner, runner.resumes
 
     async def _serve(self, tg: TaskGroup, runner: ClaudeRunner) -> str | None:
         """Serve one Claude Code process; the reason it went down, or None once it was stopped

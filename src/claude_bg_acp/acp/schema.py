@@ -18,6 +18,7 @@ SSE. A transport this agent does not take (v2's ``acp``, an extension's ``_name`
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Annotated, Any, ClassVar, Generic, Literal, TypeVar
 from urllib.parse import urlsplit
@@ -49,15 +50,20 @@ class WireModel(BaseModel):
     meta: dict[str, Any] | None = Field(default=None, alias="_meta")
 
     def model_post_init(self, context: Any) -> None:
-        # A tag with a default is still part of the message, not an unset patch field; one whose
-        # default is None is a patch field by that name (``subagent_update``'s ``state``).
-        for name in TAGS:
-            found = type(self).model_fields.get(name)
-            if found is not None and found.default is not None:
-                self.model_fields_set.add(name)
+        # A tag with a default is still part of the message, not an unset patch field.
+        self.model_fields_set.update(_tags(type(self)))
 
     def wire(self) -> dict[str, Any]:
         return self.model_dump(by_alias=True, exclude_unset=True, mode="json")
+
+
+@functools.cache
+def _tags(model: type[WireModel]) -> tuple[str, ...]:
+    """The tags ``model`` has with a default (looked up once: pydantic's ``model_fields`` is slow
+    to ask); one whose default is None is a patch field by that name (``subagent_update``'s
+    ``state``)."""
+    fields = model.model_fields
+    return tuple(name for name in TAGS if name in fields and fields[name].default is not None)
 
 
 Model = TypeVar("Model", bound="WireModel")

@@ -11,7 +11,8 @@ their environment, which tells its orphans apart (``orphans``, on Linux); elsewh
 is handed to the ``lifeline`` while it runs, which stops it should the agent die.
 
 Claude Code may be started before the session that will own the runner exists (its start is
-most of a first session's wait): ``start`` begins ``connect`` in a task of its own, whoever calls
+most of a first session's wait, and its resume most of a stored one's): ``start`` begins
+``connect`` in a task of its own, whoever calls
 ``connect`` then waits for that same start. Where Claude Code's messages (``on_message``) and
 permission questions (``can_use_tool``) go is the owner's to set, before it reads. ``spawned``
 is set as soon as the CLI runs as a process; a start that fails before (the system refuses the
@@ -72,6 +73,8 @@ class ClaudeRunner:
         self._tied: Process | None = None
         self.cli_session_id: str | None = None
         self.delivered = False
+        self.resumes = options.resume is not None
+        """Claude Code goes on with a stored conversation (else it starts a new one)."""
 
     async def connect(self) -> None:
         """Start Claude Code, or wait for the start under way; raises what stopped it."""
@@ -217,11 +220,19 @@ def starting(
     session_id: str,
     mcp_servers: Sequence[McpServer],
     add_dirs: list[str] | None,
+    resume: bool = False,
 ) -> ClaudeRunner:
-    """A new session's runner, to start before the session that will own it exists: with the
-    options a new session starts with (mode ``default``, Claude Code's own model and effort)."""
+    """A session's runner, to start before the session that will own it exists: with the
+    options a session first starts with (mode ``default``, Claude Code's own model and effort),
+    on the stored conversation of that id if it ``resume``s, else on a new one by that id."""
     options = session_options(
-        cwd, None, cli_path, mcp_servers=mcp_servers, add_dirs=add_dirs, session_id=session_id
+        cwd,
+        None,
+        cli_path,
+        resume=session_id if resume else None,
+        mcp_servers=mcp_servers,
+        add_dirs=add_dirs,
+        session_id=None if resume else session_id,
     )
     return ClaudeRunner(options)
 
