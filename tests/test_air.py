@@ -25,6 +25,7 @@ from claude_bg_acp.presenters.zed import ZedPresenter
 from tests.support import air
 from tests.support.driver import CoreDriver, as_jsonrpc
 from tests.support.frames import (
+    TaskSpec,
     agent_launch,
     level_entry,
     result,
@@ -85,6 +86,22 @@ def test_the_presenter_of_an_air_client_wraps_the_v1_client_it_also_is() -> None
     zed_like = chosen(1, zed_capabilities)
     assert isinstance(zed_like, AirPresenter) and type(zed_like.plain) is ZedPresenter
     assert zed_like.policy == Policy(answers_wait_for_subagents=True, subagents_are_sessions=True)
+
+
+@pytest.mark.parametrize("native", [False, True])
+def test_air_declaring_subagents_keeps_the_draft_or_nothing(native: bool) -> None:
+    """The subagents PR: AIR keeps the earlier draft whichever signal it declares; the RFD form
+    (``subagent_update``, ``session_message``) is for v1 clients that declare ``subagents`` and
+    are not AIR. Without native subagent sessions AIR sees no child session at all."""
+    declared = (air.ASYNC_TASKS, air.NATIVE_SUBAGENTS) if native else (air.ASYNC_TASKS,)
+    d = CoreDriver(1, {"subagents": {}, **air.air_capabilities(*declared)}, session_id="root")
+    d.prompt("go")
+    agent = TaskSpec("agent", "agent01")
+    d.frames(agent.launch(), agent.started(), tasks_changed([agent.level_entry()]), agent.hand_off())
+    kinds = {u["sessionUpdate"] for _, u in d.notified(d.effects)}
+    assert not kinds & {"subagent_update", "session_message"}
+    assert ("subagent_spawned" in kinds) is native
+    clean(d)
 
 
 # --- async tasks ---------------------------------------------------------------------------------

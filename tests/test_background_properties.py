@@ -8,10 +8,10 @@ recorded ones (``tests.support.frames``), and plays a v2 ``SessionCore`` (throug
 that point, stale level signals, duplicates of edge events, lost ``task_started`` /
 ``task_updated`` / ``task_notification`` events, late events of an older ``run_id``, client
 cancels of whatever advertises ``cancel``, output of tailed files, drains after ``FinishTail``
-(at once or later), a ``session/close``, and ticks at the core's own deadlines and at random
-times, with time going forward (also past every grace period). ``Rules`` (the background
-rules of ``tests.support.rules``, and the checks that need to know the tasks) reads every update
-as a v2 client would and checks, as they go out:
+(at once or later), a ``session/close``, Claude Code's death, and ticks at the core's own
+deadlines and at random times, with time going forward (also past every grace period).
+``Rules`` (the background rules of ``tests.support.rules``, and the checks that need to know the
+tasks) reads every update as a v2 client would and checks, as they go out:
 
 1. every ``state_update`` carries a ``background`` list;
 2. an item is announced (``terminal_update`` / ``tool_call_update`` / ``subagent_update``)
@@ -383,6 +383,8 @@ def scenarios(draw: st.DrawFn) -> Scenario:
         steps.insert(position % (len(steps) + 1), Step(role, f"{role} {arg}", arg=arg))
     if draw(st.integers(0, 5)) == 0:
         steps.insert(draw(st.integers(0, len(steps))), Step("close", "close"))
+    if draw(st.integers(0, 5)) == 0:
+        steps.insert(draw(st.integers(0, len(steps))), Step("die", "Claude Code dies"))
 
     steps.insert(0, Step("turn", "session_state running", state_changed("running")))
     steps.append(Step("level", "level [] (the last one)", tasks_changed([])))
@@ -440,6 +442,8 @@ class Player:
         """Cancels waiting for something that advertises cancel."""
         self.handed_off: set[str] = set()
         self.closed = False
+        self.died = False
+        """Claude Code died (closed too: nothing more is expected of it)."""
         self.truth = {s.task_id: Truth(backgrounded=s.kind != "fg_shell") for s in specs}
         self.feed(self.driver.prompt("go", dt=0.0)[1])
 
@@ -505,7 +509,8 @@ class Player:
 
     def step(self, step: Step) -> None:
         if step.frame is not None:
-            self.send(step)
+            if not self.died:  # a dead Claude Code says nothing more
+                self.send(step)
         elif step.role == "tick":
             self.tick(self.now)
         elif step.role == "drain" and self.pending:
@@ -523,6 +528,9 @@ class Player:
         elif step.role == "close" and not self.closed:
             self.closed = True
             self.feed(self.driver.handle(ev.Close()))
+        elif step.role == "die" and not self.closed:
+            self.closed = self.died = True  # what it ran went with it: children end idle, work final
+            self.feed(self.driver.handle(ev.ClaudeDied("Claude Code exited")))
         while self.armed and self.cancel(self.armed[0]):
             self.armed.pop(0)
 
@@ -686,6 +694,7 @@ def test_background_rules_hold_for_any_interleaving(scenario: Scenario) -> None:
     event(f"cancels accepted: {min(player.cancels, 2)}")
     event(f"drains done later: {min(player.late_drains, 2)}")
     event(f"closed: {player.closed}")
+    event(f"Claude Code died: {player.died}")
 
 
 # --- the same interleavings through JetBrains AIR -------------------------------------------------

@@ -584,6 +584,20 @@ def mcp_refusals(label: str, methods: tuple[str, ...], bad: list[tuple[str, Any,
             yield refused(f"{label}{method} with mcpServers: {name}", method, params, PARAMS, path)
 
 
+def idempotency_keys() -> Iterator[Case]:
+    """v2's ``idempotencyKey`` (Idempotency Keys RFD): an opaque string of 1 to 255 characters;
+    anything else is refused naming it, before anything is inserted."""
+    for name, key in [("empty", ""), ("of 256 characters", "k" * 256), ("a number", 7), ("an object", {})]:
+        params = text_prompt(SESSION, "x") | {"idempotencyKey": key}
+        yield refused(
+            f"session/prompt with an idempotencyKey {name}",
+            "session/prompt",
+            params,
+            PARAMS,
+            "idempotencyKey",
+        )
+
+
 def sizes() -> Iterator[Case]:
     yield Case("a 2 MB line of garbage", raw("g" * 2_000_000), ((None, PARSE),))
     wide = {f"key{i}": i for i in range(100_000)}
@@ -606,7 +620,15 @@ class Served:
     probes: count[int] = field(default_factory=lambda: count(1))
 
 
-CASES = [*json_shapes(), *nesting(), *rpc_shapes(), *params_of_every_method(), *mcp_servers_v2(), *sizes()]
+CASES = [
+    *json_shapes(),
+    *nesting(),
+    *rpc_shapes(),
+    *params_of_every_method(),
+    *mcp_servers_v2(),
+    *idempotency_keys(),
+    *sizes(),
+]
 V1_CASES = list(mcp_servers_v1())
 
 

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from claude_bg_acp.closing_line import ExitInfo
 from claude_bg_acp.core import events as ev
-from claude_bg_acp.core.effects import Effect, FinishTail
+from claude_bg_acp.core.effects import Effect, Fail, FinishTail
 from tests.support.driver import CoreDriver, as_jsonrpc
 from tests.support.frames import (
     TaskSpec,
@@ -198,3 +200,61 @@ def test_a_v1_tool_call_whose_work_started_before_its_result_ends_when_claude_co
     assert ends[-1] == "failed" and ends.count("failed") == 1
     agent_lines, client_lines = as_jsonrpc(d.effects)
     assert not validate_transcript(agent_lines, client_lines, 1)
+
+
+# --- children when Claude Code goes (issue 22) --------------------------------------------------
+
+AGENT = TaskSpec("agent", "agent01")
+
+
+def delegating(d: CoreDriver) -> int:
+    """A prompt whose turn launches a background subagent, which runs; its ticket."""
+    ticket, _ = d.prompt("delegate")
+    launch = [AGENT.launch(), tasks_changed([AGENT.level_entry()]), AGENT.started(), AGENT.hand_off()]
+    d.frames(state_changed("running"), *launch)
+    return ticket
+
+
+def with_a_working_child(version: int, capabilities: dict[str, Any] | None = None) -> CoreDriver:
+    """A background subagent runs; the turn that launched it is over (a v1 answer is held)."""
+    d = CoreDriver(version, capabilities, session_id=ROOT)
+    delegating(d)
+    d.frames(result(), state_changed("idle"))
+    return d
+
+
+@pytest.mark.parametrize("fatal", [True, False], ids=["gone", "taken-over"])
+def test_a_working_child_ends_idle_before_the_list_drops_it_when_claude_code_dies(fatal: bool) -> None:
+    """Its work ended with the Claude Code that ran it: ``idle`` with the error, then the root's
+    list without it (never ``unknown``, never dropped first)."""
+    d = with_a_working_child(2)
+    died = d.handle(ev.ClaudeDied("Claude Code failed", fatal), 1.0)
+    own = d.updates_of(died, "state_update", AGENT.task_id)
+    assert [(u["state"], u.get("stopReason"), u.get("error", {}).get("message")) for u in own] == [
+        ("idle", "error", "Claude Code failed")
+    ]
+    mirrors = [u["state"] for u in d.updates_of(died, "subagent_update")]
+    assert [m["state"] for m in mirrors] == ["idle"]
+    assert lists(d, died)[-1] == []
+    check(d)
+
+
+def test_a_v1_client_sees_its_child_end_with_the_error_when_claude_code_dies() -> None:
+    d = with_a_working_child(1, {"subagents": {}})
+    died = d.handle(ev.ClaudeDied("Claude Code failed", True), 1.0)
+    (mirror,) = [u["state"] for u in d.updates_of(died, "subagent_update")]
+    assert mirror["state"] == "idle" and mirror["stopReason"] == "error"
+    assert mirror["error"]["message"] == "Claude Code failed"
+    agent_lines, client_lines = as_jsonrpc(d.effects)
+    assert not validate_transcript(agent_lines, client_lines, 1)
+    check_updates(d.notified(d.effects), 1)
+
+
+@pytest.mark.parametrize("fatal", [True, False], ids=["gone", "taken-over"])
+def test_a_v1_prompt_whose_subagent_runs_is_answered_when_claude_code_dies(fatal: bool) -> None:
+    """The turn had no result yet: it ends with the error, and nothing holds its answer (its
+    subagents went with Claude Code), also when Claude Code is gone for good."""
+    d = CoreDriver(1, {"subagents": {}}, session_id=ROOT)
+    ticket = delegating(d)
+    died = d.handle(ev.ClaudeDied("Claude Code failed", fatal), 1.0)
+    assert [e.ticket for e in died if isinstance(e, Fail)] == [ticket]

@@ -412,3 +412,59 @@ def test_the_rules_take_output_sent_before_a_reattachment_was_read() -> None:
     rules.attached("s")
     with pytest.raises(Violation, match="rule 5: output of terminal t1 before its terminal_update"):
         rules.see("s", output)
+
+
+def test_the_rules_catch_a_status_that_goes_back_to_pending() -> None:
+    rules = BackgroundRules()
+    rules.see("s", {"sessionUpdate": "tool_call", "toolCallId": "c1", "title": "x", "status": "pending"})
+    rules.see("s", {"sessionUpdate": "tool_call_update", "toolCallId": "c1", "status": "paused"})
+    rules.see("s", {"sessionUpdate": "tool_call_update", "toolCallId": "c1", "status": "in_progress"})
+    with pytest.raises(Violation, match="rule 10: tool call c1 goes back from in_progress to pending"):
+        rules.see("s", {"sessionUpdate": "tool_call_update", "toolCallId": "c1", "status": "pending"})
+
+
+def test_a_live_run_reads_a_permission_requests_tool_call_as_an_update() -> None:
+    """A client applies the request's tool call as a ``tool_call_update`` (v2's schema), so one
+    that puts a running call back to ``pending`` breaks rule 10 in a live transcript too."""
+    running = {"sessionUpdate": "tool_call", "toolCallId": "c1", "title": "x", "status": "in_progress"}
+    call = {"toolCallId": "c1", "title": "x", "status": "pending"}
+    lines = [
+        {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s", "update": running}},
+        {
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "session/request_permission",
+            "params": {"sessionId": "s", "subject": {"type": "tool_call", "toolCall": call}, "options": []},
+        },
+    ]
+    run = ClientRun({"client": "v2", "agentLines": lines, "agentLineTimes": [1.0, 2.0]}, {})
+    assert run.broken_rules() == ["rule 10: tool call c1 goes back from in_progress to pending"]
+    del call["status"]
+    assert run.broken_rules() == []
+
+
+def test_the_rules_catch_a_tool_call_moved_to_another_session() -> None:
+    rules = BackgroundRules()
+    rules.see("root", {"sessionUpdate": "tool_call", "toolCallId": "c1", "title": "x", "status": "pending"})
+    with pytest.raises(Violation, match="rule 15: tool call c1 of root shown in child"):
+        rules.see("child", {"sessionUpdate": "tool_call_update", "toolCallId": "c1", "status": "in_progress"})
+    rules.forget("root")  # a client re-attaching forgets it: shown anew, it may be anywhere
+    rules.see("child", {"sessionUpdate": "tool_call", "toolCallId": "c1", "title": "x", "status": "pending"})
+
+
+def test_the_rules_catch_a_mirror_that_is_not_the_childs_own_state() -> None:
+    """The announcement and the child's first snapshot go out in either order; by the parent's
+    next snapshot they must be the same."""
+    running = {"state": "running", "background": []}
+    rules = BackgroundRules(lists=True)
+    rules.see("root", {"sessionUpdate": "subagent_update", "sessionId": "c", "state": {"state": "running"}})
+    rules.see("c", {"sessionUpdate": "state_update", **running})
+    with pytest.raises(Violation, match="rule 11: root mirrors child c as"):
+        rules.see("root", {"sessionUpdate": "state_update", "state": "running", "background": []})
+    rules = BackgroundRules(lists=True)
+    rules.see("c", {"sessionUpdate": "state_update", **running})
+    rules.see("root", {"sessionUpdate": "subagent_update", "sessionId": "c", "state": running})
+    rules.see("root", {"sessionUpdate": "state_update", "state": "running", "background": []})
+    rules.see("c", {"sessionUpdate": "state_update", "state": "idle", "background": []})
+    with pytest.raises(Violation, match="rule 11"):
+        rules.finish()

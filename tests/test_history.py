@@ -14,7 +14,7 @@ import base64
 import dataclasses
 import json
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -62,13 +62,13 @@ def conversation(tmp_path_factory: pytest.TempPathFactory) -> ev.StoredConversat
 
 
 def recalled(
-    client: str, conversation: ev.StoredConversation, unended: Iterable[str] = ()
+    client: str, conversation: ev.StoredConversation, recorded: bool = True
 ) -> tuple[CoreDriver, list[Effect]]:
     """A client of this kind loads the session in a new process: the replay, then the state
-    (``unended``: tool calls the history gives no end)."""
+    (``recorded``: the conversation as recorded, whose work all ended)."""
     driver = CoreDriver.for_client(client, session_id=RECORDED_SESSION)
     effects = driver.attach(conversation)
-    check_transcript(driver, effects, client, unended)
+    check_transcript(driver, effects, client, recorded)
     return driver, effects
 
 
@@ -353,7 +353,7 @@ def test_a_tool_call_history_leaves_without_a_result_is_left_unfinished(
     """The child's Bash call has no result in what is stored: that proves no end, so none is sent."""
     cut = with_child_messages(conversation, lambda messages: [m for m in messages if m.uuid != CHILD_RESULT])
     for client in ("v2", "v1-subagents", "v1-plain"):
-        driver, effects = recalled(client, cut, unended=[CHILD_BASH])
+        driver, effects = recalled(client, cut, recorded=False)
         call = [u for _, u in driver.notified(effects) if u.get("toolCallId") == CHILD_BASH]
         assert call and all(u.get("status") in (None, "pending", "in_progress") for u in call), client
 

@@ -10,13 +10,13 @@ core's ``Interrupt`` by ending the current turn. Time advances as the agent's ti
 ``tick`` at every deadline.
 
 Checked on every step: a prompt is answered at most once, and with the stop reason its turn
-recorded (``cancelled`` only for ``session/cancel``); ``session/cancel`` answers a held prompt and
-the waiting ones at once; a new prompt answers a held one at once, and no prompt is inserted
-while another is held; a turn none of whose subagents is live at its result (shells do not
-count) is answered by the call that fed the result; a tick does not answer a held prompt while
-a follow-up turn Claude Code visibly started is still running. After the sequence, Claude Code
-finishes its queue, every subagent ends and time passes: every prompt has been answered (no
-wedge), though shells still run.
+recorded (``cancelled`` only for ``session/cancel``); ``session/cancel`` answers a held prompt
+(``cancelled``, with the usage its turn recorded) and the waiting ones at once; a new prompt
+answers a held one at once, and no prompt is inserted while another is held; a turn none of
+whose subagents is live at its result (shells do not count) is answered by the call that fed
+the result; a tick does not answer a held prompt while a follow-up turn Claude Code visibly
+started is still running. After the sequence, Claude Code finishes its queue, every subagent
+ends and time passes: every prompt has been answered (no wedge), though shells still run.
 
 Sequences that reach a known product bug (``KNOWN_BUGS``) are discarded by the properties; the
 examples at the end pin the fixes of those it found.
@@ -41,6 +41,7 @@ from claude_bg_acp.core.effects import Effect, Fail, Interrupt, Query, Reply
 from claude_bg_acp.core.foreground import FOLLOW_UP_WAIT
 from tests.support.driver import CoreDriver
 from tests.support.frames import (
+    RESULT_USAGE,
     Frame,
     TaskSpec,
     follow_up_origin,
@@ -55,6 +56,15 @@ TaskKind = Literal["agent", "shell"]
 EndStatus = Literal["completed", "failed", "killed"]
 Via = Literal["updated", "notification", "both", "lost"]
 Ending = Literal["end_turn", "max_tokens", "error"]
+
+HELD_USAGE = {
+    "totalTokens": sum(RESULT_USAGE.values()),
+    "inputTokens": RESULT_USAGE["input_tokens"],
+    "outputTokens": RESULT_USAGE["output_tokens"],
+    "cachedReadTokens": RESULT_USAGE["cache_read_input_tokens"],
+    "cachedWriteTokens": RESULT_USAGE["cache_creation_input_tokens"],
+}
+"""The usage every turn's result reports, as a prompt's answer carries it."""
 
 KNOWN_BUGS: frozenset[str] = frozenset()
 """Product bugs the properties find (see the examples at the end): generated sequences
@@ -270,6 +280,9 @@ class World:
         for number in held + waiting:
             assert number in answered, f"prompt {number} not answered at once by session/cancel"
             assert self.reason(number) == "cancelled"
+        for number in held:  # its turn's result came: what it used is not lost
+            answer = self.tickets[number].answer
+            assert isinstance(answer, Reply) and answer.result.get("usage") == HELD_USAGE, answer
         if active is not None:
             assert active.number not in answered, "the cancelled turn is answered when it ends"
         if any(isinstance(e, Interrupt) for e in effects) and self.turn is not None:
@@ -650,7 +663,7 @@ def test_a_turn_with_shells_only_is_answered_at_its_result(expose: bool) -> None
 def test_cancel_of_a_held_turn_sends_nothing_to_an_idle_claude_code() -> None:
     world = play(HOLD)
     effects = world.d.handle(ev.CancelTurn())
-    assert effects == [Reply(1, {"stopReason": "cancelled"})]
+    assert effects == [Reply(1, {"stopReason": "cancelled", "usage": HELD_USAGE})]
 
 
 # Product bugs the properties found, fixed since; each example pins its fix.

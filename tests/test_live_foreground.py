@@ -247,3 +247,37 @@ def test_v1_session_modes_switch_claude_codes_permission_mode(
     ]
     assert len(run.permission_requests) == asked
     assert (workdir / "perm-test.txt").exists() == created
+
+
+def test_v2_a_prompt_sent_again_with_its_idempotency_key_is_inserted_once(
+    live: LiveModel, workdir: Path
+) -> None:
+    """Idempotency Keys RFD, end to end (raw requests: the official client's ``prompt`` sends no
+    key): two attempts of one submission at once, then a third after its turn ended. Each is
+    answered with the one ``messageId``; the user message is shown once and Claude Code gets
+    it once; a new key is a new submission."""
+    agent = StdioAgent(env=live.env)
+    agent.call(0, "initialize", {"protocolVersion": 2, "info": {"name": "retry", "version": "1"}})
+    session_id = agent.call(1, "session/new", {"cwd": str(workdir), "mcpServers": []})["result"]["sessionId"]
+    words = "[scenario:text] Say hello once."
+    params = {"sessionId": session_id, "prompt": [{"type": "text", "text": words}], "idempotencyKey": "sub-1"}
+    agent.request(2, "session/prompt", params)
+    agent.request(3, "session/prompt", params)
+    answers = [agent.response(2, timeout=60)["result"], agent.response(3, timeout=60)["result"]]
+    agent.next_message(lambda m: (state_of(m) or {}).get("stopReason") == "end_turn", timeout=60)
+    answers.append(agent.call(4, "session/prompt", params)["result"])
+    agent.call(
+        5,
+        "session/prompt",
+        {**params, "prompt": [{"type": "text", "text": "[scenario:text] Again."}], "idempotencyKey": "sub-2"},
+    )
+    agent.next_message(lambda m: (state_of(m) or {}).get("stopReason") == "end_turn", timeout=60)
+    assert agent.close() == 0
+
+    assert not validate_transcript(agent.lines, agent.sent, 2)
+    updates = [m["params"] for m in agent.lines if m.get("method") == "session/update"]
+    check_updates(((u["sessionId"], u["update"]) for u in updates), 2)
+    shown = [u["update"] for u in updates if u["update"]["sessionUpdate"] == "user_message"]
+    assert [u["content"][0]["text"] for u in shown] == [words, "[scenario:text] Again."]
+    assert answers == [{"messageId": shown[0]["messageId"]}] * 3
+    assert str(live.model.messages_requests()[-1].body["messages"]).count("Say hello once.") == 1

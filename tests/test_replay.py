@@ -39,7 +39,7 @@ SESSION_ID = "session-replay"
 def replay(scenario: str, client: str) -> list[dict[str, object]]:
     driver = CoreDriver.for_client(client, session_id=SESSION_ID)
     effects = driver.replay(load_frames(scenario))
-    check_transcript(driver, effects, client)
+    check_transcript(driver, effects, client, recorded=True)
     return [effect_json(effect, SESSION_ID) for effect in effects]
 
 
@@ -67,9 +67,9 @@ class Recorder:
         return self.presenter.answer_fields(options)
 
     def permission_request(
-        self, session_id: str, tool_call_id: str, tool_name: str, tool_input: dict[str, Any]
+        self, session_id: str, tool_call_id: str, tool_name: str, tool_input: dict[str, Any], shown: bool
     ) -> dict[str, Any]:
-        return self.presenter.permission_request(session_id, tool_call_id, tool_name, tool_input)
+        return self.presenter.permission_request(session_id, tool_call_id, tool_name, tool_input, shown)
 
 
 def stated(scenario: str, client: str) -> list[Fact]:

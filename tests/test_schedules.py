@@ -11,6 +11,7 @@ from claude_bg_acp.core import events as ev
 from claude_bg_acp.core.effects import Effect
 from tests.support.driver import CoreDriver, as_jsonrpc
 from tests.support.frames import result, tool_result, tool_use
+from tests.support.rules import check_updates
 from tests.support.schema import validate_transcript
 
 SESSION_ID = "s"
@@ -44,6 +45,7 @@ def test_a_wakeup_is_pending_and_listed_until_it_fires() -> None:
         "sessionUpdate": "tool_call_update",
         "toolCallId": "toolu_wake",
         "status": "completed",
+        "capabilities": None,
     }
     snapshots = [u for u in after if u["sessionUpdate"] == "state_update"]
     assert snapshots and all(u["background"] == [] for u in snapshots)
@@ -84,7 +86,12 @@ def test_a_cron_job_is_pending_until_deleted_and_a_durable_one_is_not_listed() -
             tool_result("toolu_del", "Deleted."),
         )
     )
-    assert {"sessionUpdate": "tool_call_update", "toolCallId": "toolu_cron", "status": "cancelled"} in deleted
+    assert {
+        "sessionUpdate": "tool_call_update",
+        "toolCallId": "toolu_cron",
+        "status": "cancelled",
+        "capabilities": None,
+    } in deleted
 
 
 def test_closing_the_session_cancels_scheduled_work() -> None:
@@ -95,4 +102,26 @@ def test_closing_the_session_cancels_scheduled_work() -> None:
     )
     d.handle(ev.Close())
     closed = d.updates_of(d.handle(ev.CloseTimedOut(), 1.0))
-    assert {"sessionUpdate": "tool_call_update", "toolCallId": "toolu_wake", "status": "cancelled"} in closed
+    assert {
+        "sessionUpdate": "tool_call_update",
+        "toolCallId": "toolu_wake",
+        "status": "cancelled",
+        "capabilities": None,
+    } in closed
+
+
+def test_a_scheduled_calls_final_status_clears_its_capabilities() -> None:
+    """Whatever the client was told of the call's ``cancel`` (a client that re-attaches is told
+    each listed call as it is now), its final status clears it (issue 22)."""
+    d = CoreDriver(2, session_id=SESSION_ID)
+    d.frames(
+        tool_use("toolu_wake", "ScheduleWakeup", {"delaySeconds": 600, "reason": "check CI"}),
+        tool_result("toolu_wake", "Scheduled a wakeup in 600 seconds."),
+        result(),
+    )
+    d.resync()
+    fired = d.frame(result(origin={"kind": "task-notification", "subkind": "scheduled-trigger"}))
+    (final,) = [u for u in d.updates_of(fired) if u.get("toolCallId") == "toolu_wake"]
+    assert final["status"] == "completed" and final["capabilities"] is None
+    check_updates(d.notified(d.effects), 2)
+    schema_ok(d.effects)

@@ -211,3 +211,26 @@ def test_closing_the_session_cancels_the_tool_calls_still_running() -> None:
     assert statuses(d, closed, "toolu_read") == ["cancelled"]
     assert [u["stopReason"] for u in d.updates_of(closed, "state_update")] == ["cancelled"]
     clean(d)
+
+
+# --- statuses never go back to pending (issue 22) ----------------------------------------------
+
+WORKFLOW = TaskSpec("workflow", "wf01")
+
+
+@pytest.mark.parametrize("order", ["pending-later", "pending-first"])
+def test_work_that_ran_never_goes_back_to_pending(order: str) -> None:
+    """Claude Code may say ``pending`` after ``running`` (or before the launching call's result,
+    when the call already runs): the tool call stays ``in_progress`` or ``paused``."""
+    d = CoreDriver(2, session_id=ROOT)
+    d.prompt("run the workflow")
+    d.frames(WORKFLOW.launch(), WORKFLOW.started())
+    if order == "pending-first":
+        d.frame(WORKFLOW.updated("pending"))
+    d.frames(WORKFLOW.hand_off(), tasks_changed([WORKFLOW.level_entry()]), result(), state_changed("idle"))
+    d.frames(WORKFLOW.updated("paused"), WORKFLOW.updated("pending"), WORKFLOW.updated("running"))
+    d.frame(WORKFLOW.updated("pending"))
+    seen = statuses(d, d.effects, WORKFLOW.tool_use_id or "")
+    assert "pending" not in seen[seen.index("in_progress") :], seen
+    assert seen[-4:] == ["paused", "in_progress", "in_progress", "in_progress"], seen
+    clean(d)

@@ -13,10 +13,21 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from claude_bg_acp.core import events as ev
-from claude_bg_acp.core.effects import Effect, FinishTail, StopTask
+from claude_bg_acp.core.effects import AskPermission, Effect, FinishTail, StopTask
 from claude_bg_acp.core.errors import Refusal, Refused
-from tests.support.driver import CoreDriver, as_jsonrpc
-from tests.support.frames import TaskSpec, agent_launch, level_entry, task_started, tasks_changed
+from claude_bg_acp.core.session import ALLOW_ONCE
+from tests.support.driver import CoreDriver, as_jsonrpc, check_transcript
+from tests.support.frames import (
+    TaskSpec,
+    agent_launch,
+    level_entry,
+    state_changed,
+    task_started,
+    tasks_changed,
+    text,
+    tool_result,
+    tool_use,
+)
 from tests.support.rules import BackgroundRules, check_updates
 from tests.support.schema import validate_transcript
 
@@ -252,3 +263,219 @@ def test_a_subagents_work_is_announced_listed_and_cancelled_in_its_session(
     assert rules.view(ROOT).listed == [] and child.listed in (None, [])
     agent_lines, client_lines = as_jsonrpc(d.effects)
     assert not validate_transcript(agent_lines, client_lines, 2)
+
+
+# --- the RFD form in v1 (issue 22) --------------------------------------------------------------
+
+
+def test_a_v1_client_sees_a_failed_child_idle_with_the_error() -> None:
+    """The v1 unstable schema's child state has ``stopReason: error`` with the ``error``."""
+    d = CoreDriver(1, {"subagents": {}}, session_id=ROOT)
+    d.frames(HELPER.launch(), HELPER.started(), tasks_changed([HELPER.level_entry()]), HELPER.hand_off())
+    failed = d.frame(HELPER.notification("failed"))
+    (state,) = [u["state"] for _, u in notes(failed) if u["sessionUpdate"] == "subagent_update"]
+    assert state == {
+        "state": "idle",
+        "stopReason": "error",
+        "error": {"code": -32603, "message": HELPER.summary("failed")},
+    }
+    agent_lines, client_lines = as_jsonrpc(d.effects)
+    assert not validate_transcript(agent_lines, client_lines, 1)
+
+
+def test_the_v2_announcement_carries_the_childs_own_first_snapshot() -> None:
+    """The RFD's two reports of a child's state are the same ``StateUpdate`` snapshot."""
+    d = CoreDriver(2, session_id=ROOT)
+    effects = d.frames(HELPER.launch(), HELPER.started())
+    (announced,) = [u["state"] for _, u in notes(effects) if u["sessionUpdate"] == "subagent_update"]
+    own = d.updates_of(effects, "state_update", HELPER.task_id)[0]
+    assert announced == {key: value for key, value in own.items() if key != "sessionUpdate"}
+
+
+# --- a turn that waits on a synchronous child (issue 22) ----------------------------------------
+
+OUTER = TaskSpec("agent", "agent05", tool_use_id="toolu_outer", description="outer")
+INNER = TaskSpec("agent", "agent06", tool_use_id="toolu_inner", description="inner", parent="toolu_outer")
+PEER = TaskSpec("agent", "agent07", tool_use_id="toolu_peer", description="peer")
+
+
+def root_states(d: CoreDriver, effects: list[Effect], session: str = ROOT) -> list[str]:
+    return [u["state"] for u in d.updates_of(effects, "state_update", session)]
+
+
+def ask_in(d: CoreDriver, spec: TaskSpec, ticket: int) -> list[Effect]:
+    """The subagent of ``spec`` uses Bash, and Claude Code asks about it."""
+    use = f"toolu_bash_{spec.task_id}"
+    d.frame(tool_use(use, "Bash", {"command": "touch x"}, parent=spec.tool_use_id))
+    return d.ask(ticket, "Bash", {"command": "touch x"}, use, spec.task_id)
+
+
+def test_a_turn_waiting_on_a_synchronous_child_that_asks_requires_action() -> None:
+    """The child's question blocks the foreground: the child's and the root's, which waits on it
+    (prompt lifecycle: requires_action while foreground work is blocked on user action)."""
+    d = CoreDriver(2, session_id=ROOT)
+    d.prompt("delegate and wait")
+    d.frames(state_changed("running"), OUTER.launch(), OUTER.started(backgrounded=False))
+    asked = ask_in(d, OUTER, 1)
+    assert root_states(d, asked, OUTER.task_id) == ["requires_action"]
+    assert root_states(d, asked) == ["requires_action"]
+    answered = d.answer(1, ALLOW_ONCE)
+    assert root_states(d, answered, OUTER.task_id) == ["running"] and root_states(d, answered) == ["running"]
+    check_updates(d.notified(d.effects), 2)
+
+
+def test_a_question_two_synchronous_children_down_blocks_each_one_that_waits() -> None:
+    d = CoreDriver(2, session_id=ROOT)
+    d.prompt("delegate and wait")
+    d.frames(state_changed("running"), OUTER.launch(), OUTER.started(backgrounded=False))
+    d.frames(INNER.launch(), INNER.started(backgrounded=False))
+    asked = ask_in(d, INNER, 1)
+    for session in (INNER.task_id, OUTER.task_id, ROOT):
+        assert root_states(d, asked, session) == ["requires_action"], session
+    answered = d.answer(1, ALLOW_ONCE)
+    for session in (INNER.task_id, OUTER.task_id, ROOT):
+        assert root_states(d, answered, session) == ["running"], session
+    check_updates(d.notified(d.effects), 2)
+
+
+def test_a_turn_is_not_blocked_while_other_foreground_work_goes_on() -> None:
+    """A backgrounded child's question blocks only the child; so does a synchronous child's
+    while another synchronous child of the same turn still works."""
+    d = CoreDriver(2, session_id=ROOT)
+    d.prompt("delegate")
+    d.frames(state_changed("running"), HELPER.launch(), HELPER.started(), HELPER.hand_off())
+    assert root_states(d, ask_in(d, HELPER, 1)) == []
+    d.frames(
+        OUTER.launch(), OUTER.started(backgrounded=False), PEER.launch(), PEER.started(backgrounded=False)
+    )
+    assert root_states(d, ask_in(d, OUTER, 2)) == []
+    assert root_states(d, ask_in(d, PEER, 3)) == ["requires_action"]
+    assert root_states(d, d.answer(2, ALLOW_ONCE)) == ["running"]
+
+
+# --- later messages to a resumed child (issue 22) ----------------------------------------------
+
+
+def finished_helper(d: CoreDriver) -> None:
+    d.frames(HELPER.launch(), HELPER.started(), tasks_changed([HELPER.level_entry()]), HELPER.hand_off())
+    d.frames(HELPER.updated("completed"), HELPER.notification("completed"), tasks_changed([]))
+
+
+def sent_to(effects: list[Effect]) -> list[tuple[str, dict[str, Any]]]:
+    return [(s, u) for s, u in notes(effects) if u["sessionUpdate"] == "session_message"]
+
+
+@pytest.mark.parametrize("level_first", [False, True])
+@pytest.mark.parametrize("client", ["v2", "v1-subagents"])
+def test_a_message_to_a_resumed_child_is_a_session_message_from_the_session_that_sent_it(
+    client: str, level_first: bool
+) -> None:
+    """Subagent Sessions: every task a parent gives a child, not only the first, is a
+    session-directed message; its sender is the session whose tool use sent it."""
+    d = CoreDriver.for_client(client, session_id=ROOT)
+    finished_helper(d)
+    sent = tool_use("toolu_send", "SendMessage", {"to": HELPER.task_id, "message": "Now the tests."})
+    started = task_started(
+        HELPER.task_id,
+        "run02",
+        "helper",
+        "local_agent",
+        "toolu_send",
+        True,
+        "general-purpose",
+        "Now the tests.",
+    )
+    level = tasks_changed([HELPER.level_entry("run02")])
+    resumed = d.frames(sent, *([level, started] if level_first else [started, level]))
+    assert sent_to(resumed) == [
+        (
+            HELPER.task_id,
+            {
+                "sessionUpdate": "session_message",
+                "messageId": "delegation-toolu_send",
+                "senderSessionId": ROOT,
+                "recipientSessionId": HELPER.task_id,
+                "content": [{"type": "text", "text": "Now the tests."}],
+            },
+        )
+    ]
+    assert sent_to(d.frames(HELPER.progress("run02"), level)) == []  # once per run
+    check_transcript(d, d.effects, client)
+
+
+def test_a_message_whose_sender_is_not_known_names_none() -> None:
+    """A new run that names no tool use of its own: the message is shown, its sender never
+    guessed (prompt lifecycle: with no evidence of the sender, omit it)."""
+    d = CoreDriver(2, session_id=ROOT)
+    finished_helper(d)
+    resumed = d.frame(
+        task_started(HELPER.task_id, "run02", "helper", "local_agent", None, True, "general-purpose", "More.")
+    )
+    ((session, message),) = sent_to(resumed)
+    assert session == HELPER.task_id and "senderSessionId" not in message
+    assert message["messageId"] == f"delegation-{HELPER.task_id}-2"
+    assert message["content"] == [{"type": "text", "text": "More."}]
+
+
+# --- a subagent shown before its parent was known (issue 22) ----------------------------------
+
+
+def test_a_subagent_first_shown_as_work_of_ours_becomes_its_child_session() -> None:
+    """Seen only on the level signal for longer than the grace, a subagent is shown as a tool
+    call of ours on the root (its parent is never guessed). Once ``task_started`` names the
+    Agent tool use that launched it, that tool call ends, the child is announced, and what it
+    said meanwhile follows."""
+    d = CoreDriver(2, session_id=ROOT)
+    d.frame(tasks_changed([HELPER.level_entry()]))
+    d.advance(0.6)
+    stand_in = {"type": "tool_call", "toolCallId": f"task-{HELPER.task_id}"}
+    assert lists(d.effects, ROOT)[-1] == [stand_in]
+    d.frames(HELPER.launch(), text("hello from the child", parent=HELPER.tool_use_id))
+    placed = d.frames(HELPER.started(), HELPER.hand_off())
+    ends = [u for u in d.updates_of(placed) if u.get("toolCallId") == stand_in["toolCallId"]]
+    assert [u["status"] for u in ends] == ["completed"]
+    assert [u["sessionId"] for u in d.updates_of(placed, "subagent_update")] == [HELPER.task_id]
+    chunks = d.updates_of(placed, "agent_message_chunk", HELPER.task_id)
+    assert [c["content"]["text"] for c in chunks] == ["hello from the child"]
+    assert lists(d.effects, ROOT)[-1] == [{"type": "subagent", "sessionId": HELPER.task_id}]
+    check_transcript(d, d.effects, "v2")
+
+
+def test_a_nested_subagent_shown_as_work_of_ours_becomes_a_child_of_its_own_parent() -> None:
+    """Both were shown as work of ours; the inner one's ``task_started`` came while its parent
+    was not exposed. Once the outer one is, the inner one is its child."""
+    outer = TaskSpec("agent", "agent05", tool_use_id="toolu_outer", description="outer")
+    inner = TaskSpec("agent", "agent06", tool_use_id="toolu_inner", description="inner", parent="toolu_outer")
+    d = CoreDriver(2, session_id=ROOT)
+    d.frame(tasks_changed([outer.level_entry(), inner.level_entry()]))
+    d.advance(0.6)
+    d.frames(outer.launch(), inner.launch(), inner.started())
+    assert d.updates_of(d.effects, "subagent_update") == []
+    placed = d.frames(outer.started())
+    announced = [(s, u["sessionId"]) for s, u in notes(placed) if u["sessionUpdate"] == "subagent_update"]
+    assert announced[:2] == [(ROOT, outer.task_id), (outer.task_id, inner.task_id)]
+    assert lists(d.effects, outer.task_id)[-1] == [{"type": "subagent", "sessionId": inner.task_id}]
+    assert lists(d.effects, ROOT)[-1] == [{"type": "subagent", "sessionId": outer.task_id}]
+    check_transcript(d, d.effects, "v2")
+
+
+def test_a_question_asked_before_its_child_was_announced_keeps_its_tool_call_on_the_root() -> None:
+    """The question was asked on the root (the child was not exposed yet), which showed its tool
+    call there: that tool call stays the root's to its final status, never moved to the child
+    (Subagent Sessions: an issued interaction is not moved later)."""
+    d = CoreDriver(2, session_id=ROOT)
+    d.frames(HELPER.launch(), tasks_changed([HELPER.level_entry()]))
+    d.frame(tool_use("toolu_early", "Bash", {"command": "touch x"}, parent=HELPER.tool_use_id))
+    asked = d.ask(1, "Bash", {"command": "touch x"}, "toolu_early", HELPER.task_id)
+    (request,) = [e.params for e in asked if isinstance(e, AskPermission)]
+    assert request["sessionId"] == ROOT and request["subject"]["toolCall"]["toolCallId"] == "toolu_early"
+    d.answer(1, ALLOW_ONCE)
+    d.frames(
+        HELPER.started(),
+        HELPER.hand_off(),
+        {**tool_result("toolu_early", "done"), "parent_tool_use_id": HELPER.tool_use_id},
+    )
+    shown = [(s, u.get("status")) for s, u in notes(d.effects) if u.get("toolCallId") == "toolu_early"]
+    assert {s for s, _ in shown} == {ROOT} and shown[-1] == (ROOT, "completed")
+    assert d.updates(HELPER.task_id)  # the child was announced, and shows the rest of its work
+    check_transcript(d, d.effects, "v2")

@@ -215,6 +215,91 @@ def test_prompts_during_a_turn_wait_and_are_inserted_after_an_idle_boundary_in_o
         assert answers(ended3) == [Reply(third, {"stopReason": "end_turn", "usage": ACP_USAGE})]
 
 
+# --- retries: a submission named by its idempotencyKey (v2 Preview) ----------------------------------
+
+
+def test_v2_a_retry_of_an_inserted_prompt_is_answered_with_its_message_id_and_inserts_nothing(
+    new_driver: NewDriver,
+) -> None:
+    """Idempotency Keys RFD: the agent inserts a key's user message at most once and answers
+    every retry with the original ``messageId``, during its turn and after it."""
+    d = new_driver(2)
+    _, inserted = d.prompt("Say hello.", key="k-1")
+    [message] = user_messages(inserted)
+    retried = [d.prompt("Say hello.", key="k-1")]
+    run_turn(d)
+    retried.append(d.prompt("Say hello.", key="k-1"))
+    for ticket, effects in retried:
+        assert effects == [Reply(ticket, {"messageId": message.message_id})]
+    _, again = d.prompt("Say hello.", key="k-2")  # another submission, the same words
+    [message2] = user_messages(again)
+    assert message2.message_id != message.message_id and queries(again) == ["Say hello."]
+    check_transcript(d, d.effects, "v2")
+
+
+def waiting_twice(new_driver: NewDriver) -> tuple[CoreDriver, list[tuple[int, list[Effect]]]]:
+    """A v2 turn runs; two attempts of one submission (key ``k``) come meanwhile."""
+    d = new_driver(2)
+    d.prompt("first")
+    d.frames(state_changed("running"), text("working on the first"))
+    return d, [d.prompt("second", key="k") for _ in range(2)]
+
+
+def test_v2_a_retry_while_its_prompt_waits_is_answered_with_it_at_its_insertion(
+    new_driver: NewDriver,
+) -> None:
+    d, [(waiting, held), (retry, joined)] = waiting_twice(new_driver)
+    assert answers(held) == answers(joined) == [] and queries(joined) == []
+    ended = d.frame(result())
+    assert queries(ended) == ["second"]
+    [message] = user_messages(ended)
+    reply = {"messageId": message.message_id}
+    assert answers(ended) == [Reply(waiting, reply), Reply(retry, reply)]
+    assert d.frame(result()) and queries(d.effects).count("second") == 1
+    check_transcript(d, d.effects, "v2")
+
+
+@pytest.mark.parametrize("withdrawn", ["first", "retry"])
+def test_v2_withdrawing_one_attempt_leaves_the_submission_to_the_others(
+    new_driver: NewDriver, withdrawn: str
+) -> None:
+    d, [(first, _), (retry, _)] = waiting_twice(new_driver)
+    gone, stays = (first, retry) if withdrawn == "first" else (retry, first)
+    out = d.handle(ev.WithdrawPrompt(gone))
+    [refused] = answers(out)
+    assert isinstance(refused, Fail) and refused.ticket == gone
+    assert failed(refused.failure).code == REQUEST_CANCELLED
+    ended = d.frame(result())
+    [message] = user_messages(ended)
+    assert queries(ended) == ["second"]
+    assert answers(ended) == [Reply(stays, {"messageId": message.message_id})]
+
+
+def test_v2_session_cancel_cancels_every_attempt_of_a_waiting_prompt(new_driver: NewDriver) -> None:
+    d, attempts = waiting_twice(new_driver)
+    tickets = [ticket for ticket, _ in attempts]
+    cancelled = d.cancel()
+    assert [a.ticket for a in answers(cancelled)] == tickets
+    assert all(isinstance(a, Fail) for a in answers(cancelled))
+    d.frame(interrupted_result())
+    assert queries(d.effects).count("second") == 0
+
+
+def test_a_v1_session_given_a_key_inserts_its_prompt_once_and_refuses_the_retry(
+    new_driver: NewDriver,
+) -> None:
+    """Keys are v2's: the agent reads none from a v1 client. A v1 session still gets one when a
+    later ``initialize`` made the connection v2 (a session keeps the version it was created
+    with): its prompt still goes in once, and a retry, which v1 could answer only with the
+    turn's outcome, is refused rather than run again."""
+    d = new_driver(1)
+    first, _ = d.prompt("Say hello.", key="k")
+    retry, out = d.prompt("Say hello.", key="k")
+    [refused] = answers(out)
+    assert isinstance(refused, Fail) and refused.ticket == retry and queries(out) == []
+    assert answers(run_turn(d)) == [Reply(first, {"stopReason": "end_turn", "usage": ACP_USAGE})]
+
+
 # --- cancel ---------------------------------------------------------------------------------------
 
 
@@ -668,6 +753,27 @@ def test_a_resumed_claude_code_that_works_is_a_turn_the_prompt_waits_for(new_dri
 
 
 # --- permission questions ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("client", ["v1-plain", "v2"])
+def test_a_question_leaves_the_status_of_a_tool_call_that_runs_as_it_is(
+    new_driver: NewDriver, client: str
+) -> None:
+    """A client applies a permission request's tool call as an update (v2's schema says so):
+    one already ``in_progress`` is not put back to ``pending`` (statuses never go back); one the
+    question shows first is created ``pending``."""
+    d = new_driver(int(client[1]))
+    d.prompt("Touch a file.")
+    d.frames(state_changed("running"), tool_use("toolu_touch", "Bash", {"command": "touch x"}))
+    asked = d.ask(1, "Bash", {"command": "touch x"}, "toolu_touch", None)
+    first = d.ask(2, "Bash", {"command": "touch y"}, "toolu_unseen", None)
+    calls = [
+        e.params.get("toolCall") or e.params["subject"]["toolCall"]
+        for e in asked + first
+        if isinstance(e, AskPermission)
+    ]
+    assert [call.get("status") for call in calls] == [None, "pending"]
+    check_transcript(d, d.effects, client)
 
 
 def test_requires_action_while_a_foreground_question_is_open(new_driver: NewDriver) -> None:

@@ -67,6 +67,7 @@ from claude_bg_acp.acp.schema import (
     CancelTerminalParams,
     CancelToolCallParams,
     InitializeParams,
+    KeyedPromptParams,
     ListSessionsParams,
     LoadSessionParams,
     LogoutParams,
@@ -245,7 +246,8 @@ class Agent:
             raise RpcError(jsonrpc.REQUEST_CANCELLED, "Prompt withdrawn before insertion")
         if self._parent_of(params.session_id) is not None:
             raise RpcError(jsonrpc.INVALID_REQUEST, "A subagent session cannot be prompted")
-        return await self._session(params.session_id).prompt(params, request_id)
+        key = params.idempotency_key if isinstance(params, KeyedPromptParams) else None
+        return await self._session(params.session_id).prompt(params.prompt, key, request_id)
 
     async def _set_mode(self, params: SetModeParams, request_id: jsonrpc.RequestId) -> dict[str, Any]:
         self._session(params.session_id).handle(ev.ChooseMode(params.mode_id))

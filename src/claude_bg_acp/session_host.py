@@ -43,7 +43,7 @@ from anyio.abc import TaskGroup
 
 from claude_bg_acp.acp import errors
 from claude_bg_acp.acp.jsonrpc import INTERNAL_ERROR, RequestId, RpcError
-from claude_bg_acp.acp.schema import McpServer, PromptParams
+from claude_bg_acp.acp.schema import ContentBlock, McpServer
 from claude_bg_acp.claude import store
 from claude_bg_acp.claude.conventions import tasks_base, tasks_root
 from claude_bg_acp.claude.options import may_bypass_permissions
@@ -324,12 +324,14 @@ class SessionHost:
             return  # the session failed: nothing more is performed
         await self._outbox.written()
 
-    async def prompt(self, params: PromptParams, request_id: RequestId) -> Any:
+    async def prompt(self, content: list[ContentBlock], key: str | None, request_id: RequestId) -> Any:
+        """``session/prompt``; ``key``: its v2 ``idempotencyKey``, if any (the core inserts a
+        key's prompt once and answers every attempt with it)."""
         self._refuse_if_ending()
         ticket = next(self._tickets)
         waiter = self._waiters[ticket] = Waiter()
         self._prompt_requests[request_id] = ticket
-        self.handle(ev.Prompt(ticket, params.prompt))
+        self.handle(ev.Prompt(ticket, content, key))
         try:
             return await waiter.wait()
         finally:

@@ -388,12 +388,14 @@ class ClientRun:
         try:
             for _, seen in self._timeline():
                 rules.take(seen)
+            rules.finish()
         except Violation as broken:
             return [str(broken)]
         return []
 
     def _timeline(self) -> list[tuple[float, Seen]]:
-        """Updates the agent sent, the sessions the client re-attached to (when it asked, and
+        """Updates the agent sent (and the tool call of each permission request, which a client
+        applies as an update), the sessions the client re-attached to (when it asked, and
         whether with a replay) and the answers to those requests, by time."""
         events: list[tuple[float, Seen]] = []
         attaching: dict[Any, str] = {}
@@ -413,6 +415,13 @@ class ClientRun:
                 and isinstance(update, dict)
             ):
                 events.append((t, (str(params.get("sessionId")), update)))
+            elif line.get("method") == "session/request_permission" and isinstance(params, dict):
+                # A client applies the request's tool call as a tool_call_update (v2 says so).
+                call = params.get("toolCall") or (params.get("subject") or {}).get("toolCall")
+                if isinstance(call, dict):
+                    events.append(
+                        (t, (str(params.get("sessionId")), {"sessionUpdate": "tool_call_update", **call}))
+                    )
             elif "method" not in line and line.get("id") in attaching:
                 events.append((t, Answered(attaching[line["id"]], "result" in line)))
         # A request goes out before anything the agent sends about it: at equal times it is first.

@@ -26,6 +26,10 @@ replay golden, every live transcript and the property tests go through it. Per s
    (``core/usage.py``), so two of them with no ``idle`` between are two turns without one;
 9. a tool call's ``rawInput`` and ``rawOutput`` are JSON objects when they are there, and no
    update carries ``_meta: null`` (strictly typed clients such as Toad reject anything else);
+10. a tool call's status never goes back to ``pending`` once it was ``in_progress`` or
+    ``paused`` (``in_progress`` and ``paused`` may alternate);
+11. (v2) a child's state as its parent mirrors it (``subagent_update``) is the child's own latest
+    ``state_update`` (the same snapshot on both paths), whenever the parent reports its state;
 12. no ``user_message`` or ``user_message_chunk`` in a child session: children are never
     prompted by the user, live or replayed (Subagent Sessions: a message to a child is a
     ``session_message``);
@@ -34,9 +38,12 @@ replay golden, every live transcript and the property tests go through it. Per s
     most once on one announced after it), and never anywhere else;
 14. while a replay is under way, until its answer, no ``subagent_update`` grants ``cancel``:
     what comes before the answer is history, and history authorizes nothing (Subagent Sessions,
-    the freshness boundary).
+    the freshness boundary);
+15. a tool call is shown in one session only: an interaction issued in one session is never
+    moved to another (Subagent Sessions), nor is any other tool call.
 
-v1 transcripts have no snapshots: rules 3 (final statuses, exits, cancel), 5, 6, 7, 9, 12 and 14 still
+v1 transcripts have no snapshots: rules 3 (final statuses, exits, cancel), 5, 6, 7, 9, 10, 12,
+14 and 15 still
 apply, also to the terminals of the ``_meta`` extension (Zed's): announced by
 ``terminal_info`` on a ``tool_call``, fed by ``terminal_output`` / ``terminal_output_delta``,
 ended by ``terminal_exit``.
@@ -117,6 +124,10 @@ class SessionView:
     """Announced subagent sessions and their latest state."""
     children_work: dict[str, bool] = field(default_factory=dict)
     """Whether a child's own ``background`` list (mirrored on its parent) names work."""
+    mirrors: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Each child's latest state as mirrored here (its parent)."""
+    own_state: dict[str, Any] | None = None
+    """The session's latest ``state_update`` (less ``sessionUpdate``)."""
     caps: dict[tuple[str, str], bool] = field(default_factory=dict)
     """(item type, id) -> whether it advertises cancel now."""
     listed: list[dict[str, Any]] | None = None
@@ -136,6 +147,8 @@ class BackgroundRules:
     sessions: dict[str, SessionView] = field(default_factory=dict)
     drafts: set[str] = field(default_factory=set)
     """Child sessions announced in the draft form (``subagent_spawned``)."""
+    tool_calls: dict[str, str] = field(default_factory=dict)
+    """Each tool call shown, and the session it is shown in."""
 
     def view(self, session_id: str) -> SessionView:
         return self.sessions.setdefault(session_id, SessionView())
@@ -163,6 +176,8 @@ class BackgroundRules:
         """The client (re)attaches to the session: what it knew of it and its children is gone."""
         view = self.sessions.pop(session_id, None)
         self.in_flight[session_id] = (asked or session_id, set(view.terminals) if view else set())
+        for call_id in view.tool_status if view is not None else ():
+            self.tool_calls.pop(call_id, None)
         if asked is None and replay:
             self.replays[session_id] = ReplayWindow(marked=self.lists)
         for child in view.children if view is not None else ():
@@ -240,6 +255,11 @@ class BackgroundRules:
             if terminal_id in view.exited:
                 raise Violation(f"rule 3: output of terminal {terminal_id} after its exitStatus")
         elif kind in ("tool_call", "tool_call_update"):
+            shown_in = self.tool_calls.setdefault(update["toolCallId"], session_id)
+            if shown_in != session_id:
+                raise Violation(
+                    f"rule 15: tool call {update['toolCallId']} of {shown_in} shown in {session_id}"
+                )
             self._tool_call(view, update)
         elif kind == "subagent_update":
             state = update.get("state")
@@ -250,6 +270,8 @@ class BackgroundRules:
             )
             if isinstance(state, dict) and isinstance(state.get("background"), list):
                 view.children_work[child] = bool(state["background"])
+            if isinstance(state, dict):
+                view.mirrors[child] = state
             self._capabilities(view, ("subagent", child), update)
         elif kind == "state_update":
             self._snapshot(session_id, view, update)
@@ -306,6 +328,8 @@ class BackgroundRules:
         before = view.tool_status.get(call_id)
         if before in FINAL and status is not None:
             raise Violation(f"rule 3: tool call {call_id}'s final status {before} is followed by {status}")
+        if before in ("in_progress", "paused") and status == "pending":
+            raise Violation(f"rule 10: tool call {call_id} goes back from {before} to pending")
         view.tool_status[call_id] = status or before or "pending"
         self._meta_terminal(view, update)
         for item in update.get("content") or []:
@@ -372,6 +396,8 @@ class BackgroundRules:
     def _snapshot(self, session_id: str, view: SessionView, update: dict[str, Any]) -> None:
         view.snapshots += 1
         view.last_state = update["state"]
+        view.own_state = {key: value for key, value in update.items() if key != "sessionUpdate"}
+        self.mirrored(session_id, view)
         if view.last_state == "idle":
             view.turn_ended = False
         background = update.get("background")
@@ -398,6 +424,19 @@ class BackgroundRules:
                 raise Violation(f"rule 3: {item} is removed before its final status (list: {background})")
         view.listed = background
 
+    def mirrored(self, session_id: str, view: SessionView) -> None:
+        """Rule 11: when a session reports its state, what it mirrors of each child is the child's
+        own latest state (a child and its mirror are reported together, in either order)."""
+        for child, mirror in view.mirrors.items():
+            own = self.sessions[child].own_state if child in self.sessions else None
+            if own is not None and own != mirror:
+                raise Violation(f"rule 11: {session_id} mirrors child {child} as {mirror}, not as {own}")
+
+    def finish(self) -> None:
+        """The transcript ended: the last mirrors too must be the children's own states."""
+        for session_id, view in list(self.sessions.items()):
+            self.mirrored(session_id, view)
+
     def listing(self, view: SessionView, item: dict[str, Any], background: list[dict[str, Any]]) -> None:
         """A hook for checks of one listed item that need more than the transcript."""
 
@@ -419,4 +458,5 @@ def check_updates(updates: Iterable[Seen], version: int) -> BackgroundRules:
     rules = BackgroundRules(lists=version >= 2)
     for seen in updates:
         rules.take(seen)
+    rules.finish()
     return rules

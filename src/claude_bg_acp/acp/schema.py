@@ -242,7 +242,10 @@ McpServer = McpServerStdio | McpServerHttp
 
 def versioned(model: type[Model], version: int) -> type[Model]:
     """``model`` as ``version`` has it: a session request's (``NewSessionParams`` or one of its
-    kin) with the ``McpServer`` of ``version``, any other as it is."""
+    kin) with the ``McpServer`` of ``version``, v2's prompt with its ``idempotencyKey``, any other
+    as it is."""
+    if model is PromptParams and version >= 2:
+        return KeyedPromptParams  # type: ignore[return-value]
     if not issubclass(model, NewSessionParams):
         return model
     shape = McpServerV1 if version == 1 else McpServerV2
@@ -281,6 +284,14 @@ class ListSessionsParams(WireModel):
 
 class PromptParams(SessionParams):
     prompt: list[ContentBlock] = Field(min_length=1)
+
+
+class KeyedPromptParams(PromptParams):
+    """v2's ``session/prompt`` (v2 Preview, Idempotency Keys RFD): the client may name the
+    submission with a key it sends on every attempt, an opaque string of 1 to 255 characters
+    (v1 has no such field: there it stays an unknown one, kept and unread)."""
+
+    idempotency_key: str | None = Field(default=None, min_length=1, max_length=255)
 
 
 class SetModeParams(SessionParams):

@@ -13,7 +13,8 @@ each one is to the client and keeps the RFD's ordering rules:
   call started, gets a tool call of our own. Scheduled work is ``schedules``' business.
 - A subagent is a child session (``subagents``) when the session shows subagents as sessions,
   listed while it runs detached or while its own list is not empty; one whose parent stays
-  unknown is work on a tool call of our own (its parent is never guessed). When the session
+  unknown is work on a tool call of our own (its parent is never guessed), which ends once the
+  parent is known and the child is shown. When the session
   shows subagents in the session that launched them, a subagent that runs in the background
   is work on its Agent tool call, as a Monitor is.
 - Work belongs to the session whose transcript holds the tool use that launched it: a shell or
@@ -52,11 +53,13 @@ item          what happens                                              next
               file is read to the end
 ``LIVE``      any other item's task ended; a stop was not confirmed in  ``FINAL``
               time; Claude Code is gone, or the close waited long
-              enough; its task turned out to be housekeeping
+              enough; its task turned out to be housekeeping; a
+              subagent shown as work of ours found its parent
 ``DRAINING``  the file's end was read (or a stop went unconfirmed, or   ``FINAL``
               its task turned out to be housekeeping)
 ``FINAL``     a new run of its task (a resumed subagent): shown anew;   (task)
-              or Claude Code is gone: forgotten
+              a subagent shown as work of ours is its child session
+              from now on; or Claude Code is gone: forgotten
 ============  ========================================================  ============
 
 A stop request (``stop_sent_at``) is orthogonal: it waits for the task's end in any phase. A
@@ -79,7 +82,7 @@ from claude_bg_acp.core.effects import FinishTail, Log, StopTask, Tail, Ticket
 from claude_bg_acp.core.errors import Refusal, Refused
 from claude_bg_acp.core.lifecycle import Lifecycle
 from claude_bg_acp.core.tasks import Task
-from claude_bg_acp.core.tool_uses import ToolUse
+from claude_bg_acp.core.tool_uses import ToolUse, ToolUsePhase
 
 CLASSIFY_GRACE = 0.5
 STOP_BOUND = 10.0
@@ -184,10 +187,21 @@ class Item:
     """How its process ended when the agent stopped it (Claude Code was gone)."""
     exit: ExitInfo | None = None
     """The exit a final terminal reported (None: unknown)."""
+    ran: bool = False
+    """A tool call's status was ``in_progress`` or ``paused``: it never goes back to ``pending``."""
 
     @property
     def final(self) -> bool:
         return self.phase is ItemPhase.FINAL
+
+    def status(self) -> LiveStatus:
+        """A tool call's live status now: its task's, but never ``pending`` again once it ran
+        (the RFD: statuses never go back to ``pending``), whatever order Claude Code reports in."""
+        status = _live_status(self.task)
+        if status == "pending" and self.ran:
+            return "in_progress"
+        self.ran = self.ran or status != "pending"
+        return status
 
     @property
     def tool_call_id(self) -> str:
@@ -433,8 +447,22 @@ class Background:
 
     def unplaced(self, task: Task) -> list[BackgroundOut]:
         """A subagent whose parent session stayed unknown: never guessed, its work is shown as a
-        tool call of ours."""
+        tool call of ours (until ``placed``)."""
         return self._open_tool_call(task, None)
+
+    def stands_in(self, task_id: str) -> bool:
+        """A subagent's work is shown as a tool call of ours (``unplaced``), not yet final."""
+        item = self.items.get(task_id)
+        return item is not None and item.kind is Kind.TOOL_CALL and item.task.is_subagent and not item.final
+
+    def placed(self, task: Task, now: float) -> list[BackgroundOut]:
+        """The subagent shown as a tool call of ours (``unplaced``) found its parent: that tool
+        call ends (``completed``: its work goes on as the child session, which ``open_child``
+        lists from now on)."""
+        item = self.items.pop(task.task_id)
+        out = self._finalize(item, None, now)
+        ITEMS.move(item.phase, None)
+        return out
 
     def open_child(self, task: Task, parent_id: str) -> None:
         """An exposed subagent, listed by its parent while it runs detached or has work of its own."""
@@ -455,14 +483,15 @@ class Background:
 
     def _open_tool_call(self, task: Task, tool: ToolUse | None) -> list[BackgroundOut]:
         if tool is not None and task.tool_use_id and not tool.final:
-            item = self.items[task.task_id] = Item(task, Kind.TOOL_CALL, tool.call_id, tool.session_id)
-            return [
-                ToolCallDetached(item.ref),
-                WorkOpened(item.session_id, item.ref, _live_status(task)),
-            ]
+            # Its launching call runs already (``in_progress``) once its input is known.
+            ran = tool.phase is ToolUsePhase.RUNNING
+            item = self.items[task.task_id] = Item(
+                task, Kind.TOOL_CALL, tool.call_id, tool.session_id, ran=ran
+            )
+            return [ToolCallDetached(item.ref), WorkOpened(item.session_id, item.ref, item.status())]
         ref = self._fresh(f"task-{task.task_id}")
         item = self.items[task.task_id] = Item(task, Kind.TOOL_CALL, ref, self.root_id)
-        return [WorkOpened(item.session_id, item.ref, _live_status(task), _own_title(task))]
+        return [WorkOpened(item.session_id, item.ref, item.status(), _own_title(task))]
 
     def _fresh(self, ref: str) -> str:
         """``ref``, or for a new run of a task whose earlier run used it, a new one: a final
@@ -498,7 +527,7 @@ class Background:
             return []
         out: list[BackgroundOut] = []
         if item.kind is Kind.TOOL_CALL:
-            out.append(WorkStatus(item.session_id, item.ref, _live_status(task)))
+            out.append(WorkStatus(item.session_id, item.ref, item.status()))
         if item.reported_as_task:
             state = _run_state(task)
             out.append(TaskChanged(item.session_id, task.task_id, task.tool_use_id, task.output_file, state))
@@ -640,7 +669,7 @@ class Background:
                 )
             elif item.kind is Kind.TOOL_CALL:
                 tool = tool_of(item.task.tool_use_id) if item.ref == item.task.tool_use_id else None
-                status = _live_status(item.task)
+                status = item.status()
                 if tool is None:
                     out.append(WorkRestated(session_id, item.ref, status, _own_title(item.task)))
                 else:

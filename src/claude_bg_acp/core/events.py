@@ -46,6 +46,8 @@ class Prompt:
 
     ticket: Ticket
     content: list[ContentBlock]
+    key: str | None = None
+    """Its ``idempotencyKey`` (v2): the same on every attempt of one submission."""
 
 
 @dataclass(frozen=True)

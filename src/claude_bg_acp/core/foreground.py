@@ -58,6 +58,13 @@ then reports ``cancelled`` whatever Claude Code's result says; a follow-up turn 
 expected is interrupted as soon as it starts (or, if it never does, the wait ends as
 ``cancelled``). The answer of a cancelled turn that still arrives is not shown (``muted``).
 
+A prompt may name its submission with an ``idempotencyKey`` (v2), the same on every attempt: a
+key's prompt is inserted at most once. An attempt while the first still waits joins it (answered
+with it at its insertion, or cancelled and refused with it; withdrawing one attempt leaves the
+others waiting); one after its insertion is answered with its message id at once
+(``PromptRetried``): nothing is inserted, shown or run again. The keys live as long as the
+session's core: after the agent's process restarted, an attempt is a new submission.
+
 Held turns (the policy ``answers_wait_for_subagents``: for clients that stop listening at a
 prompt's answer, v1). A turn whose result arrives while subagents it spawned (during the turn
 or while held) are still live keeps its answer back, with the outcome stored: the subagents'
@@ -77,8 +84,8 @@ hold      what happens                                                    next
           follow-up turn, or when Claude Code reports ``idle``, with
           none of its subagents live; once its last subagent was
           stopped (at once: nothing follows a stop); when the next
-          prompt arrives, or Claude Code died; as ``cancelled``, on
-          ``session/cancel``; the session closes
+          prompt arrives, or Claude Code died; as ``cancelled`` with
+          the stored usage, on ``session/cancel``; the session closes
 ``DUE``   released as from ``HELD``, or ``FOLLOW_UP_WAIT`` passed         ``NONE``
 ========  ==============================================================  ========
 """
@@ -89,7 +96,7 @@ import enum
 import uuid
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from claude_bg_acp.claude.conventions import NOT_LOGGED_IN
@@ -160,6 +167,14 @@ class WaitingPrompt:
     ticket: Ticket
     content: list[dict[str, Any]]
     claude_content: list[dict[str, Any]]
+    key: str | None = None
+    """Its ``idempotencyKey``: every attempt of one submission sends the same."""
+    retries: list[Ticket] = field(default_factory=list)
+    """Later attempts with its key that came while it waited: answered with it."""
+
+    @property
+    def tickets(self) -> list[Ticket]:
+        return [self.ticket, *self.retries]
 
 
 @dataclass
@@ -206,6 +221,15 @@ class PromptInserted:
 
 
 @dataclass(frozen=True)
+class PromptRetried:
+    """Another attempt of a prompt inserted under the same ``idempotencyKey``: answered as that
+    one, with nothing inserted again."""
+
+    ticket: Ticket
+    message_id: str
+
+
+@dataclass(frozen=True)
 class PromptAnswered:
     """The turn of a prompt is over (or was handed off): its answer is due."""
 
@@ -220,7 +244,8 @@ class PromptCancelled:
     ticket: Ticket
 
 
-ForegroundFact = StateReported | PromptInserted | PromptAnswered | PromptCancelled
+PromptFact = PromptInserted | PromptRetried | PromptAnswered | PromptCancelled
+ForegroundFact = StateReported | PromptFact
 ForegroundOut = ForegroundFact | Fail | Interrupt | Query
 
 
@@ -246,6 +271,8 @@ class Foreground:
         self.owed: set[str] = set()
         """The runs of tasks that ended by themselves whose follow-up turn has not ended yet."""
         self.waiting: deque[WaitingPrompt] = deque()
+        self.inserted_keys: dict[str, str] = {}
+        """The ``idempotencyKey`` of each prompt inserted so far, and its message id."""
         self.reported: State = "idle"
         self.last_outcome: Outcome | None = None
         self.background: Sequence[Listed] = []
@@ -282,6 +309,14 @@ class Foreground:
     # --- inputs ---------------------------------------------------------------------------
 
     def submit(self, prompt: WaitingPrompt) -> list[ForegroundOut]:
+        if prompt.key is not None:
+            # Another attempt of a submission: inserted at most once, whatever else is going on.
+            if prompt.key in self.inserted_keys:
+                return [PromptRetried(prompt.ticket, self.inserted_keys[prompt.key])]
+            first = next((waiting for waiting in self.waiting if waiting.key == prompt.key), None)
+            if first is not None:
+                first.retries.append(prompt.ticket)
+                return []
         if self.phase is TurnPhase.CLOSED:
             return [Fail(prompt.ticket, self.refusal)]
         # The next prompt hands a held turn off with the outcome it recorded.
@@ -311,11 +346,20 @@ class Foreground:
         return out + self._report()
 
     def withdraw(self, ticket: Ticket) -> list[ForegroundOut]:
-        waiting = next((prompt for prompt in self.waiting if prompt.ticket == ticket), None)
+        withdrawn: list[ForegroundOut] = [
+            Fail(ticket, Failure(Failing.WITHDRAWN, "Prompt withdrawn before insertion"))
+        ]
+        waiting = next((prompt for prompt in self.waiting if ticket in prompt.tickets), None)
         if waiting is None:
             return []  # inserted already: its answer stands
-        self.waiting.remove(waiting)
-        return [Fail(ticket, Failure(Failing.WITHDRAWN, "Prompt withdrawn before insertion"))]
+        if ticket in waiting.retries:
+            waiting.retries.remove(ticket)
+        elif waiting.retries:  # the submission still waits, for the attempts that remain
+            first, *rest = waiting.retries
+            self.waiting[self.waiting.index(waiting)] = replace(waiting, ticket=first, retries=rest)
+        else:
+            self.waiting.remove(waiting)
+        return withdrawn
 
     def work_seen(self) -> list[ForegroundOut]:
         """Output of the main conversation arrived: Claude Code is working, whatever it said.
@@ -400,7 +444,7 @@ class Foreground:
         return self._release() + self._report()
 
     def cancel(self) -> list[ForegroundOut]:
-        out = self._release(Outcome("cancelled")) + self._refuse_waiting()
+        out = self._release(cancelled=True) + self._refuse_waiting()
         if not self.busy or self.cancelled:
             return out
         self.cancelled = True
@@ -469,12 +513,13 @@ class Foreground:
         return [StateReported(self.session_id, self.reported, self.background)] if changed else []
 
     def fail(self, error: Failure) -> list[ForegroundOut]:
-        """Claude Code is gone: end the turn with an error and refuse what was held and what comes."""
+        """Claude Code is gone: end the turn with an error and refuse what was held and what comes.
+        Its subagents went with it: nothing holds the turn's answer."""
+        self.live_subagents.clear()
         out = self._release()
         self._close(error)
         while self.waiting:
-            waiting = self.waiting.popleft()
-            out.append(Fail(waiting.ticket, error))
+            out += [Fail(ticket, error) for ticket in self.waiting.popleft().tickets]
         return out + self._settle(Outcome("error", error=error))
 
     def crashed(self, error: Failure) -> list[ForegroundOut]:
@@ -544,6 +589,9 @@ class Foreground:
         self.prompt = PromptTurn(waiting.ticket, prompt_uuid)
         out += self._report()
         out.append(PromptInserted(self.session_id, waiting.ticket, prompt_uuid, waiting.content))
+        out += [PromptRetried(ticket, prompt_uuid) for ticket in waiting.retries]
+        if waiting.key is not None:
+            self.inserted_keys[waiting.key] = prompt_uuid
         out.append(Query(waiting.claude_content, prompt_uuid))
         return out
 
@@ -576,20 +624,24 @@ class Foreground:
     def _hold_needed(self) -> bool:
         return self.held is not None and bool(self.held.spawned & self.live_subagents)
 
-    def _release(self, outcome: Outcome | None = None) -> list[ForegroundOut]:
-        """Answer the held turn: with ``outcome`` if given, else with the one it recorded."""
+    def _release(self, cancelled: bool = False) -> list[ForegroundOut]:
+        """Answer the held turn with the outcome it recorded; ``cancelled`` (``session/cancel``)
+        with that stop reason instead, which the v1 schema requires after a cancel, and the
+        usage it recorded, which the held-turns PR keeps (its stored outcome)."""
         held = self.held
         if held is None:
             return []
         self._move_hold(HoldPhase.NONE)
-        outcome = outcome or held.outcome
+        outcome = held.outcome
+        if cancelled:
+            outcome = Outcome("cancelled", outcome.usage if outcome is not None else None)
         return [PromptAnswered(held.ticket, outcome)] if outcome is not None else []
 
     def _refuse_waiting(self) -> list[ForegroundOut]:
         """Every prompt not inserted yet is cancelled."""
         out: list[ForegroundOut] = []
         while self.waiting:
-            out.append(PromptCancelled(self.waiting.popleft().ticket))
+            out += [PromptCancelled(ticket) for ticket in self.waiting.popleft().tickets]
         return out
 
     def _report(self, insert: bool = True) -> list[ForegroundOut]:

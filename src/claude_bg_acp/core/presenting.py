@@ -32,13 +32,13 @@ from claude_bg_acp.core.background import (
 from claude_bg_acp.core.commands import CommandsChanged
 from claude_bg_acp.core.config import Options, OptionsAnswered, OptionsChanged
 from claude_bg_acp.core.effects import ClientEffect
-from claude_bg_acp.core.foreground import PromptAnswered, PromptCancelled, PromptInserted, StateReported
+from claude_bg_acp.core.foreground import PromptFact, StateReported
 from claude_bg_acp.core.history import ChildMessageRecalled, HistoryIncomplete, PromptRecalled
 from claude_bg_acp.core.permission_modes import ModeChanged
 from claude_bg_acp.core.plan import PlanChanged
 from claude_bg_acp.core.policy import Policy
 from claude_bg_acp.core.schedules import ScheduleEnded
-from claude_bg_acp.core.subagents import ChildAnnounced, ChildConfirmed, ChildRestated, ChildStateChanged
+from claude_bg_acp.core.subagents import ChildConfirmed, ChildFact, ChildRestated
 from claude_bg_acp.core.titles import TitleChanged
 from claude_bg_acp.core.tool_uses import (
     ToolCallCut,
@@ -69,13 +69,10 @@ Fact = (
     | TaskChanged
     | TaskEnded
     | TaskStopAnswered
-    | ChildAnnounced
-    | ChildStateChanged
+    | ChildFact
     | ChildConfirmed
     | StateReported
-    | PromptInserted
-    | PromptAnswered
-    | PromptCancelled
+    | PromptFact
     | PromptRecalled
     | ChildMessageRecalled
     | ReplayCompleted
@@ -108,7 +105,8 @@ class Presenter(Protocol):
         ...
 
     def permission_request(
-        self, session_id: str, tool_call_id: str, tool_name: str, tool_input: dict[str, Any]
+        self, session_id: str, tool_call_id: str, tool_name: str, tool_input: dict[str, Any], shown: bool
     ) -> dict[str, Any]:
-        """The params of ``session/request_permission`` for a tool use."""
+        """The params of ``session/request_permission`` for a tool use; ``shown``: its tool call
+        was shown already (the request updates it; else it creates it, ``pending``)."""
         ...

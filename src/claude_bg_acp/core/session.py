@@ -16,7 +16,8 @@ this module routes them and never lets the parts call each other:
 - Results and ``session_state_changed`` drive the ``Foreground``; a task that ended by itself
   owes it a follow-up turn, which that turn's result (naming the task's run) pays;
   ``can_use_tool`` becomes a permission question (``Questions``), asked under the session the
-  tool use belongs to.
+  tool use belongs to (under the root for a child not exposed yet: the tool call it shows then
+  stays the root's, never moved).
 - After task changes, the ``background`` lists go to the children and the foreground, which
   report them with their states.
 - A client attaching to a stored or live session gets the stored conversation replayed by
@@ -168,6 +169,10 @@ class SessionCore:
         self.transcripts = {session_id: Transcript(session_id)}
         self.questions = Questions()
         self._buffered: defaultdict[str, list[Message]] = defaultdict(list)
+        self._asked_in: dict[str, str] = {}
+        """Tool uses a permission question showed (as its tool call) before their transcript did,
+        and the session it was asked in: the tool call stays there (an issued interaction is
+        never moved)."""
         self._wakeup_fired = False
         """The running turn was taken for a wakeup firing (at its start)."""
         self._turn_error: str | None = None
@@ -183,7 +188,7 @@ class SessionCore:
 
     def _handle(self, event: ev.Event, now: float) -> list[Effect]:
         match event:
-            case ev.Prompt(ticket, content):
+            case ev.Prompt(ticket, content, key):
                 wire = [block.wire() for block in content]
                 if conventions.starts_new_conversation(
                     next((b["text"] for b in wire if b["type"] == "text"), "")
@@ -195,7 +200,7 @@ class SessionCore:
                         "prompt",
                     )
                 return self._foreground(
-                    self.foreground.submit(WaitingPrompt(ticket, wire, to_claude_content(wire)))
+                    self.foreground.submit(WaitingPrompt(ticket, wire, to_claude_content(wire), key))
                 )
             case ev.WithdrawPrompt(ticket):
                 return self._foreground(self.foreground.withdraw(ticket))
@@ -452,7 +457,8 @@ class SessionCore:
             case ToolStreamed(tool_use_id, name) if name in PLAN_TOOLS:
                 return []
             case ToolStreamed(tool_use_id, name):
-                return self._present(self.tool_uses.streaming(session_id, tool_use_id, name))
+                owner = self._asked_in.get(tool_use_id, session_id)
+                return self._present(self.tool_uses.streaming(owner, tool_use_id, name))
             case ToolInput(tool_use_id, name, tool_input, launched_by) if name in PLAN_TOOLS and (
                 launched_by is None or session_id != self.session_id
             ):
@@ -465,12 +471,13 @@ class SessionCore:
             case ToolInput(tool_use_id, name, tool_input, launched_by, message):
                 # Work that is only scheduled is pending from the start, never in progress.
                 pending = schedules_work(name, tool_input)
+                owner = self._asked_in.pop(tool_use_id, session_id)
                 running = self.tool_uses.input_known(
-                    session_id, tool_use_id, name, tool_input, launched_by, message, pending
+                    owner, tool_use_id, name, tool_input, launched_by, message, pending
                 )
                 return self._present(running)
             case ToolResulted():
-                return self._tool_result(session_id, fact, now)
+                return self._tool_result(fact, now)
             case _:
                 assert_never(fact)
 
@@ -492,15 +499,19 @@ class SessionCore:
         return []
 
     def _flush(self, now: float) -> list[Effect]:
-        """Send what waited for a child that is exposed now, and show the work it launched."""
+        """Send what waited for a child that is exposed now, and show the work it launched (a
+        subagent among it that was shown as work of ours is its child session now)."""
         effects: list[Effect] = []
         for tool_use_id in list(self._buffered):
             child = self.subagents.child_launched_by(tool_use_id)
-            if child is not None:
+            if child is not None and tool_use_id in self._buffered:  # not sent by a nested flush
                 for message in self._buffered.pop(tool_use_id):
                     effects += self._translate(child, message, now)
                 for task in self.registry.live():
-                    if not self.background.knows(task.task_id) and self.tool_uses.get(task.tool_use_id):
+                    placed = self._place(task, now)
+                    if placed is not None:
+                        effects += placed
+                    elif not self.background.knows(task.task_id) and self.tool_uses.get(task.tool_use_id):
                         effects += self._consider(task, now)
         return effects
 
@@ -555,7 +566,7 @@ class SessionCore:
         effects: list[Effect] = []
         for ticket in self.questions.tickets():
             effects += self._withdraw(ticket, "Claude Code stopped")
-        effects += self._children(self.subagents.lost()) + self._abandon(now, stopped)
+        effects += self._children(self.subagents.lost(reason)) + self._abandon(now, stopped)
         effects += self._present(self.tool_uses.cut_all())
         self.background.forget()
         self.registry = TaskRegistry()
@@ -653,7 +664,7 @@ class SessionCore:
 
     # --- tool results ---------------------------------------------------------------------------
 
-    def _tool_result(self, session_id: str, fact: ToolResulted, now: float) -> list[Effect]:
+    def _tool_result(self, fact: ToolResulted, now: float) -> list[Effect]:
         use = self.tool_uses.get(fact.tool_use_id)
         if use is None or use.final or use.handed_off:
             return []
@@ -670,7 +681,7 @@ class SessionCore:
             if target.terminal_id is not None:
                 self.tool_uses.finish(use.call_id)
             handoff = ToolCallHandedOff(
-                session_id, use.call_id, fact.text, target.terminal_id, target.status, fact.is_error
+                use.session_id, use.call_id, fact.text, target.terminal_id, target.status, fact.is_error
             )
             return effects + self._present([handoff])
         if not fact.is_error:
@@ -679,7 +690,7 @@ class SessionCore:
             if scheduled:
                 use.handed_off = True
                 self.tool_uses.detach(use.call_id)
-                handoff = ToolCallHandedOff(session_id, use.call_id, fact.text, None, "pending")
+                handoff = ToolCallHandedOff(use.session_id, use.call_id, fact.text, None, "pending")
                 return effects + self._present([handoff]) + self._publish()
         finished = self.tool_uses.result(use, fact.is_error, fact.text, fact.images, handed is not None)
         return effects + self._present(finished)
@@ -695,7 +706,8 @@ class SessionCore:
         effects: list[Effect] = []
         for change in changes:
             effects += self._task_change(change, now)
-        return effects + self._publish()
+        # A child that ended, or went to the background, no longer blocks what waited on it.
+        return effects + self._publish() + self._blocking()
 
     def _task_change(self, change: TaskChange, now: float) -> list[Effect]:
         task = change.task
@@ -712,9 +724,15 @@ class SessionCore:
             return effects
         if task.is_subagent:
             self.foreground.subagent_started(task.task_id)
-        if self.background.knows(task.task_id):
-            return self._background(self.background.changed(task), now)
-        return self._consider(task, now)
+        placed = self._place(task, now)
+        if placed is not None:
+            effects = placed
+        elif self.background.knows(task.task_id):
+            effects = self._background(self.background.changed(task), now)
+        else:
+            effects = self._consider(task, now)
+        sender = self.tool_uses.get(task.run_tool_use_id)
+        return effects + self._children(self.subagents.messaged(task, sender))
 
     def _consider(self, task: Task, now: float, force: bool = False) -> list[Effect]:
         """Show a live task once we know enough to say what it is."""
@@ -735,6 +753,19 @@ class SessionCore:
                 self._tasks_root, self.registry.cli_session_id, task.task_id
             )
         return self._background(self.background.consider(task, tool, output_file, force), now)
+
+    def _place(self, task: Task, now: float) -> list[Effect] | None:
+        """A subagent shown as work of ours while its parent was unknown is the child session it
+        is once its parent is known: that tool call ends (its work goes on in the child), the
+        child is announced, and what it said meanwhile follows. None while it stays as it is."""
+        if not self.background.stands_in(task.task_id):  # only where subagents are sessions
+            return None
+        announced = self.subagents.announce(task, self.tool_uses.get(task.tool_use_id))
+        if announced is None:
+            return None
+        effects = self._background(self.background.placed(task, now), now)
+        self.background.open_child(task, self.subagents.children[task.task_id].parent_id)
+        return effects + self._children(announced) + self._flush(now) + self._publish()
 
     def _tick(self, now: float) -> list[Effect]:
         effects = self._task_changes(self.registry.tick(now), now)
@@ -763,15 +794,17 @@ class SessionCore:
         foreground = asked.agent_id is None
         self.questions.ask(asked.ticket, session_id, foreground)
         known = self.tool_uses.get(asked.tool_use_id)
+        if known is None and asked.tool_use_id:
+            self._asked_in[asked.tool_use_id] = session_id  # a child's not exposed yet: the root
         tool_call_id = known.call_id if known else asked.tool_use_id or f"permission-{asked.ticket}"
         # Claude Code asks about some tools with an empty input (ExitPlanMode: its plan), though
         # the model's call had one: the person deciding should see what the model asked for.
         tool_input = asked.tool_input or (known.tool_input if known else {})
-        params = self.presenter.permission_request(session_id, tool_call_id, asked.tool_name, tool_input)
-        effects: list[Effect] = [AskPermission(asked.ticket, params)]
-        if foreground:
-            effects += self._foreground(self.foreground.set_blocked(True))
-        return effects + self._children(self.subagents.asking(session_id, opened=True))
+        params = self.presenter.permission_request(
+            session_id, tool_call_id, asked.tool_name, tool_input, shown=known is not None
+        )
+        self.subagents.asking(session_id, opened=True)
+        return [AskPermission(asked.ticket, params), *self._blocking()]
 
     def _answered(self, ticket: Ticket, option_id: str | None) -> list[Effect]:
         """``option_id`` is None when the client cancelled the question."""
@@ -792,9 +825,17 @@ class SessionCore:
 
     def _forget_question(self, ticket: Ticket, how: QuestionPhase) -> list[Effect]:
         question = self.questions.decide(ticket, how)
-        effects = self._children(self.subagents.asking(question.session_id, opened=False))
-        if question.foreground and not self.questions.blocking:
-            effects += self._foreground(self.foreground.set_blocked(False))
+        self.subagents.asking(question.session_id, opened=False)
+        return self._blocking()
+
+    def _blocking(self) -> list[Effect]:
+        """Whose foreground work is blocked on user action now: each child's (``Subagents``),
+        then the root's: a question of the main conversation is open, or the turn waits on
+        synchronous children that all are blocked."""
+        effects = self._children(self.subagents.blocked())
+        blocked = self.questions.blocking or self.subagents.waits_blocked(self.session_id)
+        if blocked is not self.foreground.blocked:
+            effects += self._foreground(self.foreground.set_blocked(blocked))
         return effects
 
     # --- routing facts -------------------------------------------------------------------------

@@ -11,7 +11,9 @@ call and its traffic shows in the session that launched it.
   its traffic is buffered by the session core. A parent is never guessed.
 - Announcement, before any of the child's traffic: the child with its title (the agent's name
   and type), its description (the tool input's ``description``) and the launching prompt,
-  sent by the parent.
+  sent by the parent. Each later run's task (a message that resumed the subagent) is a message
+  to the child too, from the session whose tool use sent it when its run names that tool use
+  (else from no one: a sender is never guessed).
 - ``session/cancel`` with a child's id stops that child's task only.
 - The Agent tool call stays a tool call of the session that made it.
 - Its own background work (shells, monitors, nested children) is its own: listed in its own
@@ -27,15 +29,21 @@ A child's lifecycle:
 child                what happens                                        next
 ===================  ==================================================  ===================
 (task)               announced, its parent being exposed                 ``RUNNING``
-``RUNNING``          a permission question of its own opens              ``REQUIRES_ACTION``
-``REQUIRES_ACTION``  its last open question is answered or withdrawn     ``RUNNING``
+``RUNNING``          its foreground is blocked: a permission question    ``REQUIRES_ACTION``
+                     of its own opens, or every synchronous child it
+                     waits on is ``REQUIRES_ACTION``
+``REQUIRES_ACTION``  it is no longer blocked (its last open question is  ``RUNNING``
+                     decided, a child it waited on goes on or ends)
 ``RUNNING``,         its task ended (``end_turn``, ``cancelled``,        ``IDLE``
-``REQUIRES_ACTION``  ``error``; no stop reason when how is unknown)
-``RUNNING``,         Claude Code is gone                                 ``UNKNOWN``
-``REQUIRES_ACTION``
-``IDLE``,            a new run of its task (a resumed subagent), also    ``RUNNING``
-``UNKNOWN``          one that a Claude Code taking over starts
+``REQUIRES_ACTION``  ``error``; no stop reason when how is unknown), or
+                     Claude Code, which ran it, is gone (``error``)
+``IDLE``             a new run of its task (a resumed subagent), also    ``RUNNING``
+                     one that a Claude Code taking over starts
 ===================  ==================================================  ===================
+
+A child is never ``unknown``: the agent always knows when its work stops (its task's end, or
+the end of the Claude Code that ran it, whose processes the agent stops), and a child whose
+work ended is ``idle`` before the list that drops it.
 
 A change of its own ``background`` list is reported as a repeated snapshot of its state.
 """
@@ -67,7 +75,6 @@ class State(enum.Enum):
     RUNNING = "running"
     REQUIRES_ACTION = "requires_action"
     IDLE = "idle"
-    UNKNOWN = "unknown"
 
 
 WORKING = (State.RUNNING, State.REQUIRES_ACTION)
@@ -78,15 +85,15 @@ CHILDREN = Lifecycle.of(
     ((State.RUNNING,), State.REQUIRES_ACTION),
     ((State.REQUIRES_ACTION,), State.RUNNING),
     (WORKING, State.IDLE),
-    (WORKING, State.UNKNOWN),
-    ((State.IDLE, State.UNKNOWN), State.RUNNING),
+    ((State.IDLE,), State.RUNNING),
 )
 
 
 @dataclass
 class Child:
     session_id: str
-    task_id: str
+    task: Task
+    """Its task (of its current run): whether it runs in the background, among others."""
     tool_use_id: str
     parent_id: str
     title: str
@@ -97,6 +104,8 @@ class Child:
     """Permission questions of its own that are open."""
     background: Sequence[Listed] = ()
     """Its own background work, as last reported."""
+    told: int = 1
+    """The last run whose task it was shown given (the first: with its announcement)."""
 
 
 # --- what happened to a child, for the presenter ----------------------------------------------
@@ -152,9 +161,22 @@ class ChildStateChanged:
     error: str | None = None
     """With the ``error`` stop reason: what Claude Code said of the failure."""
     repeat: bool = False
+    lost: bool = False
+    """Its work ended with the Claude Code that ran it (``idle`` with the ``error``)."""
 
 
-ChildFact = ChildAnnounced | ChildStateChanged
+@dataclass(frozen=True)
+class ChildMessaged:
+    """A later task given to a child (a message that resumed its subagent): an incoming message
+    on the child, from ``sender_id`` when known."""
+
+    child_id: str
+    message_id: str
+    text: str
+    sender_id: str | None
+
+
+ChildFact = ChildAnnounced | ChildStateChanged | ChildMessaged
 
 
 class Subagents:
@@ -171,14 +193,40 @@ class Subagents:
             return None
         known = self.children.get(task.task_id)
         if known is not None:
+            known.task = task  # a Claude Code that took over knows it anew
             return self._report(known, State.RUNNING, None)  # the same child, working again
         description = _text(tool.tool_input.get("description")) or task.description or None
         child = Child(
-            task.task_id, task.task_id, task.tool_use_id, parent, _title(tool.tool_input, task), description
+            task.task_id,
+            task,
+            task.tool_use_id,
+            parent,
+            _title(tool.tool_input, task),
+            description,
+            told=task.run,
         )
         self.children[child.session_id] = child
         prompt = task.prompt or _text(tool.tool_input.get("prompt"))
         return [ChildAnnounced(parent, child.session_id, task.tool_use_id, child.title, description, prompt)]
+
+    def messaged(self, task: Task, sender: ToolUse | None) -> list[ChildFact]:
+        """The task of a known child's new run (a message that resumed its subagent), once its
+        text is known; once per run. ``sender`` is the tool use the run names, if known: its
+        session sent the message (the Agent tool use that launched the child says nothing of
+        who sent a later one)."""
+        child = self.children.get(task.task_id)
+        if child is None or child.told >= task.run or not task.prompt:
+            return []
+        child.told = task.run
+        if sender is not None and sender.tool_use_id != child.tool_use_id:
+            return [
+                ChildMessaged(
+                    child.session_id, f"delegation-{sender.call_id}", task.prompt, sender.session_id
+                )
+            ]
+        return [
+            ChildMessaged(child.session_id, f"delegation-{child.session_id}-{task.run}", task.prompt, None)
+        ]
 
     def ended(self, task: Task) -> list[ChildFact]:
         child = self.children.get(task.task_id)
@@ -188,12 +236,12 @@ class Subagents:
         error = (task.summary or "The subagent failed") if stop_reason == "error" else None
         return self._report(child, State.IDLE, stop_reason, error)
 
-    def lost(self) -> list[ChildFact]:
-        """Claude Code is gone: what its children were doing can no longer be observed."""
+    def lost(self, reason: str) -> list[ChildFact]:
+        """Claude Code is gone (``reason``), and the work of its children with it."""
         facts: list[ChildFact] = []
         for child in self.children.values():
             if child.state in WORKING:
-                facts += self._report(child, State.UNKNOWN, None)
+                facts += self._report(child, State.IDLE, "error", reason, lost=True)
         return facts
 
     def restate(self, session_id: str, cancellable: bool) -> ChildRestated:
@@ -227,17 +275,37 @@ class Subagents:
     def working(self) -> frozenset[str]:
         return frozenset(c.session_id for c in self.children.values() if c.state in WORKING)
 
-    def asking(self, session_id: str, opened: bool) -> list[ChildFact]:
-        """A permission question of the child's own opened (or closed)."""
+    def asking(self, session_id: str, opened: bool) -> None:
+        """A permission question of the child's own opened (or closed): see ``blocked``."""
         child = self.children.get(session_id)
-        if child is None:
-            return []
-        child.questions += 1 if opened else -1
-        if child.state is State.RUNNING and child.questions > 0:
-            return self._report(child, State.REQUIRES_ACTION, None)
-        if child.state is State.REQUIRES_ACTION and child.questions == 0:
-            return self._report(child, State.RUNNING, None)
-        return []
+        if child is not None:
+            child.questions += 1 if opened else -1
+
+    def blocked(self) -> list[ChildFact]:
+        """Each working child is ``REQUIRES_ACTION`` while its foreground work is blocked on user
+        action: a question of its own is open, or it waits on synchronous children that all are
+        (``waits_blocked``); else ``RUNNING``. The most nested first, so each sees its children's
+        states as they are now."""
+        facts: list[ChildFact] = []
+        for child in reversed(list(self.children.values())):
+            if child.state not in WORKING:
+                continue
+            blocked = child.questions > 0 or self.waits_blocked(child.session_id)
+            state = State.REQUIRES_ACTION if blocked else State.RUNNING
+            if child.state is not state:
+                facts += self._report(child, state, None)
+        return facts
+
+    def waits_blocked(self, session_id: str) -> bool:
+        """``session_id``'s turn waits on synchronous children (not run in the background), each
+        of them blocked on user action: its foreground work cannot progress (the prompt
+        lifecycle's ``requires_action``; one that still works keeps it ``running``)."""
+        waited = [
+            c
+            for c in self.children.values()
+            if c.parent_id == session_id and c.state in WORKING and c.task.backgrounded is False
+        ]
+        return bool(waited) and all(c.state is State.REQUIRES_ACTION for c in waited)
 
     def listing(self, session_id: str, background: Sequence[Listed]) -> list[ChildFact]:
         """The child's own background list now; a change is a repeated snapshot of its state."""
@@ -255,7 +323,7 @@ class Subagents:
         child = self.children.get(session_id)
         if child is None:
             raise Refused(Refusal.UNKNOWN, f"unknown session {session_id}")
-        return [StopTask(child.task_id)] if child.state in WORKING else []
+        return [StopTask(child.task.task_id)] if child.state in WORKING else []
 
     def child_launched_by(self, tool_use_id: str) -> str | None:
         """The child session whose subagent the Agent tool use ``tool_use_id`` launched."""
@@ -269,11 +337,17 @@ class Subagents:
 
     @staticmethod
     def _report(
-        child: Child, state: State, stop_reason: StopReason | None, error: str | None = None
+        child: Child,
+        state: State,
+        stop_reason: StopReason | None,
+        error: str | None = None,
+        lost: bool = False,
     ) -> list[ChildFact]:
         child.state, child.stop_reason = CHILDREN.move(child.state, state), stop_reason
         return [
-            ChildStateChanged(child.parent_id, child.session_id, state, child.background, stop_reason, error)
+            ChildStateChanged(
+                child.parent_id, child.session_id, state, child.background, stop_reason, error, lost=lost
+            )
         ]
 
 

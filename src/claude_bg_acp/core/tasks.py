@@ -76,6 +76,12 @@ class Task:
     summary: str | None = None
     output_file: str | None = None
     prompt: str | None = None
+    """What its current run was asked to do (a subagent's task, as ``task_started`` says it)."""
+    run: int = 1
+    """Its runs so far: a resumed subagent's current run is its second or later."""
+    run_tool_use_id: str | None = None
+    """The tool use its current run's ``task_started`` names (for a resumed subagent, the one
+    that sent it the message that resumed it, if it names one)."""
     started: bool = False
     first_seen_at: float = 0.0
     in_level: bool = False
@@ -145,6 +151,7 @@ class TaskRegistry:
             return changes
         task.started = True
         task.tool_use_id = task.tool_use_id or _str(data.get("tool_use_id"))
+        task.run_tool_use_id = task.run_tool_use_id or _str(data.get("tool_use_id"))
         task.prompt = task.prompt or _str(data.get("prompt"))
         if data.get("is_backgrounded") is not None:
             task.backgrounded = bool(data["is_backgrounded"])
@@ -253,6 +260,7 @@ class TaskRegistry:
                 # The same task started again (a resumed subagent): it is live once more.
                 task.phase = TASKS.move(task.phase, TaskPhase.LIVE)
                 task.status, task.left_level_at = "running", None
+                task.run, task.prompt, task.run_tool_use_id = task.run + 1, None, None
                 changes.append(TaskChange(Change.RESUMED, task))
             task.run_id = run_id
         _fill(task, data)

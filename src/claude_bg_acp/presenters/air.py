@@ -38,7 +38,13 @@ from claude_bg_acp.core.effects import ClientEffect, Notify
 from claude_bg_acp.core.history import ChildMessageRecalled
 from claude_bg_acp.core.policy import Policy
 from claude_bg_acp.core.presenting import Fact
-from claude_bg_acp.core.subagents import ChildAnnounced, ChildConfirmed, ChildRestated, ChildStateChanged
+from claude_bg_acp.core.subagents import (
+    ChildAnnounced,
+    ChildConfirmed,
+    ChildMessaged,
+    ChildRestated,
+    ChildStateChanged,
+)
 from claude_bg_acp.core.tool_uses import ToolCallFinished, ToolCallHandedOff
 from claude_bg_acp.presenters.base import with_meta
 from claude_bg_acp.presenters.draft_subagents import DraftSubagents
@@ -86,7 +92,7 @@ class AirPresenter:
         match fact:
             case TaskOpened() | TaskChanged() | TaskEnded():
                 effects = self._task(fact) if self.async_tasks else []
-            case ChildAnnounced() | ChildStateChanged() if self.subagents is not None:
+            case ChildAnnounced() | ChildStateChanged() | ChildMessaged() if self.subagents is not None:
                 effects = self.subagents.render(fact)
             case ChildRestated() | ChildConfirmed() | ChildMessageRecalled() if self.subagents is not None:
                 effects = []  # the draft form has no restatement, no grants and no messages
@@ -100,9 +106,9 @@ class AirPresenter:
         return self.plain.answer_fields(options)
 
     def permission_request(
-        self, session_id: str, tool_call_id: str, tool_name: str, tool_input: dict[str, Any]
+        self, session_id: str, tool_call_id: str, tool_name: str, tool_input: dict[str, Any], shown: bool
     ) -> dict[str, Any]:
-        return self.plain.permission_request(session_id, tool_call_id, tool_name, tool_input)
+        return self.plain.permission_request(session_id, tool_call_id, tool_name, tool_input, shown)
 
     def _task(self, fact: TaskOpened | TaskChanged | TaskEnded) -> list[ClientEffect]:
         if isinstance(fact, TaskOpened):

@@ -49,14 +49,27 @@ from claude_bg_acp.core.background import (
 from claude_bg_acp.core.commands import CommandsChanged
 from claude_bg_acp.core.config import EFFORT, MODE, MODEL, Options, OptionsAnswered, OptionsChanged
 from claude_bg_acp.core.effects import ClientEffect, Notify, Reply
-from claude_bg_acp.core.foreground import PromptAnswered, PromptCancelled, PromptInserted, StateReported
+from claude_bg_acp.core.foreground import (
+    PromptAnswered,
+    PromptCancelled,
+    PromptFact,
+    PromptInserted,
+    PromptRetried,
+    StateReported,
+)
 from claude_bg_acp.core.history import ChildMessageRecalled, HistoryIncomplete, PromptRecalled
 from claude_bg_acp.core.permission_modes import ModeChanged
 from claude_bg_acp.core.plan import PlanChanged
 from claude_bg_acp.core.policy import Policy
 from claude_bg_acp.core.presenting import Fact
 from claude_bg_acp.core.schedules import ScheduleEnded
-from claude_bg_acp.core.subagents import ChildAnnounced, ChildConfirmed, ChildRestated, ChildStateChanged
+from claude_bg_acp.core.subagents import (
+    ChildAnnounced,
+    ChildConfirmed,
+    ChildMessaged,
+    ChildRestated,
+    ChildStateChanged,
+)
 from claude_bg_acp.core.titles import TitleChanged
 from claude_bg_acp.core.tool_uses import (
     ToolCallCut,
@@ -110,7 +123,7 @@ class BasePresenter:
                 return self.task(fact)
             case TaskStopAnswered():
                 return [Reply(fact.ticket, {"stopped": fact.stopped})]
-            case ChildAnnounced() | ChildStateChanged():
+            case ChildAnnounced() | ChildStateChanged() | ChildMessaged():
                 return self.child(fact)
             case ChildConfirmed():
                 return self.confirmed(fact)
@@ -122,7 +135,7 @@ class BasePresenter:
                 return self.incomplete(fact) if self.notices else []
             case StateReported():
                 return self.state(fact)
-            case PromptInserted() | PromptAnswered() | PromptCancelled():
+            case PromptInserted() | PromptRetried() | PromptAnswered() | PromptCancelled():
                 return self.prompt(fact)
             case PromptRecalled():
                 return self.recalled(fact)
@@ -217,10 +230,13 @@ class BasePresenter:
         return [Notify(fact.session_id, notice)]
 
     def permission_request(
-        self, session_id: str, tool_call_id: str, tool_name: str, tool_input: dict[str, Any]
+        self, session_id: str, tool_call_id: str, tool_name: str, tool_input: dict[str, Any], shown: bool
     ) -> dict[str, Any]:
         call = self.call_fields(tool_call_id, tool_name, tool_input)
-        call["status"] = "pending"
+        if not shown:
+            # A client applies the request's tool call as an update: one that ran already stays
+            # as it is (statuses never go back to pending); a first-seen one is created pending.
+            call["status"] = "pending"
         params = self.permission_subject(call, tool_views.describe(tool_name, tool_input).title)
         params.update(sessionId=session_id, options=PERMISSION_OPTIONS)
         return params
@@ -304,7 +320,7 @@ class BasePresenter:
     def task(self, fact: TaskOpened | TaskChanged | TaskEnded) -> list[ClientEffect]:
         return []
 
-    def child(self, fact: ChildAnnounced | ChildStateChanged) -> list[ClientEffect]:
+    def child(self, fact: ChildAnnounced | ChildStateChanged | ChildMessaged) -> list[ClientEffect]:
         return []
 
     def confirmed(self, fact: ChildConfirmed) -> list[ClientEffect]:
@@ -319,7 +335,7 @@ class BasePresenter:
     def state(self, fact: StateReported) -> list[ClientEffect]:
         return []
 
-    def prompt(self, fact: PromptInserted | PromptAnswered | PromptCancelled) -> list[ClientEffect]:
+    def prompt(self, fact: PromptFact) -> list[ClientEffect]:
         return []
 
     def restate(self, fact: TerminalRestated | WorkRestated | ChildRestated) -> list[ClientEffect]:

@@ -15,7 +15,9 @@ The rule, by negotiated version and declared ``clientCapabilities``:
   allows them only then); every v2 client is.
 - JetBrains AIR (``_meta.jetbrains.air`` with ``asyncTasks`` or ``nativeSubagentSessions``):
   ``AirPresenter`` around the v1 presenter it otherwise gets (Zed's, or ``V1Presenter``),
-  adding async tasks and child sessions in the draft form AIR reads.
+  adding async tasks and child sessions in the draft form AIR reads. AIR keeps the draft
+  whichever signal it declares (the subagents PR): ``subagents`` alone gives it no child
+  sessions in the RFD's form.
 - v1 clients that declare neither extension, Zed's nor AIR's (Toad, acpx, clients of the
   Python SDK, acp-client): ``PlainPresenter``, background work as tool calls that live as long
   as the work. A plain client is known by what it does not declare, never by ``fs`` or
@@ -28,7 +30,7 @@ The rule, by negotiated version and declared ``clientCapabilities``:
 
 Each presenter comes with the ``Policy`` the core follows for its client (``core.policy``):
 v1 clients have their prompts' answers wait for the subagents their turns started; subagents
-are sessions for v2, for v1 clients that declare ``subagents`` (not Zed) and for AIR with
+are sessions for v2, for v1 clients that declare ``subagents`` (not Zed, not AIR) and for AIR with
 native subagent sessions.
 """
 
@@ -53,6 +55,8 @@ def presenter_for(client: ClientCapabilities) -> Presenter:
         v1 = ZedPresenter("terminal_output_delta" if delta else "terminal_output", client.notices)
     elif air is None:
         return PlainPresenter(client.child_sessions, client.notices)
+    elif air & {ASYNC_TASKS, NATIVE_SUBAGENTS}:
+        v1 = V1Presenter(False, client.notices)  # AIR reads the draft form of children, or none
     else:
         v1 = V1Presenter(client.child_sessions, client.notices)
     if air is not None and air & {ASYNC_TASKS, NATIVE_SUBAGENTS}:

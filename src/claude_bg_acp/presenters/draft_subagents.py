@@ -16,7 +16,7 @@ from typing import Literal
 
 from claude_bg_acp.acp.updates import SubagentSpawned, SubagentStateUpdate
 from claude_bg_acp.core.effects import ClientEffect, Notify
-from claude_bg_acp.core.subagents import ChildAnnounced, ChildStateChanged, State
+from claude_bg_acp.core.subagents import ChildAnnounced, ChildMessaged, ChildStateChanged, State
 from claude_bg_acp.presenters.base import with_meta
 
 DraftState = Literal["completed", "failed", "cancelled", "disconnected"]
@@ -40,7 +40,9 @@ class DraftSubagents:
         self._ended: set[str] = set()
         """Children reported ended (a new run announces them again)."""
 
-    def render(self, fact: ChildAnnounced | ChildStateChanged) -> list[ClientEffect]:
+    def render(self, fact: ChildAnnounced | ChildStateChanged | ChildMessaged) -> list[ClientEffect]:
+        if isinstance(fact, ChildMessaged):
+            return []  # the draft announces a resumed child again, and has no later messages
         if isinstance(fact, ChildAnnounced):
             spawned = SubagentSpawned(
                 subagent_session_id=fact.child_id,
@@ -61,7 +63,7 @@ class DraftSubagents:
             self._ended.discard(fact.child_id)
             return [Notify(fact.parent_id, self._spawned[fact.child_id])]
         self._ended.add(fact.child_id)
-        state = "disconnected" if fact.state is State.UNKNOWN else ENDS[fact.stop_reason]
+        state = "disconnected" if fact.lost else ENDS[fact.stop_reason]
         return [Notify(fact.parent_id, SubagentStateUpdate(subagent_session_id=fact.child_id, state=state))]
 
     def stamp(self, effects: list[ClientEffect]) -> list[ClientEffect]:

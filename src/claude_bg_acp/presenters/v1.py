@@ -7,11 +7,12 @@ and the work that goes on on a tool call are not shown. A tool call whose result
 on ends there, with that result, as any other; should the work end before the call had a
 result (Claude Code gone, the session closed), the call ends with it. Scheduled work runs until
 its result, never ``pending``. A client that declares ``clientCapabilities.subagents`` gets
-subagents as child sessions in the RFD's form: ``subagent_update`` on the parent (no stop
-reason ``error``: v1 has none), the launching prompt as a ``session_message`` (and, replayed,
-each later message the child received, from no known sender); restated with their state when
-it re-attaches, and after a replay granted ``cancel`` only once it has the answer. A client
-that declares ``clientCapabilities.session.notices`` is told what a replay lacks. Claude Code's
+subagents as child sessions in the RFD's form: ``subagent_update`` on the parent (a failure is
+``idle`` with the stop reason ``error`` and the ``error``, as in v2), the launching prompt and
+each later task it is given as a ``session_message`` (and, replayed, each later message the child
+received, from no known sender); restated with their state when it re-attaches, and after a
+replay granted ``cancel`` only once it has the answer. A client that declares
+``clientCapabilities.session.notices`` is told what a replay lacks. Claude Code's
 permission modes are also the session's modes (``modes`` in the answer,
 ``current_mode_update``; Zed reads them when an agent offers no config options), the same as
 the ``mode`` config option.
@@ -21,18 +22,26 @@ from __future__ import annotations
 
 from typing import Any
 
+from claude_bg_acp.acp.jsonrpc import INTERNAL_ERROR
 from claude_bg_acp.acp.updates import CurrentModeUpdate, PlanEntries, SessionMessage, SubagentUpdate, ToolCall
 from claude_bg_acp.claude.server_info import SlashCommand
 from claude_bg_acp.core.background import TerminalRestated, WorkEnded, WorkOpened, WorkRestated, WorkStatus
 from claude_bg_acp.core.config import Options
 from claude_bg_acp.core.effects import ClientEffect, Fail, Notify, Reply, Ticket
-from claude_bg_acp.core.foreground import Outcome, PromptAnswered, PromptCancelled, PromptInserted
+from claude_bg_acp.core.errors import Failing, Failure
+from claude_bg_acp.core.foreground import Outcome, PromptAnswered, PromptCancelled, PromptFact, PromptRetried
 from claude_bg_acp.core.history import ChildMessageRecalled
 from claude_bg_acp.core.permission_modes import ModeChanged
 from claude_bg_acp.core.plan import PlanChanged
 from claude_bg_acp.core.policy import Policy
 from claude_bg_acp.core.schedules import ScheduleEnded
-from claude_bg_acp.core.subagents import ChildAnnounced, ChildConfirmed, ChildRestated, ChildStateChanged
+from claude_bg_acp.core.subagents import (
+    ChildAnnounced,
+    ChildConfirmed,
+    ChildMessaged,
+    ChildRestated,
+    ChildStateChanged,
+)
 from claude_bg_acp.core.tool_uses import (
     ToolCallCut,
     ToolCallFinished,
@@ -41,6 +50,8 @@ from claude_bg_acp.core.tool_uses import (
     ToolCallStarted,
 )
 from claude_bg_acp.presenters.base import CANCEL, BasePresenter, plan_entries
+
+RETRY_IN_V1 = "A retry of a prompt inserted already (idempotencyKey) has an answer in ACP v2 only"
 
 
 class V1Presenter(BasePresenter):
@@ -97,21 +108,25 @@ class V1Presenter(BasePresenter):
     def plan(self, fact: PlanChanged) -> PlanEntries:
         return PlanEntries(entries=plan_entries(fact))
 
-    def prompt(self, fact: PromptInserted | PromptAnswered | PromptCancelled) -> list[ClientEffect]:
+    def prompt(self, fact: PromptFact) -> list[ClientEffect]:
         if isinstance(fact, PromptAnswered):
             return [answer(fact.ticket, fact.outcome)]
         if isinstance(fact, PromptCancelled):
             return [Reply(fact.ticket, {"stopReason": "cancelled"})]
+        if isinstance(fact, PromptRetried):
+            # Only v2 names a prompt's submission (the agent reads no key from a v1 client); a
+            # session begun in v1 under a connection that went v2 gets no answer it could read.
+            return [Fail(fact.ticket, Failure(Failing.ERROR, RETRY_IN_V1))]
         return []
 
-    def child(self, fact: ChildAnnounced | ChildStateChanged) -> list[ClientEffect]:
+    def child(self, fact: ChildAnnounced | ChildStateChanged | ChildMessaged) -> list[ClientEffect]:
         if isinstance(fact, ChildAnnounced):
             return announce_child(fact)
+        if isinstance(fact, ChildMessaged):
+            return [message_to(fact.child_id, fact.message_id, fact.text, fact.sender_id)]
         if fact.repeat:
             return []  # v1 keeps no background lists
-        return [
-            Notify(fact.parent_id, SubagentUpdate(session_id=fact.child_id, state=self.child_state(fact)))
-        ]
+        return [Notify(fact.parent_id, SubagentUpdate(session_id=fact.child_id, state=child_state(fact)))]
 
     def confirmed(self, fact: ChildConfirmed) -> list[ClientEffect]:
         grant = SubagentUpdate(
@@ -127,11 +142,16 @@ class V1Presenter(BasePresenter):
             return []  # v1 has no terminals of the agent's nor lists
         return [Notify(fact.parent_id, introduce_child(fact, {"state": fact.state.value}))]
 
-    def child_state(self, fact: ChildStateChanged) -> dict[str, Any]:
-        state: dict[str, Any] = {"state": fact.state.value}
-        if fact.stop_reason is not None and fact.stop_reason != "error":
-            state["stopReason"] = fact.stop_reason
-        return state
+
+def child_state(fact: ChildStateChanged) -> dict[str, Any]:
+    """A child's state snapshot; a repeat (only its list changed) is no new completion: no stop
+    reason."""
+    state: dict[str, Any] = {"state": fact.state.value}
+    if fact.stop_reason is not None and not fact.repeat:
+        state["stopReason"] = fact.stop_reason
+    if fact.error is not None and not fact.repeat:
+        state["error"] = {"code": INTERNAL_ERROR, "message": fact.error}
+    return state
 
 
 def answer(ticket: Ticket, outcome: Outcome) -> ClientEffect:
@@ -144,23 +164,33 @@ def answer(ticket: Ticket, outcome: Outcome) -> ClientEffect:
     return Reply(ticket, result)
 
 
-def announce_child(fact: ChildAnnounced) -> list[ClientEffect]:
-    """The child on its parent (``subagent_update``), then the prompt that launched it."""
+def announce_child(fact: ChildAnnounced, state: dict[str, Any] | None = None) -> list[ClientEffect]:
+    """The child on its parent (``subagent_update``, with its first ``state``: ``running``), then
+    the prompt that launched it."""
     announcement = SubagentUpdate(
-        session_id=fact.child_id, title=fact.title, description=fact.description, state={"state": "running"}
+        session_id=fact.child_id,
+        title=fact.title,
+        description=fact.description,
+        state=state or {"state": "running"},
     )
     if fact.cancellable:
         announcement.capabilities = CANCEL
     effects: list[ClientEffect] = [Notify(fact.parent_id, announcement)]
     if fact.prompt:
-        message = SessionMessage(
-            message_id=f"delegation-{fact.tool_use_id}",
-            sender_session_id=fact.parent_id,
-            recipient_session_id=fact.child_id,
-            content=[{"type": "text", "text": fact.prompt}],
+        effects.append(
+            message_to(fact.child_id, f"delegation-{fact.tool_use_id}", fact.prompt, fact.parent_id)
         )
-        effects.append(Notify(fact.child_id, message))
     return effects
+
+
+def message_to(child_id: str, message_id: str, text: str, sender_id: str | None) -> ClientEffect:
+    """A task given to a child, as an incoming ``session_message`` on it (no sender when unknown)."""
+    message = SessionMessage(
+        message_id=message_id, recipient_session_id=child_id, content=[{"type": "text", "text": text}]
+    )
+    if sender_id is not None:
+        message.sender_session_id = sender_id
+    return Notify(child_id, message)
 
 
 def introduce_child(fact: ChildRestated, state: dict[str, Any] | None) -> SubagentUpdate:

@@ -25,7 +25,6 @@ import base64
 from typing import Any
 
 from claude_bg_acp.acp.errors import failed
-from claude_bg_acp.acp.jsonrpc import INTERNAL_ERROR
 from claude_bg_acp.acp.updates import (
     ErrorObject,
     PlanUpdate,
@@ -53,7 +52,13 @@ from claude_bg_acp.core.background import (
 )
 from claude_bg_acp.core.effects import ClientEffect, Fail, Notify, Reply
 from claude_bg_acp.core.errors import Failing, Failure
-from claude_bg_acp.core.foreground import PromptAnswered, PromptCancelled, PromptInserted, StateReported
+from claude_bg_acp.core.foreground import (
+    PromptCancelled,
+    PromptFact,
+    PromptInserted,
+    PromptRetried,
+    StateReported,
+)
 from claude_bg_acp.core.history import ChildMessageRecalled, PromptRecalled
 from claude_bg_acp.core.plan import PlanChanged
 from claude_bg_acp.core.policy import Policy
@@ -61,13 +66,20 @@ from claude_bg_acp.core.schedules import ScheduleEnded
 from claude_bg_acp.core.subagents import (
     ChildAnnounced,
     ChildConfirmed,
+    ChildMessaged,
     ChildRestated,
     ChildStateChanged,
 )
 from claude_bg_acp.core.tool_uses import ToolCallHandedOff
 from claude_bg_acp.presenters import tool_views
 from claude_bg_acp.presenters.base import CANCEL, BasePresenter, exit_status, plan_entries
-from claude_bg_acp.presenters.v1 import announce_child, introduce_child, message_to_child
+from claude_bg_acp.presenters.v1 import (
+    announce_child,
+    child_state,
+    introduce_child,
+    message_to,
+    message_to_child,
+)
 
 PLAN_ID = "plan"
 """The one plan of a session: Claude Code keeps one list at a time."""
@@ -107,10 +119,12 @@ class V2Presenter(BasePresenter):
                 update.error = ErrorObject(code=error.code, message=error.message)
         return [Notify(fact.session_id, update)]
 
-    def prompt(self, fact: PromptInserted | PromptAnswered | PromptCancelled) -> list[ClientEffect]:
+    def prompt(self, fact: PromptFact) -> list[ClientEffect]:
         if isinstance(fact, PromptInserted):
             message = UserMessage.model_validate({"messageId": fact.message_id, "content": fact.content})
             return [Notify(fact.session_id, message), Reply(fact.ticket, {"messageId": fact.message_id})]
+        if isinstance(fact, PromptRetried):  # its first attempt's answer, nothing shown again
+            return [Reply(fact.ticket, {"messageId": fact.message_id})]
         if isinstance(fact, PromptCancelled):
             return [Fail(fact.ticket, Failure(Failing.WITHDRAWN, "Prompt cancelled before insertion"))]
         return []  # answered at insertion
@@ -204,22 +218,24 @@ class V2Presenter(BasePresenter):
                 )
             case WorkOpened():
                 update.capabilities = CANCEL
+            case ScheduleEnded():
+                update.capabilities = None
             case WorkEnded():
                 update.capabilities = None
                 if fact.summary:
                     update.content = [tool_views.text_content(fact.summary)]
         return [Notify(fact.session_id, update)]
 
-    def child(self, fact: ChildAnnounced | ChildStateChanged) -> list[ClientEffect]:
+    def child(self, fact: ChildAnnounced | ChildStateChanged | ChildMessaged) -> list[ClientEffect]:
+        if isinstance(fact, ChildMessaged):
+            return [message_to(fact.child_id, fact.message_id, fact.text, fact.sender_id)]
         if isinstance(fact, ChildAnnounced):
-            return [*announce_child(fact), Notify(fact.child_id, StateUpdate(state="running", background=[]))]
+            # The same first snapshot on the parent's announcement and on the child.
+            first: dict[str, Any] = {"state": "running", "background": []}
+            return [*announce_child(fact, first), Notify(fact.child_id, StateUpdate.model_validate(first))]
         # One snapshot, on the child and mirrored on its parent (the RFD's two reports of one
-        # state); a repeat (only the list changed) is no new completion: no stop reason.
-        state: dict[str, Any] = {"state": fact.state.value}
-        if fact.stop_reason is not None and not fact.repeat:
-            state["stopReason"] = fact.stop_reason
-        if fact.error is not None and not fact.repeat:
-            state["error"] = {"code": INTERNAL_ERROR, "message": fact.error}
+        # state).
+        state = child_state(fact)
         state["background"] = [listed(entry) for entry in fact.background]
         own = StateUpdate.model_validate(state)
         return [
