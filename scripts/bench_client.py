@@ -4,8 +4,10 @@
 on stdio, such as the TypeScript adapter) with the package's client
 (:mod:`claude_bg_acp.acp.client`), which stamps every line with ``time.monotonic_ns()`` as soon
 as it is read, so that a benchmark that stamps its own writes with the same clock
-(``CLOCK_MONOTONIC`` is system-wide) measures write -> client. The helpers read a process's CPU
-time and RSS from ``/proc``.
+(``CLOCK_MONOTONIC`` is system-wide) measures write -> client. It speaks v2 (terminals), or is
+a plain v1 client (``PLAIN_V1``: what acpx declares; a background shell is then a tool call
+whose content, replaced by each update, is the shell's latest output). The helpers read a
+process's CPU time and RSS from ``/proc``.
 """
 
 from __future__ import annotations
@@ -34,6 +36,9 @@ ChunkHook = Callable[[int, str, bytes, bool], None]
 """``(received_ns, terminal_id, data, replaces)``: ``replaces`` for a snapshot (``terminal_update``
 with ``output``), whose data replaces everything before, else appended."""
 WAIT = 60.0
+PLAIN_V1: JsonObject = {"fs": {"readTextFile": True, "writeTextFile": True}, "terminal": True}
+"""A plain v1 client's ``clientCapabilities`` (acpx's): no terminal extension of Zed's or AIR's."""
+FINAL = ("completed", "failed")
 
 
 # --- the client ---------------------------------------------------------------------------------
@@ -51,6 +56,20 @@ class TerminalView:
     @property
     def exited(self) -> bool:
         return "exitStatus" in self.fields
+
+
+@dataclass
+class CallView:
+    """What a plain v1 client knows of one tool call."""
+
+    fields: JsonObject = field(default_factory=dict)
+    updates: int = 0
+    text_bytes: int = 0
+    """Bytes of content text received for it, over all its updates."""
+
+    @property
+    def ended(self) -> bool:
+        return self.fields.get("status") in FINAL
 
 
 @dataclass(frozen=True)
@@ -80,10 +99,11 @@ class BenchAgent(AgentProcess):
     own (so that cleanup reaches the CLI too).
 
     It keeps only the answers to requests (``keep_all`` for every message), and what a benchmark
-    looks at: the latest ``state_update``, ``background`` list and terminal fields. ``on_chunk``
-    (called on the reader thread) gets every ``terminal_output_chunk`` and every
-    ``terminal_update`` snapshot (see :data:`ChunkHook`); ``on_line`` gets
-    ``(received_ns, message)`` of every line.
+    looks at: the latest ``state_update``, ``background`` list and terminal fields, and (a plain
+    v1 client) each tool call's fields. ``on_chunk`` (called on the reader thread) gets every
+    ``terminal_output_chunk`` and every ``terminal_update`` snapshot (see :data:`ChunkHook`), and
+    a plain v1 client's tool call content as a snapshot (the text replaces what came before);
+    ``on_line`` gets ``(received_ns, message)`` of every line.
     """
 
     def __init__(
@@ -101,6 +121,8 @@ class BenchAgent(AgentProcess):
         self.state: JsonObject | None = None
         self.background: list[JsonObject] | None = None
         self.terminals: dict[str, TerminalView] = {}
+        self.calls: dict[str, CallView] = {}
+        self.version = 2
         super().__init__(
             [*command.argv, *(args or [])],
             {**env, **dict(command.env)},
@@ -122,9 +144,10 @@ class BenchAgent(AgentProcess):
         params = {"protocolVersion": 2, "info": {"name": "bench", "version": "0"}, "capabilities": {}}
         return self.result(self.ask("initialize", params), WAIT)
 
-    def initialize_v1(self) -> Any:
+    def initialize_v1(self, capabilities: JsonObject | None = None) -> Any:
+        self.version = 1
         info = {"name": "bench", "version": "0"}
-        params = {"protocolVersion": 1, "clientInfo": info, "clientCapabilities": {}}
+        params = {"protocolVersion": 1, "clientInfo": info, "clientCapabilities": capabilities or {}}
         return self.result(self.ask("initialize", params), WAIT)
 
     def new_session(self, cwd: Path) -> str:
@@ -140,6 +163,43 @@ class BenchAgent(AgentProcess):
 
     def wait_idle(self, timeout: float = WAIT) -> None:
         self.wait_until(lambda: (self.state or {}).get("state") == "idle", timeout, "idle")
+
+    def wait_turn(self, prompt_id: int, timeout: float = WAIT) -> None:
+        """The prompt's turn is over: v1 answers the prompt then, v2 reports ``idle``."""
+        if self.version == 1:
+            self.result(prompt_id, timeout)
+        else:
+            self.wait_idle(timeout)
+
+    def wait_shells(self, count: int, timeout: float = WAIT) -> list[str]:
+        """The first ``count`` background shells: v2 terminals, or a plain v1 client's shell tool
+        calls (``execute``, still running)."""
+        if self.version >= 2:
+            return self.wait_terminals(count, timeout)
+
+        def running() -> list[str]:
+            return [
+                key
+                for key, view in list(self.calls.items())
+                if view.fields.get("kind") == "execute" and view.fields.get("status") == "in_progress"
+            ]
+
+        self.wait_until(lambda: len(running()) >= count, timeout, f"{count} running shell tool calls")
+        return running()[:count]
+
+    def wait_shell_end(self, key: str, timeout: float = 120.0) -> JsonObject:
+        """How a shell ended: a terminal's ``exitStatus``, or the final status and ``rawOutput``
+        exit of a plain v1 client's tool call."""
+        if self.version >= 2:
+            return self.wait_exit(key, timeout)
+        self.wait_until(lambda: self.calls[key].ended, timeout, f"end of {key}")
+        fields = self.calls[key].fields
+        raw = fields.get("rawOutput") or {}
+        return {"status": fields["status"], "exitCode": raw.get("exitCode"), "signal": raw.get("signal")}
+
+    def updates_of(self, key: str) -> int:
+        """How many updates carried a shell's output (a plain v1 client's: its content)."""
+        return self.terminals[key].chunks if self.version >= 2 else self.calls[key].updates
 
     def wait_terminals(self, count: int, timeout: float = WAIT) -> list[str]:
         self.wait_until(lambda: len(self.terminals) >= count, timeout, f"{count} terminals")
@@ -192,6 +252,28 @@ class BenchAgent(AgentProcess):
             self.state = update
             if "background" in update:
                 self.background = update["background"]
+        elif kind in ("tool_call", "tool_call_update"):
+            self._on_tool_call(received, session_id, update)
+
+    def _on_tool_call(self, received: int, session_id: str, update: JsonObject) -> None:
+        """A plain v1 client's tool call: the fields merged, and the content's text a snapshot."""
+        key = terminal_key(session_id, update["toolCallId"])
+        view = self.calls.setdefault(key, CallView())
+        if update["sessionUpdate"] == "tool_call":
+            view.fields = {}
+        view.fields.update({k: v for k, v in update.items() if v is not None and k != "content"})
+        texts = [
+            item["content"]["text"]
+            for item in update.get("content") or []
+            if item.get("type") == "content" and item["content"].get("type") == "text"
+        ]
+        if not texts or view.fields.get("kind") != "execute":
+            return
+        data = "\n\n".join(texts).encode()
+        view.updates += 1
+        view.text_bytes += len(data)
+        if self.on_chunk is not None:
+            self.on_chunk(received, key, data, True)
 
 
 @contextlib.contextmanager

@@ -33,10 +33,20 @@ c. paced (``--only paced``): 256 MiB written at ``--paced-mbps`` (default 32 MB/
 d. idle CPU (``--only idle``): one session with nothing in the background, then 200 [50]
    background shells that sleep; ``utime + stime`` of the agent process (``/proc/PID/stat``)
    over 10 s [5 s] each, after a 5 s settle period.
+e. chatty (``--only chatty``): one shell printing 2,000 numbered lines a second for 10 s [5 s],
+   after 2,000 lines that fill a plain v1 client's window (so each of its updates resends all
+   64 KiB of it): the agent's CPU share, bytes on its stdout, updates, and write -> whole line.
 
-Usage: ``.venv/bin/python scripts/bench_output.py [--quick] [--portable] [--json PATH]``
-(``--portable``: the agent in the portable mode, as it runs on macOS). Needs the bundled
-CLI (``uv sync --frozen``); takes about 2.5 minutes (``--quick``: about 1).
+``--client plain-v1`` makes the client a plain ACP v1 client (exactly acpx's capabilities:
+``fs`` and ``terminal``, no extension): a background shell is then its Bash tool call, whose
+content the agent replaces with the shell's latest output (at most 64 KiB) as lines arrive. A
+line counts as received when the first update whose content holds it whole was read. Only the
+latency and chatty phases apply (the burst phases measure every byte relayed, which this form
+does not relay by design).
+
+Usage: ``.venv/bin/python scripts/bench_output.py [--quick] [--portable] [--client {v2,plain-v1}]
+[--json PATH]`` (``--portable``: the agent in the portable mode, as it runs on macOS). Needs
+the bundled CLI (``uv sync --frozen``); takes about 2.5 minutes (``--quick``: about 1).
 """
 
 from __future__ import annotations
@@ -59,6 +69,7 @@ from bench_client import (
     AGENT,
     MIB,
     OURS,
+    PLAIN_V1,
     PORTABLE,
     AgentCommand,
     BenchAgent,
@@ -67,6 +78,7 @@ from bench_client import (
     RssSampler,
     children,
     cpu_ticks,
+    latencies_ms,
     numbered_line,
     open_fifo_for_writing,
     percentile,
@@ -94,6 +106,8 @@ class Bench:
     root: Path
     quick: bool
     command: AgentCommand = OURS
+    client: str = "v2"
+    """``v2``, or ``plain-v1`` (see the module docstring)."""
     results: JsonObject = field(default_factory=dict)
     rows: list[Row] = field(default_factory=list)
     _runs: Iterator[int] = field(default_factory=itertools.count)
@@ -109,7 +123,10 @@ class Bench:
         with (folder / "agent.stderr").open("wb") as stderr:
             agent = BenchAgent(env, workdir, list(args), stderr, self.command)
             try:
-                agent.initialize_v2()
+                if self.client == "plain-v1":
+                    agent.initialize_v1(PLAIN_V1)
+                else:
+                    agent.initialize_v2()
                 session_id = agent.new_session(workdir)
                 yield agent, session_id, workdir
             finally:
@@ -117,12 +134,17 @@ class Bench:
                 shutil.rmtree(folder / "offline" / "tmp", ignore_errors=True)  # the big files
 
     def start_cat(self, agent: BenchAgent, session_id: str, workdir: Path, name: str) -> tuple[str, int]:
-        """Start ``cat FIFO`` as a background shell; return its terminal id and the FIFO's fd."""
+        """Start ``cat FIFO`` as a background shell and wait for the prompt's turn to end; return
+        the shell's terminal id (or tool call id) and the FIFO's fd."""
         fifo = workdir / name
         os.mkfifo(fifo, 0o600)
-        agent.prompt(session_id, f"[scenario:bg_from_prompt] Relay this. <command>cat {name}</command>")
-        (terminal_id,) = agent.wait_terminals(1)
-        return terminal_id, open_fifo_for_writing(fifo)
+        prompt = agent.prompt(
+            session_id, f"[scenario:bg_from_prompt] Relay this. <command>cat {name}</command>"
+        )
+        (shell,) = agent.wait_shells(1)
+        fd = open_fifo_for_writing(fifo)
+        agent.wait_turn(prompt)
+        return shell, fd
 
     # -- a. latency ----------------------------------------------------------------------------
 
@@ -133,7 +155,6 @@ class Bench:
         with self.agent() as (agent, session_id, workdir):
             agent.on_chunk = lines
             terminal_id, fd = self.start_cat(agent, session_id, workdir, "latency.fifo")
-            agent.wait_idle()
             seq = 0
 
             def write_line() -> None:
@@ -160,8 +181,8 @@ class Bench:
             with contextlib.suppress(AgentError):  # else the last line is whole only at the exit
                 agent.wait_until(lambda: len(lines.arrived) >= seq, quiet_gap, "every line")
             os.close(fd)
-            exit_status = agent.wait_exit(terminal_id)
-            view = agent.terminals[terminal_id]
+            exit_status = agent.wait_shell_end(terminal_id)
+            updates = agent.updates_of(terminal_id)
         if len(lines.arrived) < seq:
             raise AgentError(f"{seq - len(lines.arrived)} of {seq} lines never arrived")
 
@@ -186,8 +207,9 @@ class Bench:
             "before_pause_max_ms": max(before_pause),
             "out_of_order": lines.out_of_order,
             "foreign_lines": lines.foreign,
-            "chunks": view.chunks,
+            "chunks": updates,
             "exit_status": exit_status,
+            "client": self.client,
         }
         self.rows += [
             Row(
@@ -256,7 +278,6 @@ class Bench:
         with self.agent(*args) as (agent, session_id, workdir):
             agent.on_chunk = on_chunk
             terminal_id, fd = self.start_cat(agent, session_id, workdir, "burst.fifo")
-            agent.wait_idle()
             time.sleep(0.5)
             sampler = RssSampler(agent.pid)
             cpu_before = cpu_ticks(agent.pid)
@@ -374,6 +395,75 @@ class Bench:
             ),
         ]
 
+    # -- e. chatty ------------------------------------------------------------------------------
+
+    def chatty(self) -> None:
+        rate, seconds, prefill = (2000, 5.0 if self.quick else 10.0, 2000)
+        written: dict[tuple[int, int], int] = {}
+        lines = LineArrivals()
+        ticks = os.sysconf("SC_CLK_TCK")
+        with self.agent() as (agent, session_id, workdir):
+            agent.on_chunk = lines
+            shell, fd = self.start_cat(agent, session_id, workdir, "chatty.fifo")
+            # Fill the window first: a plain v1 client's every update then carries all of it.
+            os.write(fd, b"".join(numbered_line(1, seq) for seq in range(prefill)))
+            agent.wait_until(lambda: (1, prefill - 1) in lines.arrived, 60, "the window filled")
+            time.sleep(0.5)
+            updates_before, bytes_before = agent.updates_of(shell), agent.bytes_read
+            cpu_before = cpu_ticks(agent.pid)
+            started = time.monotonic()
+            next_at = started
+            for seq in range(int(rate * seconds)):
+                next_at += 1 / rate
+                written[(0, seq)] = time.monotonic_ns()
+                os.write(fd, numbered_line(0, seq))
+                time.sleep(max(0.0, next_at - time.monotonic()))
+            last = (0, len(written) - 1)
+            with contextlib.suppress(AgentError):
+                agent.wait_until(lambda: last in lines.arrived, 30, "the last line")
+            elapsed = time.monotonic() - started
+            cpu = (cpu_ticks(agent.pid) - cpu_before) / ticks
+            updates = agent.updates_of(shell) - updates_before
+            stdout_bytes = agent.bytes_read - bytes_before
+            os.close(fd)
+            agent.wait_shell_end(shell)
+        busy = latencies_ms(written, lines.arrived)
+        missing = len(written) - len(busy)
+        self.results["chatty"] = {
+            "client": self.client,
+            "lines_per_s": rate,
+            "seconds": elapsed,
+            "lines": len(written),
+            "lines_missing": missing,
+            "agent_cpu_s": cpu,
+            "updates": updates,
+            "stdout_bytes": stdout_bytes,
+            "p50_ms": percentile(busy, 0.5) if busy else None,
+            "p95_ms": percentile(busy, 0.95) if busy else None,
+        }
+        self.rows += [
+            Row(
+                f"one shell at {rate:,} lines/s for {seconds:.0f} s ({self.client}): agent CPU",
+                f"{cpu:.1f} s ({100 * cpu / elapsed:.0f} % of a core)",
+                "",
+                "",
+            ),
+            Row(
+                "  updates carrying its output / bytes on stdout",
+                f"{updates:,} ({updates / elapsed:.0f}/s) / {stdout_bytes / MIB:.0f} MiB "
+                f"({stdout_bytes / elapsed / MIB:.1f} MiB/s)",
+                "",
+                "",
+            ),
+            Row(
+                "  write -> whole line at the client, p50 / p95",
+                f"{percentile(busy, 0.5):.2f} / {percentile(busy, 0.95):.2f} ms"
+                + (f", {missing} lines never shown whole" if missing else ""),
+                "",
+                "",
+            ),
+        ]
+
     # -- d. idle CPU ---------------------------------------------------------------------------
 
     def idle(self) -> None:
@@ -457,17 +547,26 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--only",
-        choices=["latency", "throughput", "paced", "idle"],
+        choices=["latency", "throughput", "paced", "idle", "chatty"],
         action="append",
         help="run only these phases (repeatable)",
     )
     parser.add_argument("--json", type=Path, help="also write the raw results here")
     parser.add_argument("--dir", type=Path, help="where to put the runs' files (default: a temp dir)")
     parser.add_argument("--portable", action="store_true", help="the agent in the portable mode, as on macOS")
+    parser.add_argument(
+        "--client",
+        choices=["v2", "plain-v1"],
+        default="v2",
+        help="the client: v2 (terminals), or a plain v1 client (a shell is a tool call)",
+    )
     args = parser.parse_args(argv)
     if not AGENT.exists():
         parser.error(f"{AGENT} is not installed; run `uv sync --frozen` first")
-    phases = args.only or ["latency", "throughput", "paced", "idle"]
+    every = ["latency", "throughput", "paced", "idle"] if args.client == "v2" else ["latency", "chatty"]
+    phases = args.only or every
+    if args.client == "plain-v1" and not set(phases) <= {"latency", "chatty"}:
+        parser.error("a plain v1 client takes only the latency and chatty phases")
     root = Path(tempfile.mkdtemp(prefix="bench-output-", dir=args.dir))
     agent = PORTABLE if args.portable else OURS
     print(
@@ -477,7 +576,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         with serve_in_thread(scenario="text") as model:
-            bench = Bench(model, root, args.quick, agent)
+            bench = Bench(model, root, args.quick, agent, args.client)
             for phase in phases:
                 began = time.monotonic()
                 print(f"... {phase}", end="", flush=True)

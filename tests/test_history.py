@@ -61,11 +61,14 @@ def conversation(tmp_path_factory: pytest.TempPathFactory) -> ev.StoredConversat
     return stored_conversation(load_frames(RECORDING), tmp_path_factory.mktemp("config"))
 
 
-def recalled(client: str, conversation: ev.StoredConversation) -> tuple[CoreDriver, list[Effect]]:
-    """A client of this kind loads the session in a new process: the replay, then the state."""
+def recalled(
+    client: str, conversation: ev.StoredConversation, recorded: bool = True
+) -> tuple[CoreDriver, list[Effect]]:
+    """A client of this kind loads the session in a new process: the replay, then the state
+    (``recorded``: the conversation as recorded, whose work all ended)."""
     driver = CoreDriver.for_client(client, session_id=RECORDED_SESSION)
     effects = driver.attach(conversation)
-    check_transcript(driver, effects, client)
+    check_transcript(driver, effects, client, recorded)
     return driver, effects
 
 
@@ -171,7 +174,7 @@ def test_v2_replay_shows_the_ended_shell_the_child_and_no_live_work(
 def test_without_child_sessions_a_subagents_work_shows_in_its_parent(
     conversation: ev.StoredConversation,
 ) -> None:
-    driver, effects = recalled("v1", conversation)
+    driver, effects = recalled("v1-plain", conversation)
     assert {e.session_id for e in effects if isinstance(e, Notify)} == {RECORDED_SESSION}
     root = driver.updates_of(effects)
     assert not [u for u in root if u["sessionUpdate"] == "subagent_update"]
@@ -354,7 +357,7 @@ def test_a_childs_later_message_is_an_incoming_session_message_from_nobody_known
             "recipientSessionId": CHILD,
             "content": [{"type": "text", "text": "next task"}],
         }
-    driver, effects = recalled("v1", more)
+    driver, effects = recalled("v1-plain", more)
     assert "next task" not in json.dumps(driver.updates_of(effects)), "nor the user's, children hidden"
 
 
@@ -363,8 +366,8 @@ def test_a_tool_call_history_leaves_without_a_result_is_left_unfinished(
 ) -> None:
     """The child's Bash call has no result in what is stored: that proves no end, so none is sent."""
     cut = with_child_messages(conversation, lambda messages: [m for m in messages if m.uuid != CHILD_RESULT])
-    for client in ("v2", "v1-subagents", "v1"):
-        driver, effects = recalled(client, cut)
+    for client in ("v2", "v1-subagents", "v1-plain"):
+        driver, effects = recalled(client, cut, recorded=False)
         call = [u for _, u in driver.notified(effects) if u.get("toolCallId") == CHILD_BASH]
         assert call and all(u.get("status") in (None, "pending", "in_progress") for u in call), client
 

@@ -257,7 +257,7 @@ def host_whose_claude_code_cannot_start() -> SessionHost:
 
 USES: dict[str, Callable[[], object]] = {
     "turn": lambda: CoreDriver(2).prompt("Hello"),
-    "hold": replay("agent_hold_new_prompt", "v1"),
+    "hold": replay("agent_hold_new_prompt", "v1-plain"),
     "task": replay("bg_completed", "v2"),
     "item": replay("bg_completed", "v2"),
     "tool use": replay("fg_bash", "v2"),

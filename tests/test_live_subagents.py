@@ -12,6 +12,7 @@ import pytest
 from tests.conftest import LiveModel
 from tests.conftest import run_live as run
 from tests.support.acp_client import ClientRun
+from tests.support.zed import ZED_CAPABILITIES
 
 pytestmark = pytest.mark.live
 
@@ -66,7 +67,8 @@ def test_zed_cancel_before_next_prompt_keeps_the_subagent(live: LiveModel, workd
         live,
         workdir,
         "v1",
-        [
+        capabilities=ZED_CAPABILITIES,
+        steps=[
             {"op": "prompt", "id": "first", "text": "[scenario:agent_bg] Delegate.", "await": False},
             {"op": "waitFor", "update": "agent_message_chunk", "match": {"content": {"text": "$present"}}},
             {"op": "cancel"},

@@ -39,7 +39,7 @@ SESSION_ID = "session-replay"
 def replay(scenario: str, client: str) -> list[dict[str, object]]:
     driver = CoreDriver.for_client(client, session_id=SESSION_ID)
     effects = driver.replay(load_frames(scenario))
-    check_transcript(driver, effects, client)
+    check_transcript(driver, effects, client, recorded=True)
     return [effect_json(effect, SESSION_ID) for effect in effects]
 
 

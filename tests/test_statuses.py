@@ -15,7 +15,7 @@ import pytest
 from claude_bg_acp.core import events as ev
 from claude_bg_acp.core.effects import Effect
 from claude_bg_acp.core.errors import Refusal, Refused
-from tests.support.driver import CoreDriver, as_jsonrpc
+from tests.support.driver import CoreDriver, as_jsonrpc, check_transcript
 from tests.support.frames import (
     TaskSpec,
     interrupted_result,
@@ -165,6 +165,23 @@ def test_an_assistant_message_claude_code_replays_is_not_shown_twice() -> None:
     d.frames(message, tool_result("toolu_once", "x"))
     assert d.updates_of(d.frame(message)) == []
     clean(d)
+
+
+@pytest.mark.parametrize("client", ["v1-plain", "v1-terminal-meta", "air", "v2"])
+def test_a_result_that_handed_work_off_said_again_changes_nothing(client: str) -> None:
+    """An SDK event delivered twice: a Monitor's result, after its work began. (Every client
+    used to be told the hand-off again: a v1 client's call completed twice.)"""
+    d = CoreDriver.for_client(client, session_id=ROOT)
+    monitor = TaskSpec("monitor", "mon01", description="ticks")
+    call = monitor.tool_use_id
+    assert call is not None
+    d.prompt("go")
+    d.frames(state_changed("running"), monitor.launch(), monitor.started(), monitor.hand_off())
+    shown = statuses(d, d.effects, call)
+    assert d.updates_of(d.frame(monitor.hand_off())) == []
+    d.frames(monitor.notification("completed"), tasks_changed([]))
+    assert statuses(d, d.effects, call)[: len(shown)] == shown
+    check_transcript(d, d.effects, client)
 
 
 # --- prompt content we do not take -------------------------------------------------------------

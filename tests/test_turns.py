@@ -823,7 +823,7 @@ def test_a_resumed_claude_code_that_works_is_a_turn_the_prompt_waits_for(new_dri
 # --- permission questions ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("client", ["v1", "v2"])
+@pytest.mark.parametrize("client", ["v1-plain", "v2"])
 def test_a_question_leaves_the_status_of_a_tool_call_that_runs_as_it_is(
     new_driver: NewDriver, client: str
 ) -> None:

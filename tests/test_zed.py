@@ -26,7 +26,7 @@ from claude_bg_acp.core.effects import Notify, Tail
 from claude_bg_acp.core.policy import Policy
 from claude_bg_acp.presenters.choice import presenter_for
 from claude_bg_acp.presenters.zed import SKIPPED, ZedPresenter
-from tests.support.driver import CoreDriver, as_jsonrpc
+from tests.support.driver import CoreDriver, as_jsonrpc, shell_past_the_answer
 from tests.support.frames import (
     TaskSpec,
     interrupted_result,
@@ -78,13 +78,7 @@ def test_zed_gets_terminals_and_subagents_in_the_session_that_launched_them() ->
 
 def test_a_background_shell_is_drawn_from_its_first_tool_call_and_shows_its_output_once() -> None:
     d = zed_driver()
-    ticket, _ = d.prompt("Run a background job.")
-    d.frames(state_changed("running"), SHELL.launch(), SHELL.started())
-    d.output("bash01", b"first \xe2\x82")  # read before the hand-off, a euro sign cut in half
-    d.frames(SHELL.hand_off(), text("Started."), result())
-    d.output("bash01", b"\xac\nsecond\n")  # after the prompt's answer
-    d.frames(SHELL.notification("completed"))
-    d.drained("bash01", b"last\n", ExitInfo(0, None))
+    ticket = shell_past_the_answer(d, SHELL)
 
     first = wire(d)[0]
     assert first["sessionUpdate"] == "tool_call"

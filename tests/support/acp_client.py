@@ -29,7 +29,7 @@ import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -79,7 +79,7 @@ def _check_node() -> str:
 
 @contextlib.contextmanager
 def _install_lock() -> Iterator[None]:
-    """Serialises `npm ci` between concurrent test processes (e.g. pytest-xdist workers)."""
+    """Serialises npm installs between concurrent test processes (e.g. pytest-xdist workers)."""
     path = Path(tempfile.gettempdir()) / f"claude-bg-acp-npm-ci-{os.getuid()}.lock"
     with path.open("w") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
@@ -99,28 +99,37 @@ def ensure_node_client() -> None:
     if _client_ready:
         return
     _check_node()
-    if _installed_sdk_version() != SDK_VERSION:
-        npm = shutil.which("npm")
-        if npm is None:
-            raise NodeClientUnavailableError(
-                f"`npm` is not on PATH: it is needed to install {CLIENT_DIR}/node_modules"
-            )
-        with _install_lock():
-            if _installed_sdk_version() != SDK_VERSION:
-                result = subprocess.run(
-                    [npm, "ci", "--no-audit", "--no-fund"],
-                    cwd=CLIENT_DIR,
-                    capture_output=True,
-                    text=True,
-                    timeout=600,
-                    check=False,
-                )
-                if result.returncode != 0 or _installed_sdk_version() != SDK_VERSION:
-                    raise NodeClientUnavailableError(
-                        f"`npm ci` in {CLIENT_DIR} failed (exit {result.returncode}):\n"
-                        f"{result.stdout[-4000:]}\n{result.stderr[-4000:]}"
-                    )
+    npm_ci(CLIENT_DIR, lambda: _installed_sdk_version() == SDK_VERSION)
     _client_ready = True
+
+
+def npm_ci(directory: Path, installed: Callable[[], bool], command: tuple[str, ...] = ("ci",)) -> None:
+    """``npm ci`` in ``directory`` (the versions its lock pins; or another ``command`` that
+    installs them) unless ``installed`` says they are there already; one test process at a time.
+    Raises :class:`NodeClientUnavailableError` when it cannot be done."""
+    if installed():
+        return
+    npm = shutil.which("npm")
+    if npm is None:
+        raise NodeClientUnavailableError(
+            f"`npm` is not on PATH: it is needed to install {directory}/node_modules"
+        )
+    with _install_lock():
+        if installed():
+            return
+        result = subprocess.run(
+            [npm, *command, "--no-audit", "--no-fund"],
+            cwd=directory,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+        if result.returncode != 0 or not installed():
+            raise NodeClientUnavailableError(
+                f"`npm {' '.join(command)}` in {directory} failed (exit {result.returncode}):\n"
+                f"{result.stdout[-4000:]}\n{result.stderr[-4000:]}"
+            )
 
 
 def echo_agent_argv() -> list[str]:

@@ -64,13 +64,18 @@ from claude_bg_acp.core.background import Kind
 from claude_bg_acp.core.effects import AskPermission, Effect, Fail, FinishTail, Notify, Query, Reply, Tail
 from claude_bg_acp.core.session import ALLOW_ONCE, REJECT_ONCE, SessionCore
 from claude_bg_acp.presenters.choice import presenter_for
+from claude_bg_acp.presenters.plain import PlainPresenter
 from tests.support.air import air_capabilities as air_capabilities_of
 from tests.support.air import declares_air
+from tests.support.frames import TaskSpec, result, state_changed, text
+from tests.support.plain import FINAL, PlainView
 from tests.support.rules import Answered, Reattach, Seen, check_updates
 from tests.support.schema import validate_transcript
 from tests.support.zed import ZED_CAPABILITIES, ZedView
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
+PLAIN_CAPABILITIES: dict[str, Any] = {"fs": {"readTextFile": True, "writeTextFile": True}, "terminal": True}
+"""A plain v1 client's ``clientCapabilities``: acpx's, exactly."""
 SESSION_ID = "session-core"
 CWD = "/tmp/claude-bg-acp/work"
 """The session's cwd as the recorder's normalisation writes it."""
@@ -79,15 +84,17 @@ RECORDED_SESSION = "00000000-0000-4000-8000-5e5510000000"
 DIGEST_OVER = 4096
 
 CLIENTS: dict[str, tuple[int, dict[str, Any]]] = {
-    "v1": (1, {}),
+    "v1-plain": (1, PLAIN_CAPABILITIES),
     "v1-subagents": (1, {"subagents": {}}),
     "v1-terminal-meta": (1, ZED_CAPABILITIES),
     "v2": (2, {}),
     "air": (1, air_capabilities_of("asyncTasks", "nativeSubagentSessions")),
 }
 """The client kinds of the replay goldens: (protocol version, declared capabilities). The
-``v1-terminal-meta`` kind declares exactly what Zed declares (its ``_meta`` terminal extension
-and ``subagents`` among it)."""
+``v1-plain`` kind declares exactly what acpx declares (``fs`` and ``terminal``, no extension:
+a plain v1 client, like Toad's or the Python SDK's); ``v1-subagents`` a plain one that reads
+child sessions; ``v1-terminal-meta`` exactly what Zed declares (its ``_meta`` terminal
+extension and ``subagents`` among it)."""
 
 Frame = dict[str, Any]
 
@@ -560,9 +567,25 @@ def _digested(value: Any) -> Any:
     return value
 
 
-def check_transcript(driver: CoreDriver, effects: list[Effect], client: str) -> None:
+def shell_past_the_answer(d: CoreDriver, shell: TaskSpec) -> int:
+    """A prompt that starts ``shell`` in the background, whose output is read before its
+    hand-off (a euro sign cut in half between two reads), after the prompt's answer, and at its
+    exit 0 after Claude Code's notice; the prompt's ticket."""
+    ticket, _ = d.prompt("Run a background job.")
+    d.frames(state_changed("running"), shell.launch(), shell.started())
+    d.output(shell.task_id, b"first \xe2\x82")
+    d.frames(shell.hand_off(), text("Started."), result())
+    d.output(shell.task_id, b"\xac\nsecond\n")
+    d.frames(shell.notification("completed"))
+    d.drained(shell.task_id, b"last\n", ExitInfo(0, None))
+    return ticket
+
+
+def check_transcript(driver: CoreDriver, effects: list[Effect], client: str, recorded: bool = False) -> None:
     """The effects, as the wire carries them, are valid for the client kind's version, keep the
-    background rules, and (for Zed) leave no terminal that Zed would show running forever."""
+    background rules, and leave no terminal that Zed would show running forever, nor, when they
+    are a whole recording of the real CLI (``recorded``: every piece of work in it ended), a
+    tool call a plain v1 client would show running."""
     agent_lines, client_lines = as_jsonrpc(effects, driver.requests)
     version, capabilities = CLIENTS[client]
     violations = validate_transcript(agent_lines, client_lines, version, air=declares_air(capabilities))
@@ -573,6 +596,13 @@ def check_transcript(driver: CoreDriver, effects: list[Effect], client: str) -> 
         assert not shown.problems(), "\n".join(shown.problems())
         running = [t.terminal_id for t in shown.terminals.values() if t.exit is None]
         assert not running, f"Zed would show these terminals running forever: {running}"
+    if isinstance(driver.core.presenter, PlainPresenter):
+        plain = PlainView.replay(agent_lines, client_lines)
+        assert not plain.problems, "\n".join(plain.problems)
+        running = [card.title for card in plain.cards.values() if card.status not in FINAL]
+        assert not recorded or not running, (
+            f"a plain v1 client would show these tool calls running forever: {running}"
+        )
 
 
 def assert_golden(golden: Path, lines: list[dict[str, Any]]) -> None:

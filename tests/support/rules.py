@@ -10,8 +10,8 @@ replay golden, every live transcript and the property tests go through it. Per s
    ``subagent_update``) before the first snapshot that lists it;
 3. a terminal's ``exitStatus``, a tool call's final status, a child's ``idle`` (with its own list
    empty) goes out before the snapshot that removes it; nothing is listed after its final
-   status, nothing changes a final status, sends output after an exit, or still advertises
-   ``cancel`` then;
+   status, no status follows a final one (not even the same again), nothing sends output after
+   an exit, or still advertises ``cancel`` then;
 4. each piece of work is listed at most once per snapshot, and process work is listed as its
    terminal, never as the tool call that references the terminal;
 5. terminal output comes only for a terminal that was announced, and a tool call references
@@ -326,8 +326,8 @@ class BackgroundRules:
         call_id = update["toolCallId"]
         status = update.get("status")
         before = view.tool_status.get(call_id)
-        if before in FINAL and status is not None and status != before:
-            raise Violation(f"rule 3: tool call {call_id} changes from final {before} to {status}")
+        if before in FINAL and status is not None:
+            raise Violation(f"rule 3: tool call {call_id}'s final status {before} is followed by {status}")
         if before in ("in_progress", "paused") and status == "pending":
             raise Violation(f"rule 10: tool call {call_id} goes back from {before} to pending")
         view.tool_status[call_id] = status or before or "pending"

@@ -37,6 +37,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from tests.support.views import requests_of, stamped
+
 ZED_CAPABILITIES: dict[str, Any] = {
     "fs": {"readTextFile": True, "writeTextFile": True},
     "terminal": True,
@@ -161,12 +163,8 @@ class ZedView:
     ) -> ZedView:
         """Apply the agent's messages in order (``times``: when each arrived, in seconds)."""
         view = cls(root)
-        for line in client_lines:
-            if isinstance(line, Mapping) and "method" in line and "id" in line:
-                view._requests[line["id"]] = str(line["method"])
-        lines = list(agent_lines)
-        stamps = list(times) if times is not None else [float(i) for i in range(len(lines))]
-        for line, t in zip(lines, stamps, strict=True):
+        view._requests = requests_of(client_lines)
+        for line, t in stamped(agent_lines, times):
             view.see(line, t)
         return view
 

@@ -669,7 +669,7 @@ class SessionCore:
 
     def _tool_result(self, fact: ToolResulted, now: float) -> list[Effect]:
         use = self.tool_uses.get(fact.tool_use_id)
-        if use is None or use.final:
+        if use is None or use.final or use.handed_off:
             return []
         effects: list[Effect] = []
         handed = conventions.hand_off(use.tool_input, fact.text, fact.is_error, fact.structured)
@@ -680,6 +680,7 @@ class SessionCore:
         outs, target = self.background.hand_off(fact.tool_use_id, use.call_id, output_file)
         effects += self._background(outs, now)
         if target is not None:
+            use.handed_off = True
             if target.terminal_id is not None:
                 self.tool_uses.finish(use.call_id)
             handoff = ToolCallHandedOff(
@@ -690,6 +691,7 @@ class SessionCore:
             scheduled, ended = self.schedules.tool_result(use, fact.text, now)
             effects += self._schedules_ended(ended, publish=not scheduled)
             if scheduled:
+                use.handed_off = True
                 self.tool_uses.detach(use.call_id)
                 handoff = ToolCallHandedOff(use.session_id, use.call_id, fact.text, None, "pending")
                 return effects + self._present([handoff]) + self._publish()

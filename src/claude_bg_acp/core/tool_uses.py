@@ -19,8 +19,9 @@ tool use                       what happens                                    n
 =============================  ==============================================  =============
 
 A ``FINAL`` tool call never changes again (a late result or message is ignored), and only the
-work a ``DETACHED`` one reports for ends it. The session core moves tool uses through these
-phases; what each step looks like is the presenter's business.
+work a ``DETACHED`` one reports for ends it. A result that handed work off is taken once: the
+same result again (an SDK event delivered twice) changes nothing. The session core moves tool
+uses through these phases; what each step looks like is the presenter's business.
 """
 
 from __future__ import annotations
@@ -69,6 +70,8 @@ class ToolUse:
     """The tool call's id on the wire: the model's id, unless the model used that id before."""
     message: str | None = None
     """The assistant message that gave its input (None while only streamed)."""
+    handed_off: bool = False
+    """Its result handed its work off to the background (or scheduled it)."""
 
     def __post_init__(self) -> None:
         self.call_id = self.call_id or self.tool_use_id

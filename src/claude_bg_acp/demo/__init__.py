@@ -13,7 +13,8 @@ every message is printed as a timestamped transcript while it happens (``transcr
    that shell with ``terminal/cancel`` and sees its exit status, then the list empty.
 2. ACP v1. The prompt makes Claude Code delegate a job to a background subagent and end its
    turn. A v1 client stops listening at the prompt's answer, so the agent holds the answer
-   until the subagent finished: its report and Claude's follow-up arrive first.
+   until the subagent finished: its report (the result of its Agent tool call, as a v1 client
+   without child sessions gets it) and Claude's follow-up arrive first.
 
 Each agent exits when its stdin closes, as when the editor goes away. The demo exits 0 when
 everything happened as it should, 1 (saying what did not) otherwise.
@@ -31,7 +32,7 @@ from typing import IO
 
 from claude_bg_acp import __version__
 from claude_bg_acp.acp.client import AgentError, AgentProcess, Message, update_of
-from claude_bg_acp.demo.transcript import Transcript, short
+from claude_bg_acp.demo.transcript import Transcript, result_text, short
 from claude_bg_acp.scripted_model import offline_env, serve_in_thread
 from claude_bg_acp.scripted_model.scenarios import ACK, DELEGATED, REPORTED
 
@@ -119,6 +120,13 @@ def says(message: Message, text: str) -> bool:
     return update is not None and text in (update.get("content") or {}).get("text", "")
 
 
+def reports(message: Message, text: str) -> bool:
+    """A tool call ends with ``text`` in its result: a v1 client without child sessions gets a
+    background subagent's report as its Agent tool call's final content."""
+    update = update_of(message, "tool_call_update")
+    return update is not None and update.get("status") == "completed" and text in result_text(update)
+
+
 def open_session(client: AgentProcess, initialize: Message, workdir: Path) -> str:
     """``initialize``, then ``session/new`` in ``workdir``: the session's id."""
     client.result(client.ask("initialize", initialize), WAIT)
@@ -203,7 +211,7 @@ def held_prompt(client: AgentProcess, transcript: Transcript, workdir: Path) -> 
     # In order: the end of the turn, the subagent's report, Claude's follow-up, the answer.
     order = [
         delegated,
-        client.wait_for(lambda m: says(m, REPORTED), 0, "the subagent's report"),
+        client.wait_for(lambda m: reports(m, REPORTED), 0, "the subagent's report"),
         client.wait_for(lambda m: says(m, ACK), 0, "Claude's follow-up"),
         client.wait_for(lambda m: m.get("id") == prompt and "method" not in m, 0, "the answer"),
     ]

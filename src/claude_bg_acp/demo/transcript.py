@@ -16,6 +16,8 @@ from typing import Any, TextIO
 
 Message = dict[str, Any]
 SHORT_ID = 12
+FINAL = ("completed", "failed")
+"""The statuses a tool call ends with."""
 
 
 class Transcript:
@@ -145,8 +147,10 @@ class Transcript:
         elif kind in ("tool_call", "tool_call_update"):
             title = f" {update['title']!r}" if update.get("title") else ""
             status = f" {update['status']}" if update.get("status") else ""
+            result = result_text(update) if update.get("status") in FINAL else ""
+            said = f": {clipped(result)!r}" if result.strip() else ""
             if title or status:
-                lines.append(f"tool call {short(update['toolCallId'])}{title}{status}")
+                lines.append(f"tool call {short(update['toolCallId'])}{title}{status}{said}")
         elif kind == "user_message":
             lines.append("the prompt is in the conversation (user_message)")
         else:
@@ -161,6 +165,21 @@ class Transcript:
             cancellable = " (cancellable)" if update.get("capabilities") else ""
             return [f"terminal {name} started: {update['command']!r}{cancellable}"]
         return [f"terminal {name} updated"]
+
+
+def result_text(update: Message) -> str:
+    """The text of a tool call update's content."""
+    return "".join(
+        str(item["content"].get("text", ""))
+        for item in update.get("content") or []
+        if item.get("type") == "content" and (item.get("content") or {}).get("type") == "text"
+    )
+
+
+def clipped(text: str, most: int = 80) -> str:
+    """The first line of ``text``, at most ``most`` characters of it."""
+    line = text.strip().splitlines()[0]
+    return line if len(line) <= most else f"{line[: most - 1]}…"
 
 
 def ref(item: Message) -> Any:

@@ -11,14 +11,22 @@ The rule, by negotiated version and declared ``clientCapabilities``:
   reads only an earlier draft of child sessions (``subagent_spawned`` /
   ``subagent_state_update``), which the v1 schema does not have; the RFD's ``subagent_update``
   would leave it updates for sessions it never heard of, which it drops.
-- other v1 clients: ``V1Presenter``, with child sessions in the RFD's form
-  (``subagent_update``, ``session_message``) when they declare ``subagents``.
 - a v1 client that declares ``session.notices`` is sent ``notice`` updates (the v1 schema
   allows them only then); every v2 client is.
 - JetBrains AIR (``_meta.jetbrains.air`` with ``asyncTasks`` or ``nativeSubagentSessions``):
-  ``AirPresenter`` around the v1 presenter it otherwise gets, adding async tasks and child
-  sessions in the draft form AIR reads. AIR keeps the draft whichever signal it declares (the
-  subagents PR): ``subagents`` alone gives it no child sessions in the RFD's form.
+  ``AirPresenter`` around the v1 presenter it otherwise gets (Zed's, or ``V1Presenter``),
+  adding async tasks and child sessions in the draft form AIR reads. AIR keeps the draft
+  whichever signal it declares (the subagents PR): ``subagents`` alone gives it no child
+  sessions in the RFD's form.
+- v1 clients that declare neither extension, Zed's nor AIR's (Toad, acpx, clients of the
+  Python SDK, acp-client): ``PlainPresenter``, background work as tool calls that live as long
+  as the work. A plain client is known by what it does not declare, never by ``fs`` or
+  ``terminal``: acpx declares both, acp-client neither, the Python SDK's default nothing.
+  With ``subagents`` declared, subagents are child sessions in the RFD's form
+  (``subagent_update``, ``session_message``).
+- a client that declares AIR's extension without either of those two capabilities:
+  ``V1Presenter``. AIR reads background work in its own form, and the plain form is for
+  clients that declare neither extension.
 
 Each presenter comes with the ``Policy`` the core follows for its client (``core.policy``):
 v1 clients have their prompts' answers wait for the subagents their turns started; subagents
@@ -31,6 +39,7 @@ from __future__ import annotations
 from claude_bg_acp.acp.capabilities import ASYNC_TASKS, NATIVE_SUBAGENTS, ClientCapabilities
 from claude_bg_acp.core.presenting import Presenter
 from claude_bg_acp.presenters.air import AirPresenter
+from claude_bg_acp.presenters.plain import PlainPresenter
 from claude_bg_acp.presenters.v1 import V1Presenter
 from claude_bg_acp.presenters.v2 import V2Presenter
 from claude_bg_acp.presenters.zed import ZedPresenter
@@ -39,15 +48,17 @@ from claude_bg_acp.presenters.zed import ZedPresenter
 def presenter_for(client: ClientCapabilities) -> Presenter:
     if client.version >= 2:
         return V2Presenter()
-    air = client.air or frozenset()
-    plain: V1Presenter
+    air = client.air
+    v1: V1Presenter
     if client.terminal_output:
         delta = client.terminal_output_delta
-        plain = ZedPresenter("terminal_output_delta" if delta else "terminal_output", client.notices)
+        v1 = ZedPresenter("terminal_output_delta" if delta else "terminal_output", client.notices)
+    elif air is None:
+        return PlainPresenter(client.child_sessions, client.notices)
     elif air & {ASYNC_TASKS, NATIVE_SUBAGENTS}:
-        plain = V1Presenter(False, client.notices)  # AIR reads the draft form of children, or none
+        v1 = V1Presenter(False, client.notices)  # AIR reads the draft form of children, or none
     else:
-        plain = V1Presenter(client.child_sessions, client.notices)
-    if air & {ASYNC_TASKS, NATIVE_SUBAGENTS}:
-        return AirPresenter(plain, air)
-    return plain
+        v1 = V1Presenter(client.child_sessions, client.notices)
+    if air is not None and air & {ASYNC_TASKS, NATIVE_SUBAGENTS}:
+        return AirPresenter(v1, air)
+    return v1

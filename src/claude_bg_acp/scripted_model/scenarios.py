@@ -570,6 +570,18 @@ def bg_from_prompt(turn: Turn) -> Reply:
     return _use(turn, *(_bash(c, f"prompt command {i + 1}", True) for i, c in enumerate(commands)))
 
 
+# The same, with the answer after the hand-off held back: the turn lasts while the commands run
+# (a model that waits on its background work), so a client that stops listening at the prompt's
+# answer (acpx) sees them end.
+IN_TURN_WAIT = 4.0
+
+
+def bg_in_turn(turn: Turn) -> Reply:
+    if turn.has_tool_result and not turn.is_notification:
+        return _say(turn, "The background work is done.", delay=IN_TURN_WAIT)
+    return bg_from_prompt(turn)
+
+
 def _todo(content: str, status: str, active: str) -> dict[str, str]:
     return {"content": content, "status": status, "activeForm": active}
 
@@ -694,6 +706,7 @@ SCENARIOS: dict[str, Scenario] = {
     "bg_slow_follow_up": bg_slow_follow_up,
     "max_tokens": max_tokens,
     "bg_from_prompt": bg_from_prompt,
+    "bg_in_turn": bg_in_turn,
     "todo": todo,
     "tasks": tasks,
     "exit_plan": exit_plan,
