@@ -79,6 +79,20 @@ def test_replay_matches_golden(client: str, conversation: ev.StoredConversation)
     assert_golden(golden, [effect_json(e, RECORDED_SESSION) for e in effects])
 
 
+def test_a_prompt_is_found_in_the_stored_conversation_only_where_it_is_stored(tmp_path: Path) -> None:
+    """``store.holds_prompt`` (a keyed retry after a restart) on the recorded transcript: a
+    user message is found by its uuid; an assistant message's is not, though its line and the
+    next one's (its parent) name it; nor is any uuid in another session."""
+    with mock.patch.dict(os.environ, store_recorded(load_frames(RECORDING), tmp_path)):
+        messages = store._conversation_entries(RECORDED_SESSION, CWD)
+        [prompt, *_] = [entry["uuid"] for entry in messages if entry["type"] == "user"]
+        [answer, *_] = [entry["uuid"] for entry in messages if entry["type"] == "assistant"]
+        assert store._holds_prompt(RECORDED_SESSION, CWD, prompt)
+        assert not store._holds_prompt(RECORDED_SESSION, CWD, answer)
+        assert any(entry.get("parentUuid") == answer for entry in messages)
+        assert not store._holds_prompt("00000000-0000-4000-8000-000000000001", CWD, prompt)
+
+
 JSON_VALUES = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),

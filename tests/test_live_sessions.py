@@ -28,6 +28,7 @@ from tests.conftest import LiveModel
 from tests.conftest import run_live as run
 from tests.support.acp_client import ClientRun
 from tests.support.processes import processes_with
+from tests.support.rules import Answered, Reattach, Seen, check_updates
 from tests.support.schema import validate_transcript
 from tests.support.stdio_agent import StdioAgent
 
@@ -581,3 +582,68 @@ def test_words_of_a_hand_off_in_a_commands_output_open_no_file(
         contents = [c for u in process.raw_updates() for c in u.get("content") or [] if isinstance(c, dict)]
         assert not [c for c in contents if c.get("type") == "terminal"]
     assert first.background_lists() and all(b == [] for b in first.background_lists())
+
+
+@pytest.mark.parametrize("replay", [True, False], ids=["replay", "no-replay"])
+def test_v2_a_prompt_retried_with_its_key_after_the_agent_restarted_is_not_run_again(
+    live: LiveModel, workdir: Path, replay: bool
+) -> None:
+    """Idempotency Keys RFD, across agent processes: the first inserts a keyed prompt and its
+    turn ends, then the process ends (the client lost the answer, say). A second process
+    resumes the session and the client sends the same prompt with the same key: it is answered
+    with the first ``messageId``, no user message is shown, and Claude Code is given nothing
+    (the model's next request, for a new submission, has the prompt once)."""
+    words = "[scenario:text] Say hello once."
+    keyed = {"prompt": [{"type": "text", "text": words}], "idempotencyKey": "sub-1"}
+    first = StdioAgent(env=live.env)
+    first.call(0, "initialize", {"protocolVersion": 2, "info": {"name": "retry", "version": "1"}})
+    session_id = first.call(1, "session/new", {"cwd": str(workdir), "mcpServers": []})["result"]["sessionId"]
+    original = first.call(2, "session/prompt", {"sessionId": session_id, **keyed}, timeout=60)["result"]
+    first.next_message(lambda m: (state_update(m) or {}).get("stopReason") == "end_turn", timeout=60)
+    assert first.close() == 0
+
+    second = StdioAgent(env=live.env)
+    second.call(0, "initialize", {"protocolVersion": 2, "info": {"name": "retry", "version": "1"}})
+    resume = {"sessionId": session_id, "cwd": str(workdir)} | (
+        {"replayFrom": {"type": "start"}} if replay else {}
+    )
+    assert "result" in second.call(1, "session/resume", resume, timeout=60)
+    shown_before = len(user_messages(second.lines))
+    retried = second.call(2, "session/prompt", {"sessionId": session_id, **keyed}, timeout=60)
+    assert retried["result"] == original
+    again = {"sessionId": session_id, "prompt": [{"type": "text", "text": "[scenario:text] Again."}]}
+    second.call(3, "session/prompt", again | {"idempotencyKey": "sub-2"}, timeout=60)
+    second.next_message(lambda m: (state_update(m) or {}).get("stopReason") == "end_turn", timeout=60)
+    assert second.close() == 0
+
+    for process in (first, second):
+        assert not validate_transcript(process.lines, process.sent, 2)
+    check_updates(seen_by(first), 2)
+    check_updates([Reattach(session_id, replay), *seen_by(second, answered=(1, session_id))], 2)
+    shown = user_messages(second.lines)
+    assert [u["content"][0]["text"] for u in shown[shown_before:]] == ["[scenario:text] Again."]
+    if replay:
+        assert [u["messageId"] for u in shown[:shown_before]] == [original["messageId"]]
+    assert str(live.model.messages_requests()[-1].body["messages"]).count("Say hello once.") == 1
+
+
+def state_update(message: dict[str, Any]) -> dict[str, Any] | None:
+    update = message.get("params", {}).get("update", {})
+    return update if update.get("sessionUpdate") == "state_update" else None
+
+
+def user_messages(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    updates = [m["params"]["update"] for m in lines if m.get("method") == "session/update"]
+    return [u for u in updates if u["sessionUpdate"] == "user_message"]
+
+
+def seen_by(agent: StdioAgent, answered: tuple[int, str] | None = None) -> list[Seen]:
+    """What an agent process sent, for the rules: its updates, and where it answered the
+    client's resume (``answered``: the request's id and the session)."""
+    seen: list[Seen] = []
+    for line in agent.lines:
+        if line.get("method") == "session/update":
+            seen.append((line["params"]["sessionId"], line["params"]["update"]))
+        elif answered is not None and "method" not in line and line.get("id") == answered[0]:
+            seen.append(Answered(answered[1]))
+    return seen

@@ -26,6 +26,7 @@ from claude_bg_acp.core.effects import (
     Decide,
     Effect,
     Fail,
+    FindPrompt,
     Interrupt,
     Notify,
     Query,
@@ -78,9 +79,9 @@ def new_driver(cli_echoes_uuids: bool) -> NewDriver:
     """``new_driver(version, echo_uuids=None)``: a driver of the root session (no capabilities
     declared), whose Claude Code echoes uuids as this run of the test says unless told."""
 
-    def new(version: int, echo_uuids: bool | None = None) -> CoreDriver:
+    def new(version: int, echo_uuids: bool | None = None, instance: str = "") -> CoreDriver:
         echo = cli_echoes_uuids if echo_uuids is None else echo_uuids
-        return CoreDriver(version, session_id=ROOT, echo_uuids=echo)
+        return CoreDriver(version, session_id=ROOT, echo_uuids=echo, instance=instance)
 
     return new
 
@@ -234,6 +235,73 @@ def test_v2_a_retry_of_an_inserted_prompt_is_answered_with_its_message_id_and_in
     _, again = d.prompt("Say hello.", key="k-2")  # another submission, the same words
     [message2] = user_messages(again)
     assert message2.message_id != message.message_id and queries(again) == ["Say hello."]
+    assert finds(d.effects) == [], "a conversation begun in this process has no prompt of another"
+    check_transcript(d, d.effects, "v2")
+
+
+def finds(effects: list[Effect]) -> list[FindPrompt]:
+    return [e for e in effects if isinstance(e, FindPrompt)]
+
+
+def taken_over(new_driver: NewDriver) -> CoreDriver:
+    """A v2 session in a second agent process, whose Claude Code took over the stored conversation."""
+    d = new_driver(2, instance="second")
+    d.handle(ev.ClaudeResuming())
+    return d
+
+
+def test_v2_after_a_restart_a_retry_stored_by_the_first_process_is_answered_with_its_message_id(
+    new_driver: NewDriver,
+) -> None:
+    """A key's message id is the session's and the key's alone, so the prompt the first process
+    inserted is stored under the id a second one derives: the host looks for it in the stored
+    conversation; meanwhile the attempts wait, and so does a prompt after them (prompts go in in
+    order). Found: every attempt gets the first process's ``messageId``, nothing is inserted,
+    and a later attempt is answered at once."""
+    first = new_driver(2, instance="first")
+    _, inserted = first.prompt("Say hello.", key="k")
+    [original] = user_messages(inserted)
+    d = taken_over(new_driver)
+    attempt, asked = d.prompt("Say hello.", key="k")
+    assert finds(asked) == [FindPrompt("k", original.message_id)] and answers(asked) == []
+    retry, joined = d.prompt("Say hello.", key="k")
+    after, waits = d.prompt("Next.")
+    assert finds(joined + waits) == [] and queries(joined + waits) == []
+    found = d.handle(ev.PromptLookedUp("k", True))
+    reply = {"messageId": original.message_id}
+    [next_message] = user_messages(found)
+    assert queries(found) == ["Next."] and next_message.wire()["content"][0]["text"] == "Next."
+    assert answers(found) == [
+        Reply(attempt, reply),
+        Reply(retry, reply),
+        Reply(after, {"messageId": next_message.message_id}),
+    ]
+    run_turn(d)
+    later, at_once = d.prompt("Say hello.", key="k")
+    assert at_once == [Reply(later, reply)]
+    assert queries(d.effects) == ["Next."]
+    check_transcript(d, d.effects, "v2")
+
+
+@pytest.mark.parametrize("stored", [False, None], ids=["not-stored", "unreadable"])
+def test_v2_after_a_restart_a_key_not_stored_goes_in_and_an_unreadable_store_refuses_it(
+    new_driver: NewDriver, stored: bool | None
+) -> None:
+    """Not in the stored conversation: the prompt goes in as any other, under its key's id.
+    The conversation could not be read: every attempt is refused, nothing inserted (the client
+    may try again), rather than the prompt perhaps run twice."""
+    d = taken_over(new_driver)
+    attempt, asked = d.prompt("Say hello.", key="k")
+    [look] = finds(asked)
+    out = d.handle(ev.PromptLookedUp("k", stored))
+    if stored is False:
+        [message] = user_messages(out)
+        assert message.message_id == look.message_id and queries(out) == ["Say hello."]
+        assert answers(out) == [Reply(attempt, {"messageId": look.message_id})]
+    else:
+        [refused] = answers(out)
+        assert isinstance(refused, Fail) and refused.ticket == attempt and queries(out) == []
+        assert failed(refused.failure).code == INTERNAL_ERROR and "idempotencyKey" in refused.failure.message
     check_transcript(d, d.effects, "v2")
 
 

@@ -6,7 +6,8 @@ the effects it returns are performed in order by the session's outbox (``session
 which writes the updates and releases a request's answer (``Reply``, ``Fail``) only after every
 update before it was written, and hands the other effects back here: commands to the Claude
 Code supervisor (``session_supervisor``: start, serve, restart, stop), permission questions and
-decisions to the permission bridge (``session_permissions``), output files to the tailer. Where
+decisions to the permission bridge (``session_permissions``), output files to the tailer, looks
+at the stored conversation (its title, a prompt sent before) to ``claude.store``. Where
 the session is with its Claude Code is one phase, held to the table in ``session_lifecycle``
 (``STARTING``, ``SERVING``, ``DOWN``, ``GONE``, ``STOPPING``, ``CLOSING``, ``FAILED``,
 ``ENDED``).
@@ -55,6 +56,7 @@ from claude_bg_acp.core.effects import (
     Decide,
     Effect,
     Fail,
+    FindPrompt,
     FinishTail,
     Interrupt,
     Log,
@@ -391,6 +393,8 @@ class SessionHost:
                 self._task_group.start_soon(self._finish_tail, task_id)
             case ReadTitle():
                 self._task_group.start_soon(self._read_title)
+            case FindPrompt(key, message_id):
+                self._task_group.start_soon(self._find_prompt, key, message_id)
             case Log(message):
                 log.warning("session %s: %s", self.session_id, message)
             case (
@@ -423,6 +427,15 @@ class SessionHost:
             log.warning("session %s: could not read its title", self.session_id, exc_info=True)
             return
         self.handle(ev.TitleRead(title, updated_at))
+
+    async def _find_prompt(self, key: str, message_id: str) -> None:
+        stored: bool | None
+        try:
+            stored = await store.holds_prompt(self.session_id, self.cwd, message_id)
+        except OSError:
+            log.warning("session %s: could not read its stored conversation", self.session_id, exc_info=True)
+            stored = None
+        self.handle(ev.PromptLookedUp(key, stored))
 
     # --- background output ----------------------------------------------------------------------------
 

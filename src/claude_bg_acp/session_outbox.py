@@ -30,6 +30,7 @@ from claude_bg_acp.core.effects import (
     Decide,
     Effect,
     Fail,
+    FindPrompt,
     FinishTail,
     Log,
     Notify,
@@ -52,6 +53,7 @@ Handed = (
     | Tail
     | FinishTail
     | ReadTitle
+    | FindPrompt
     | Log
 )
 """Every effect but an update: the session performs it (``hand_on``), once what came before is

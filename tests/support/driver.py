@@ -134,12 +134,16 @@ class CoreDriver:
         tasks_root: str | None = None,
         echo_uuids: bool = False,
         allow_bypass: bool = True,
+        instance: str = "",
     ) -> None:
+        """``instance``: the agent process's, as the session host names it (see ``Foreground``)."""
         self.session_id = session_id
         self.version = version
         client = ClientCapabilities.declared(version, capabilities)
         presenter = presenter_for(client)
-        self.core = SessionCore(session_id, presenter, presenter.policy, CWD, tasks_root, allow_bypass)
+        self.core = SessionCore(
+            session_id, presenter, presenter.policy, CWD, tasks_root, allow_bypass, instance=instance
+        )
         self.now = 0.0
         self.echo_uuids = echo_uuids
         self.stops_tasks = ASYNC_TASKS in (client.air or ())

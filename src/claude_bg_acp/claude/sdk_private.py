@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     delete_session = session_mutations.delete_session
     validate_uuid = sessions._validate_uuid
     read_session_file = sessions._read_session_file
+    resolve_session_file = sessions._resolve_session_file_path
     TRANSCRIPT_ENTRY_TYPES = sessions._TRANSCRIPT_ENTRY_TYPES
     build_conversation_chain = sessions._build_conversation_chain
     is_visible_message = sessions._is_visible_message
@@ -86,6 +87,7 @@ PRIVATE = {
     # How the SDK's readers find, decode and chain a transcript, with every field kept.
     "validate_uuid": Private(SESSIONS, "_validate_uuid", "0.2.189"),
     "read_session_file": Private(SESSIONS, "_read_session_file", "0.2.189"),
+    "resolve_session_file": Private(SESSIONS, "_resolve_session_file_path", "0.2.189"),
     "TRANSCRIPT_ENTRY_TYPES": Private(SESSIONS, "_TRANSCRIPT_ENTRY_TYPES", "0.2.189"),
     "build_conversation_chain": Private(SESSIONS, "_build_conversation_chain", "0.2.189"),
     "is_visible_message": Private(SESSIONS, "_is_visible_message", "0.2.189"),

@@ -1,4 +1,5 @@
-"""Claude Code's stored conversations: find, read, fork and delete them (``listing`` lists them).
+"""Claude Code's stored conversations: find, read, search, fork and delete them (``listing``
+lists them).
 
 Claude Code writes each conversation to ``projects/<cwd>/<session id>.jsonl`` under its config
 directory (``conventions.projects_dir``) once the first prompt is sent, and each subagent's
@@ -15,6 +16,10 @@ still there, under the rules the live tailer reads it by (``task_output``), from
 conversation's own task directory only: a shell is a background one when Claude Code's
 structured result or the tool use says so (``conventions.hand_off``), never by the words of its
 output, and its file is the task's own there, never a path the words name.
+
+Whether a conversation holds a given user message (``holds_prompt``, a prompt's retry after
+the agent restarted) is told from its own transcript alone, streamed: only the lines that name
+the message's id are decoded, and the message must be stored under it, not merely named.
 
 A conversation is read in parts (``conversation``), for the core to replay each as it comes.
 Which messages are the conversation is known only once the whole transcript is read: a prompt
@@ -68,6 +73,7 @@ from claude_bg_acp.claude.sdk_private import (
     parse_message,
     read_agent_metadata_sidecar,
     read_session_file,
+    resolve_session_file,
     resolve_subagents_dir,
     validate_uuid,
 )
@@ -110,6 +116,12 @@ async def conversation(session_id: str, cwd: str) -> AsyncGenerator[StoredConver
     parts = _parts(session_id, cwd)
     while (part := await anyio.to_thread.run_sync(next, parts, None)) is not None:
         yield part
+
+
+async def holds_prompt(session_id: str, cwd: str, message_id: str) -> bool:
+    """Whether the conversation's transcript holds the user message ``message_id`` (on whichever
+    branch); raises ``OSError`` when the transcript is there but cannot be read."""
+    return await anyio.to_thread.run_sync(_holds_prompt, session_id, cwd, message_id)
 
 
 async def title(session_id: str, cwd: str) -> tuple[str | None, str | None]:
@@ -157,6 +169,28 @@ def _find(session_id: str) -> StoredSession:
     if files:
         raise Unreadable(files[0])
     raise NotStored(session_id)
+
+
+def _holds_prompt(session_id: str, cwd: str, message_id: str) -> bool:
+    path = resolve_session_file(session_id, cwd) if validate_uuid(session_id) else None
+    if path is None:
+        return False  # nothing is stored before the first prompt
+    named = message_id.encode()
+    try:
+        with open(path, "rb") as transcript:
+            for line in transcript:
+                if named not in line:
+                    continue
+                entry = _decoded(line.decode("utf-8", "replace").strip())
+                if (
+                    isinstance(entry, dict)
+                    and entry.get("type") == "user"
+                    and entry.get("uuid") == message_id
+                ):
+                    return True
+    except FileNotFoundError:
+        return False  # deleted meanwhile: nothing is stored
+    return False
 
 
 def _parts(session_id: str, cwd: str, size: int = PART_SIZE) -> Iterator[StoredConversation]:

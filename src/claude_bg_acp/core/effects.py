@@ -3,7 +3,8 @@
 The session host performs them in order: messages to the client through the stdio endpoint
 (``ClientEffect``), commands to Claude Code through the runner (``ClaudeCommand``), a decision on a
 permission question of Claude Code's (``Decide``), output files through the tailer (``Tail``,
-``FinishTail``), a look at the stored session's title (``ReadTitle``), and lines for the log.
+``FinishTail``), a look at the stored session's title (``ReadTitle``) and for a prompt in its
+conversation (``FindPrompt``), and lines for the log.
 """
 
 from __future__ import annotations
@@ -138,6 +139,15 @@ class ReadTitle:
 
 
 @dataclass(frozen=True)
+class FindPrompt:
+    """Look in Claude Code's stored conversation for the user message ``message_id``, the prompt
+    of ``key``; the answer comes back as ``PromptLookedUp``."""
+
+    key: str
+    message_id: str
+
+
+@dataclass(frozen=True)
 class Log:
     """Something the log should say (the core has no logger of its own)."""
 
@@ -147,4 +157,4 @@ class Log:
 ClientEffect = Notify | Reply | Fail | AskPermission | WithdrawPermission
 ClaudeCommand = Query | Interrupt | StopTask | SetPermissionMode | SetModel | SetEffort | ReadSettings
 """What goes to Claude Code, in order, through the runner."""
-Effect = ClientEffect | ClaudeCommand | Decide | Tail | FinishTail | ReadTitle | Log
+Effect = ClientEffect | ClaudeCommand | Decide | Tail | FinishTail | ReadTitle | FindPrompt | Log

@@ -12,8 +12,9 @@ perform. They are small immutable values, grouped by where they come from:
   tells it of the session;
 - Claude Code: that it starts on the stored conversation, its start (what it offers), what it
   has in effect, a message, a permission question, a question it stopped waiting for, its death
-  (with how the processes it left running ended, once the agent stopped them), and the
-  conversation's title as its stored session names it;
+  (with how the processes it left running ended, once the agent stopped them), the
+  conversation's title as its stored session names it, and whether its stored conversation
+  holds a prompt;
 - the output tailer: bytes of a task's output file, a snapshot of it, and its end;
 - the clock: a tick at the core's next deadline.
 
@@ -270,6 +271,15 @@ class TitleRead:
 
 
 @dataclass(frozen=True)
+class PromptLookedUp:
+    """Whether the stored conversation holds the prompt of ``key`` (``FindPrompt``); None when
+    it could not be read."""
+
+    key: str
+    stored: bool | None
+
+
+@dataclass(frozen=True)
 class ClaudeDied:
     """Claude Code is gone. Unless ``fatal``, another one takes over the conversation."""
 
@@ -342,6 +352,7 @@ Event = (
     | PermissionAbandoned
     | ClaudeDied
     | TitleRead
+    | PromptLookedUp
     | OutputRead
     | OutputReplaced
     | OutputEnded

@@ -62,8 +62,17 @@ A prompt may name its submission with an ``idempotencyKey`` (v2), the same on ev
 key's prompt is inserted at most once. An attempt while the first still waits joins it (answered
 with it at its insertion, or cancelled and refused with it; withdrawing one attempt leaves the
 others waiting); one after its insertion is answered with its message id at once
-(``PromptRetried``): nothing is inserted, shown or run again. The keys live as long as the
-session's core: after the agent's process restarted, an attempt is a new submission.
+(``PromptRetried``): nothing is inserted, shown or run again. A key's prompt is stored under a
+message id made of the session and the key alone (``keyed_id``), so every process that hosts
+the session names the submission alike: once a Claude Code of the session took over the stored
+conversation (``resuming``: an earlier agent process may have inserted prompts this core never
+heard of), a key the core does not know is looked for there first (``FindPrompt``, answered by
+``looked_up``). The attempt waits meanwhile, and so does every prompt after it (prompts go in in
+the order they came); when the stored conversation has the message, every attempt is answered
+with its id and nothing is inserted, else it goes in as any other; when it could not be read,
+the attempts are refused (a retry then asks again) rather than the prompt perhaps run twice. A
+prompt that an earlier Claude Code was handed but had not stored yet when its process ended is
+not found, and goes in again: the conversation taken over does not have it either.
 
 Held turns (the policy ``answers_wait_for_subagents``: for clients that stop listening at a
 prompt's answer, v1). A turn whose result arrives while subagents it spawned (during the turn
@@ -101,7 +110,7 @@ from typing import Any, Literal
 
 from claude_bg_acp.claude.conventions import NOT_LOGGED_IN
 from claude_bg_acp.core.background import Listed
-from claude_bg_acp.core.effects import Fail, Interrupt, Query, Ticket
+from claude_bg_acp.core.effects import Fail, FindPrompt, Interrupt, Query, Ticket
 from claude_bg_acp.core.errors import Failing, Failure
 from claude_bg_acp.core.lifecycle import Lifecycle
 
@@ -114,6 +123,10 @@ LOGIN_HINT = (
 FOLLOW_UP_WAIT = 3.0
 """Seconds we report ``running`` for a follow-up turn Claude Code has not started yet."""
 SESSION_CLOSED = "The session is closed"
+NOT_LOOKED_UP = (
+    "Could not read the session's stored conversation to tell whether this prompt "
+    "(its idempotencyKey) was sent before; nothing was inserted"
+)
 
 RESULT_STOP_REASONS = {
     "end_turn": "end_turn",
@@ -246,7 +259,7 @@ class PromptCancelled:
 
 PromptFact = PromptInserted | PromptRetried | PromptAnswered | PromptCancelled
 ForegroundFact = StateReported | PromptFact
-ForegroundOut = ForegroundFact | Fail | Interrupt | Query
+ForegroundOut = ForegroundFact | Fail | Interrupt | Query | FindPrompt
 
 
 class Foreground:
@@ -273,6 +286,11 @@ class Foreground:
         self.waiting: deque[WaitingPrompt] = deque()
         self.inserted_keys: dict[str, str] = {}
         """The ``idempotencyKey`` of each prompt inserted so far, and its message id."""
+        self.looking_up: set[str] = set()
+        """Keys looked for in the stored conversation, not found or not yet."""
+        self.stored_before = False
+        """A Claude Code of the session took over the stored conversation: it may hold prompts
+        that another agent process inserted under keys this core does not know."""
         self.reported: State = "idle"
         self.last_outcome: Outcome | None = None
         self.background: Sequence[Listed] = []
@@ -322,7 +340,32 @@ class Foreground:
         # The next prompt hands a held turn off with the outcome it recorded.
         out = self._release()
         self.waiting.append(prompt)
+        if prompt.key is not None and self.stored_before and prompt.key not in self.looking_up:
+            self.looking_up.add(prompt.key)
+            out.append(FindPrompt(prompt.key, self.keyed_id(prompt.key)))
         return out + self._report()
+
+    def looked_up(self, key: str, stored: bool | None) -> list[ForegroundOut]:
+        """Whether the stored conversation has the prompt of ``key`` (None: it could not be read)."""
+        self.looking_up.discard(key)
+        message_id = self.keyed_id(key)
+        if stored:
+            self.inserted_keys[key] = message_id
+        waiting = next((prompt for prompt in self.waiting if prompt.key == key), None)
+        if waiting is None or stored is False:
+            return self._report()  # it goes in as any other (or was withdrawn or cancelled meanwhile)
+        self.waiting.remove(waiting)
+        out: list[ForegroundOut]
+        if stored:
+            out = [PromptRetried(ticket, message_id) for ticket in waiting.tickets]
+        else:
+            out = [Fail(ticket, Failure(Failing.ERROR, NOT_LOOKED_UP)) for ticket in waiting.tickets]
+        return out + self._report()
+
+    def keyed_id(self, key: str) -> str:
+        """The message id of the prompt of ``key``: the same in every process that hosts the
+        session (a name-based UUID, as every prompt's, never named like an unkeyed one's)."""
+        return str(uuid.uuid5(uuid.NAMESPACE_URL, f"acp:{self.session_id}/key:{key}"))
 
     @property
     def muted(self) -> bool:
@@ -481,8 +524,10 @@ class Foreground:
 
     def resuming(self) -> None:
         """Claude Code starts on the stored conversation: a turn it runs before it shows work is
-        its replay of what the previous one left (see the module docstring)."""
+        its replay of what the previous one left, and keys are looked for there (see the module
+        docstring)."""
         self.restarted = True
+        self.stored_before = True
 
     def tick(self, now: float) -> list[ForegroundOut]:
         out: list[ForegroundOut] = []
@@ -582,10 +627,13 @@ class Foreground:
         waiting = self.waiting.popleft()
         self.restarted = False
         self._next_message += 1
-        # A name-based UUID keeps replays deterministic and is unique per session and message.
-        instance = f"{self.instance}/" if self.instance else ""
-        name = f"acp:{self.session_id}/{instance}user-{self._next_message}"
-        prompt_uuid = str(uuid.uuid5(uuid.NAMESPACE_URL, name))
+        if waiting.key is not None:
+            prompt_uuid = self.keyed_id(waiting.key)
+        else:
+            # A name-based UUID keeps replays deterministic and is unique per session and message.
+            instance = f"{self.instance}/" if self.instance else ""
+            name = f"acp:{self.session_id}/{instance}user-{self._next_message}"
+            prompt_uuid = str(uuid.uuid5(uuid.NAMESPACE_URL, name))
         self.prompt = PromptTurn(waiting.ticket, prompt_uuid)
         out += self._report()
         out.append(PromptInserted(self.session_id, waiting.ticket, prompt_uuid, waiting.content))
@@ -652,7 +700,12 @@ class Foreground:
             self.reported = state
             outcome = self.last_outcome if state == "idle" else None
             out.append(StateReported(self.session_id, state, self.background, outcome))
-        if insert and self.phase is TurnPhase.IDLE and self.waiting:
+        if (
+            insert
+            and self.phase is TurnPhase.IDLE
+            and self.waiting
+            and self.waiting[0].key not in self.looking_up
+        ):
             out += self._insert_next()
         return out
 

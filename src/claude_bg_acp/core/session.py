@@ -91,6 +91,7 @@ from claude_bg_acp.core.effects import (
     Decide,
     Effect,
     Fail,
+    FindPrompt,
     FinishTail,
     Interrupt,
     Log,
@@ -259,6 +260,8 @@ class SessionCore:
                 return self._resync()
             case ev.TitleRead(title, updated_at):
                 return self._present(self.title.read(title, updated_at))
+            case ev.PromptLookedUp(key, stored):
+                return self._foreground(self.foreground.looked_up(key, stored))
             case ev.ClaudeMessage(message):
                 return self._claude_message(message, now)
             case ev.PermissionAsked():
@@ -849,7 +852,7 @@ class SessionCore:
     def _foreground(self, outs: list[ForegroundOut]) -> list[Effect]:
         effects: list[Effect] = []
         for out in outs:
-            if isinstance(out, (Fail, Interrupt, Query)):
+            if isinstance(out, (Fail, Interrupt, Query, FindPrompt)):
                 effects.append(out)
             else:
                 effects += self.presenter.render(out)
