@@ -46,7 +46,7 @@ def test_the_demo_shows_background_work_offline_without_node(tmp_path: Path) -> 
     # Scene 1: the shell's numbered lines live, the list, the stop and the exit status.
     ticks = [int(line.split("tick ")[1].split()[0]) for line in shown.splitlines() if "│ tick " in line]
     assert ticks[:5] == [1, 2, 3, 4, 5]
-    assert "background: [terminal " in shown and "terminal/cancel → {}" in shown
+    assert "background: [terminal " in shown and "terminal/cancel → {}" in shown, shown
     assert 'exited: {"exitCode": null, "signal": "SIGKILL"}' in shown
     assert "background: []" in shown.split("terminal/cancel")[-1]
     # Scene 2: the v1 answer comes after the subagent's report.
