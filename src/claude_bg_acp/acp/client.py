@@ -148,12 +148,14 @@ class AgentProcess:
         assert self.proc.stdin is not None
         with self._write_lock:
             self.sent += written
+            # Shown before it is written: the reader thread may get the answer before this one
+            # returns from the write, and a transcript must have the request first.
+            if self.on_message is not None:
+                now = time.monotonic_ns()
+                for message in written:
+                    self.on_message("out", message, now)
             self.proc.stdin.write(data)
             self.proc.stdin.flush()
-        if self.on_message is not None:
-            now = time.monotonic_ns()
-            for message in written:
-                self.on_message("out", message, now)
 
     def send(self, message: Message) -> None:
         self.send_raw(json.dumps(message).encode() + b"\n")
