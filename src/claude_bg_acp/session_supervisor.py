@@ -185,14 +185,14 @@ class ClaudeSupervisor:
     async def _supervise(self, tg: TaskGroup) -> RpcError | None:
         failures = 0
         while self._lifecycle.phase not in ENDING:
-            runner, stored = await self._next_runner()
+            runner = await self._next_runner()
             reason = await self._serve(tg, runner)
             if reason is None:
                 return None
             stopped = await self._stop_left_by(runner)
-            if not self.first.outcome.done.is_set() and (stored or not self._session.open):
+            if not self.first.outcome.done.is_set() and (runner.resumes or not self._session.open):
                 resumed = f"Claude Code cannot resume session {self._session.session_id}: {reason}"
-                error = RpcError(INTERNAL_ERROR, resumed if stored else reason)
+                error = RpcError(INTERNAL_ERROR, resumed if runner.resumes else reason)
                 self.first.failed(error)
                 return error
             self.first.ready.set()
@@ -212,9 +212,9 @@ class ClaudeSupervisor:
                 self._lifecycle.move(STARTING)
         return None
 
-    async def _next_runner(self) -> tuple[ClaudeRunner, bool]:
-        """The Claude Code to start (the one started ahead, the first time), and whether it
-        resumes a stored conversation."""
+    async def _next_runner(self) -> ClaudeRunner:
+        """The Claude Code to start (the one started ahead, the first time); ``resumes`` says
+        whether it resumes a stored conversation."""
         runner, self._starting = self._starting, None
         session, launch = self._session, self._launch
         if runner is None:
@@ -238,7 +238,7 @@ class ClaudeSupervisor:
             session.handle(ev.ClaudeResuming())
         runner.on_message = lambda message: session.handle(ev.ClaudeMessage(message))
         runner.can_use_tool = self._asked
-        return runner, runner.resumes
+        return runner
 
     async def _serve(self, tg: TaskGroup, runner: ClaudeRunner) -> str | None:
         """Serve one Claude Code process; the reason it went down, or None once it was stopped
