@@ -156,6 +156,7 @@ RECORDINGS: dict[str, Plan] = dict(
         _plain("thinking", "Think, then answer."),
         _plain("fg_bash", "Run echo in the foreground."),
         _plain("fg_failed", "Run a failing command in the foreground."),
+        _plain("fg_lines", "Print ten lines slowly in the foreground."),
         _plain("permission", "Create a file."),
         ("permission_denied", Plan("permission", "Create a file (you will be denied).", allow=False)),
         _plain("bg_completed", "Run a background job."),
@@ -216,10 +217,14 @@ class Session:
 
     client: ClaudeSDKClient
     tape: Tape
+    root: Path
     state: str | None = None
     live: set[str] = field(default_factory=set)
     started: list[dict[str, Any]] = field(default_factory=list)
     results: int = 0
+    kept: dict[str, int] = field(default_factory=dict)
+    """Descriptors of foreground commands' output files, by task: Claude Code deletes such a
+    file when the command ends, so it is read through the descriptor opened at its start."""
 
     def see(self, message: Message) -> None:
         if isinstance(message, ResultMessage):
@@ -234,6 +239,12 @@ class Session:
             self.live = {t["task_id"] for t in data.get("tasks", []) if not t.get("ambient")}
         elif subtype == "task_started":
             self.started.append(data)
+            if data.get("is_backgrounded") is False:
+                self._keep(str(data["task_id"]))
+
+    def _keep(self, task_id: str) -> None:
+        for path in self.root.glob(f"tmp/*/*/*/tasks/{task_id}.output"):
+            self.kept[task_id] = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
 
     @property
     def quiet(self) -> bool:
@@ -275,7 +286,7 @@ async def record(name: str, plan: Plan, out_dir: Path, timeout: float) -> Path:
             options = session_options(str(root / "work"), _permission_handler(plan.allow))
             options.env.update(env_overrides(offline_env(model.base_url, root)))
             tape = Tape()
-            session = Session(build_client(options, tape.observe), tape)
+            session = Session(build_client(options, tape.observe), tape, root)
             files = await _run(session, plan, root, timeout)
         normaliser = Normaliser(root)
         lines = normaliser.fixture(tape.frames, files, hash_only=name in HASH_ONLY)
@@ -317,10 +328,23 @@ def _output_files(session: Session, root: Path) -> dict[str, bytes]:
     for started in session.started:
         if started.get("task_type") != "local_bash":
             continue
-        for path in sorted((root / "tmp").glob(f"*/*/*/tasks/{started['task_id']}.output")):
+        task_id = str(started["task_id"])
+        for path in sorted((root / "tmp").glob(f"*/*/*/tasks/{task_id}.output")):
             if not path.is_symlink():
                 files[str(path)] = path.read_bytes()
+        if task_id in session.kept:
+            files.update(_kept_file(session, root, task_id))
     return files
+
+
+def _kept_file(session: Session, root: Path, task_id: str) -> dict[str, bytes]:
+    """A foreground command's output, read through the descriptor kept since its start."""
+    fd = session.kept.pop(task_id)
+    try:
+        path = os.readlink(f"/proc/self/fd/{fd}").removesuffix(" (deleted)")
+        return {path: os.pread(fd, os.fstat(fd).st_size, 0)}
+    finally:
+        os.close(fd)
 
 
 LINKS = ("type", "subtype", "uuid", "parentUuid", "logicalParentUuid", "isSidechain", "isMeta", "sessionId")

@@ -40,7 +40,7 @@ from claude_bg_acp.core.lifecycle import IllegalTransition, Lifecycle
 from claude_bg_acp.presenters.v2 import V2Presenter
 from claude_bg_acp.session_host import SessionHost
 from claude_bg_acp.stdio import Endpoint
-from tests.support.driver import CoreDriver, load_frames
+from tests.support.driver import RECORDED_TASKS_ROOT, CoreDriver, load_frames
 from tests.support.frames import tool_result, tool_use
 
 UNCHECKED = {
@@ -261,6 +261,7 @@ USES: dict[str, Callable[[], object]] = {
     "task": replay("bg_completed", "v2"),
     "item": replay("bg_completed", "v2"),
     "tool use": replay("fg_bash", "v2"),
+    "shell": lambda: CoreDriver(2, tasks_root=RECORDED_TASKS_ROOT).replay(load_frames("fg_lines")),
     "child": replay("agent_bg", "v2"),
     "schedule": schedule_stopped,
     "question": replay("permission", "v2"),

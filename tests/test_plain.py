@@ -25,7 +25,8 @@ from claude_bg_acp.core import events as ev
 from claude_bg_acp.core.effects import Notify
 from claude_bg_acp.presenters.air import AirPresenter
 from claude_bg_acp.presenters.choice import presenter_for
-from claude_bg_acp.presenters.plain import LEFT_OUT, WINDOW, PlainPresenter
+from claude_bg_acp.presenters.live_output import LEFT_OUT, WINDOW
+from claude_bg_acp.presenters.plain import PlainPresenter
 from claude_bg_acp.presenters.v1 import V1Presenter
 from claude_bg_acp.presenters.zed import ZedPresenter
 from tests.support.air import ASYNC_TASKS, air_capabilities

@@ -390,7 +390,7 @@ class SessionHost:
                 self._tailer.follow(task_id, path)
             case FinishTail(task_id):
                 self._draining.add(task_id)
-                self._task_group.start_soon(self._finish_tail, task_id)
+                self._task_group.start_soon(self._finish_tail, task_id, effect.closing_line)
             case ReadTitle():
                 self._task_group.start_soon(self._read_title)
             case FindPrompt(key, message_id):
@@ -447,10 +447,10 @@ class SessionHost:
             # neither the ticker nor a close is told (that would cost more than relaying it).
             await self._outbox.relay(effects)
 
-    async def _finish_tail(self, task_id: str) -> None:
+    async def _finish_tail(self, task_id: str, closing_line: bool) -> None:
         """Relay the rest of a finished task's file (with backpressure), then how it exited."""
         ended = ev.OutputEnded(task_id, b"", None)
-        trailer_wait = TRAILER_WAIT if self._supervisor.claude_running else 0.0
+        trailer_wait = TRAILER_WAIT if closing_line and self._supervisor.claude_running else 0.0
         try:
             async for event in self._tailer.drain(task_id, trailer_timeout=trailer_wait):
                 if isinstance(event, Final):

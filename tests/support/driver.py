@@ -79,6 +79,9 @@ PLAIN_CAPABILITIES: dict[str, Any] = {"fs": {"readTextFile": True, "writeTextFil
 SESSION_ID = "session-core"
 CWD = "/tmp/claude-bg-acp/work"
 """The session's cwd as the recorder's normalisation writes it."""
+RECORDED_TASKS_ROOT = "/tmp/claude-bg-acp/tmp/claude-0/-tmp-claude-bg-acp-work"
+"""Claude Code's task directory for that cwd, as the recorder's normalisation writes it (the
+replays of the goldens run without it: they learn every output file from Claude Code)."""
 RECORDED_SESSION = "00000000-0000-4000-8000-5e5510000000"
 """Claude Code's session id in every recording."""
 DIGEST_OVER = 4096

@@ -10,7 +10,7 @@ conversation (``FindPrompt``), and lines for the log.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from claude_bg_acp.core.errors import Failure
 
@@ -131,6 +131,15 @@ class FinishTail:
     """Read ``task_id``'s file to its end now, report the rest and how it exited, then stop."""
 
     task_id: str
+    closing_line: ClassVar[bool] = True
+    """Claude Code may still append its closing line: worth a moment's wait."""
+
+
+@dataclass(frozen=True)
+class FinishCommandTail(FinishTail):
+    """The same for a foreground command's file, which gets no closing line."""
+
+    closing_line: ClassVar[bool] = False
 
 
 @dataclass(frozen=True)

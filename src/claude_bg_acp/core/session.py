@@ -105,6 +105,7 @@ from claude_bg_acp.core.effects import (
 )
 from claude_bg_acp.core.errors import Failing, Failure, Refusal, Refused
 from claude_bg_acp.core.foreground import Foreground, ForegroundOut, TurnPhase, WaitingPrompt
+from claude_bg_acp.core.foreground_shells import ForegroundShells, ShellOut
 from claude_bg_acp.core.history import History, Live
 from claude_bg_acp.core.permission_modes import ModeChanged, PermissionModes, closed_modes
 from claude_bg_acp.core.plan import PLAN_TOOLS, Plan
@@ -154,6 +155,7 @@ class SessionCore:
         self._tasks_root = tasks_root
         self.foreground = Foreground(session_id, policy.answers_wait_for_subagents, instance)
         self.background = Background(session_id, cwd)
+        self.shells = ForegroundShells()
         self.subagents = Subagents(session_id)
         self.schedules = Schedules()
         self.registry = TaskRegistry()
@@ -274,10 +276,16 @@ class SessionCore:
                 )
             case ev.ClaudeDied(reason, fatal, stopped):
                 return self._claude_died(reason, fatal, stopped, now)
+            case ev.OutputRead(task_id, data) if self.shells.knows(task_id):
+                return self._shells(self.shells.output(task_id, data))
             case ev.OutputRead(task_id, data):
                 return self._background(self.background.output(task_id, data), now)
+            case ev.OutputReplaced(task_id, data) if self.shells.knows(task_id):
+                return self._shells(self.shells.output(task_id, data, replaced=True))
             case ev.OutputReplaced(task_id, data):
                 return self._background(self.background.replaced(task_id, data), now)
+            case ev.OutputEnded(task_id, rest, _) if self.shells.knows(task_id):
+                return self._shells(self.shells.drained(task_id, rest))
             case ev.OutputEnded(task_id, rest, exit_info):
                 return (
                     self._background(self.background.drained(task_id, rest, exit_info, now), now)
@@ -364,7 +372,7 @@ class SessionCore:
         effects: list[Effect] = []
         for ticket in self.questions.tickets():
             effects += self._withdraw(ticket, "The session was closed")
-        effects += self._present(self.tool_uses.cut_all(failed=False))
+        effects += self._shells(self.shells.results(self.tool_uses.cut_all(failed=False)))
         effects += self._foreground(self.foreground.close())
         return effects + self._background(self.background.stop_all(self.registry.live(), now), now)
 
@@ -546,7 +554,7 @@ class SessionCore:
         if message.subtype != "success":
             # What the turn left unfinished ends with it: cancelled, or failed with the turn.
             failed = outcome.stop_reason != "cancelled"
-            effects += self._present(self.tool_uses.cut(self.session_id, failed))
+            effects += self._shells(self.shells.results(self.tool_uses.cut(self.session_id, failed)))
         if not self.foreground.unseen:  # a turn the client does not see has no usage to show
             effects += self._present(self.usage.result(message.model_usage, message.total_cost_usd))
         run = origin.get("runId")  # the task run a follow-up turn is about
@@ -570,7 +578,7 @@ class SessionCore:
         for ticket in self.questions.tickets():
             effects += self._withdraw(ticket, "Claude Code stopped")
         effects += self._children(self.subagents.lost(reason)) + self._abandon(now, stopped)
-        effects += self._present(self.tool_uses.cut_all())
+        effects += self._shells(self.shells.results(self.tool_uses.cut_all()))
         self.background.forget()
         self.registry = TaskRegistry()
         error = Failure(Failing.ERROR, reason)
@@ -696,7 +704,7 @@ class SessionCore:
                 handoff = ToolCallHandedOff(use.session_id, use.call_id, fact.text, None, "pending")
                 return effects + self._present([handoff]) + self._publish()
         finished = self.tool_uses.result(use, fact.is_error, fact.text, fact.images, handed is not None)
-        return effects + self._present(finished)
+        return effects + self._shells(self.shells.results(finished))
 
     def _schedules_ended(self, ended: list[ScheduleEnded], publish: bool = True) -> list[Effect]:
         for end in ended:
@@ -719,7 +727,8 @@ class SessionCore:
         if change.kind is Change.RESUMED:
             self.background.resumed(task)
         if change.kind in (Change.ENDED, Change.CORRECTED):
-            effects = self._background(self.background.ended(task, now), now)
+            effects = self._shells(self.shells.ended(task.task_id))
+            effects += self._background(self.background.ended(task, now), now)
             if task.is_subagent:
                 effects += self._foreground(
                     self.foreground.subagent_ended(task.task_id, task.end_status, now)
@@ -755,6 +764,9 @@ class SessionCore:
             output_file = conventions.output_file(
                 self._tasks_root, self.registry.cli_session_id, task.task_id
             )
+        if task.backgrounded is False:
+            return self._shells(self.shells.follow(task, tool, output_file))
+        self.shells.backgrounded(task.task_id)
         return self._background(self.background.consider(task, tool, output_file, force), now)
 
     def _place(self, task: Task, now: float) -> list[Effect] | None:
@@ -863,6 +875,12 @@ class SessionCore:
             if isinstance(fact, ChildAnnounced):
                 self.transcripts[fact.child_id] = Transcript(fact.child_id)
         return self._present(facts)
+
+    def _shells(self, outs: list[ShellOut]) -> list[Effect]:
+        effects: list[Effect] = []
+        for out in outs:
+            effects += [out] if isinstance(out, Tail | FinishTail) else self.presenter.render(out)
+        return effects
 
     def _background(self, outs: list[BackgroundOut], now: float) -> list[Effect]:
         effects: list[Effect] = []

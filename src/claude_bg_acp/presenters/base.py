@@ -57,6 +57,7 @@ from claude_bg_acp.core.foreground import (
     PromptRetried,
     StateReported,
 )
+from claude_bg_acp.core.foreground_shells import ShellOutput
 from claude_bg_acp.core.history import ChildMessageRecalled, HistoryIncomplete, PromptRecalled
 from claude_bg_acp.core.permission_modes import ModeChanged
 from claude_bg_acp.core.plan import PlanChanged
@@ -81,6 +82,7 @@ from claude_bg_acp.core.tool_uses import (
 from claude_bg_acp.core.transcript import MessageChunk
 from claude_bg_acp.core.usage import UsageReported
 from claude_bg_acp.presenters import tool_views
+from claude_bg_acp.presenters.live_output import LiveOutput
 
 ALLOW_ONCE, ALLOW_ALWAYS, REJECT_ONCE = "allow_once", "allow_always", "reject_once"
 PERMISSION_OPTIONS = [
@@ -106,15 +108,22 @@ class BasePresenter:
     scheduled work; to the others it runs until its result)."""
     notices: bool
     """The client takes ``notice`` updates (v2's all do; a v1 one that declares them)."""
+    live: LiveOutput
+    """What each running foreground command showed of its output."""
 
     def render(self, fact: Fact) -> list[ClientEffect]:
         match fact:
             case MessageChunk():
                 return [self.chunk(fact)]
-            case ToolCallStarted() | ToolCallRunning() | ToolCallFinished() | ToolCallCut():
+            case ToolCallFinished() | ToolCallCut():
+                self.live.end(fact.tool_call_id)
+                return [Notify(fact.session_id, self.tool_call(fact))]
+            case ToolCallStarted() | ToolCallRunning():
                 return [Notify(fact.session_id, self.tool_call(fact))]
             case ToolCallHandedOff():
                 return self.handed_off(fact)
+            case ShellOutput():
+                return self.shell_output(fact)
             case TerminalOpened() | TerminalOutput() | TerminalReplaced() | TerminalExited():
                 return self.terminal(fact)
             case WorkOpened() | WorkStatus() | WorkEnded() | ScheduleEnded():
@@ -308,6 +317,11 @@ class BasePresenter:
         other."""
         ended = ToolCallFinished(fact.session_id, fact.tool_call_id, fact.failed, fact.text)
         return [Notify(fact.session_id, self.tool_call(ended))]
+
+    def shell_output(self, fact: ShellOutput) -> list[ClientEffect]:
+        """A running foreground command's output: its tool call's content, as it grows (its
+        result replaces it)."""
+        return [self.live.update(fact)]
 
     def terminal(
         self, fact: TerminalOpened | TerminalOutput | TerminalReplaced | TerminalExited

@@ -72,48 +72,10 @@ from claude_bg_acp.core.tool_uses import (
 from claude_bg_acp.core.transcript import MessageChunk
 from claude_bg_acp.presenters import tool_views
 from claude_bg_acp.presenters.base import raw_output
+from claude_bg_acp.presenters.live_output import Window, decoder
 from claude_bg_acp.presenters.v1 import V1Presenter
 
-WINDOW = 64 * 1024
-"""The most text (UTF-8 bytes, the note included) one update shows of a tool call's work.
-
-A client replaces a tool call's content with each update, so every update carries all of it:
-64 KiB is about a thousand lines of a build log, far more than acpx prints (28 lines) or a
-card shows without scrolling, and small enough that resending it with each line costs the
-agent a fraction of a core at thousands of lines a second (BENCHMARKS.md)."""
-LEFT_OUT = "[... earlier output left out ...]\n"
 UNKNOWN_EXIT = ExitInfo(None, None)
-
-
-class Window:
-    """The latest text of some work, at most ``WINDOW`` bytes of UTF-8 as shown."""
-
-    def __init__(self) -> None:
-        self.text = ""
-        self.cut = False
-        """Earlier text was left out."""
-
-    def add(self, text: str) -> None:
-        self.text += text
-        self._bound()
-
-    def replace(self, text: str, cut: bool) -> None:
-        self.text, self.cut = text, cut
-        self._bound()
-
-    def shown(self) -> str:
-        return LEFT_OUT + self.text if self.cut else self.text
-
-    def _bound(self) -> None:
-        budget = WINDOW - len(LEFT_OUT)
-        if len(self.text) * 4 <= budget:
-            return  # short enough whatever its characters
-        encoded = self.text.encode()
-        if len(encoded) <= budget:
-            return
-        kept = encoded[-budget:].decode("utf-8", "ignore")
-        start = kept.find("\n") + 1  # from a line's start, when a line starts in it
-        self.text, self.cut = (kept[start:] if 0 < start < len(kept) else kept), True
 
 
 @dataclass
@@ -216,7 +178,7 @@ class PlainPresenter(V1Presenter):
                 # No tool call of the client's launched it: one of ours, titled by its command.
                 title = tool_views.describe("Bash", {"command": fact.command}).title
                 card = self._cards[call] = Card(fact.session_id, title, "execute")
-            card.shell, card.said = _decoder(), Window()
+            card.shell, card.said = decoder(), Window()
             return [self._update(call, card, "tool_call")] if created else []
         if card is None or card.shell is None or card.said is None:
             return []  # an exit corrected late: its final status was given
@@ -326,7 +288,3 @@ class PlainPresenter(V1Presenter):
             raw_output=raw_output(text, exit),
         )
         return Notify(card.session_id, update)
-
-
-def _decoder() -> codecs.IncrementalDecoder:
-    return codecs.getincrementaldecoder("utf-8")(errors="replace")

@@ -50,6 +50,7 @@ from claude_bg_acp.core.tool_uses import (
     ToolCallStarted,
 )
 from claude_bg_acp.presenters.base import CANCEL, BasePresenter, plan_entries
+from claude_bg_acp.presenters.live_output import LiveOutput
 
 RETRY_IN_V1 = "A retry of a prompt inserted already (idempotencyKey) has an answer in ACP v2 only"
 
@@ -61,6 +62,7 @@ class V1Presenter(BasePresenter):
     shows_scheduled = False
 
     def __init__(self, subagents: bool, notices: bool = False) -> None:
+        self.live = LiveOutput()
         self.policy = Policy(answers_wait_for_subagents=True, subagents_are_sessions=subagents)
         self.notices = notices
         self._working: set[str] = set()

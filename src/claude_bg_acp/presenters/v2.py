@@ -73,6 +73,7 @@ from claude_bg_acp.core.subagents import (
 from claude_bg_acp.core.tool_uses import ToolCallHandedOff
 from claude_bg_acp.presenters import tool_views
 from claude_bg_acp.presenters.base import CANCEL, BasePresenter, exit_status, plan_entries
+from claude_bg_acp.presenters.live_output import LiveOutput
 from claude_bg_acp.presenters.v1 import (
     announce_child,
     child_state,
@@ -92,6 +93,7 @@ class V2Presenter(BasePresenter):
     shows_scheduled = True
 
     def __init__(self) -> None:
+        self.live = LiveOutput()
         self.policy = Policy(answers_wait_for_subagents=False, subagents_are_sessions=True)
         self.notices = True  # v2 clients need no capability for notices
 

@@ -15,7 +15,9 @@ draws display terminals instead, by these rules (Zed's, read from its source):
 So every shell tool call (Bash) is a terminal from its first ``tool_call``, with the tool use
 id as the terminal id (it is known long before a task id), and its content stays that terminal
 whatever else changes. A background shell that no tool call launched has no call to be drawn
-in: it is not shown. A foreground command's output and exit come with its result; a
+in: it is not shown. A foreground command's output follows live from its output file once
+Claude Code reports it as a task (after about two seconds: what it wrote before comes first),
+its exit with its result (and its output too when it was too quick to be followed); a
 background shell's output follows live from its output file, through the hand-off and after
 the prompt's answer, until its exit. Every terminal the client was told of gets its exit.
 
@@ -38,6 +40,7 @@ from claude_bg_acp.acp.updates import ToolCall
 from claude_bg_acp.closing_line import ExitInfo
 from claude_bg_acp.core.background import TerminalExited, TerminalOpened, TerminalOutput, TerminalReplaced
 from claude_bg_acp.core.effects import ClientEffect, Notify
+from claude_bg_acp.core.foreground_shells import ShellOutput
 from claude_bg_acp.core.tool_uses import (
     ToolCallCut,
     ToolCallFinished,
@@ -46,6 +49,7 @@ from claude_bg_acp.core.tool_uses import (
     ToolCallStarted,
 )
 from claude_bg_acp.presenters.base import exit_status
+from claude_bg_acp.presenters.live_output import decoder
 from claude_bg_acp.presenters.v1 import V1Presenter
 
 OutputKey = Literal["terminal_output", "terminal_output_delta"]
@@ -58,7 +62,9 @@ class ZedPresenter(V1Presenter):
         self.output_key = output_key
         self._open: dict[str, codecs.IncrementalDecoder] = {}
         """The terminals not exited yet, by tool call id (also their terminal id), with the
-        decoder of their background shell's bytes."""
+        decoder of their shell's bytes."""
+        self._followed: set[str] = set()
+        """Terminals of foreground commands whose output came from their file."""
 
     # --- shell tool calls -----------------------------------------------------------------------
 
@@ -66,22 +72,27 @@ class ZedPresenter(V1Presenter):
         match fact:
             case ToolCallStarted(shell=True) | ToolCallRunning(shell=True, first=True):
                 announced = fact.tool_call_id in self._open  # its shell's task came first
-                self._open.setdefault(fact.tool_call_id, _decoder())
+                self._open.setdefault(fact.tool_call_id, decoder())
                 update = super().tool_call(fact)
                 update.content = _drawn(fact.tool_call_id)
                 if not announced:
                     update.meta = {"terminal_info": {"terminal_id": fact.tool_call_id}}
                 return update
             case ToolCallFinished() if fact.tool_call_id in self._open:
-                del self._open[fact.tool_call_id]
+                rest = self._open.pop(fact.tool_call_id).decode(b"", True)
                 update = super().tool_call(fact)
                 update.content = _drawn(fact.tool_call_id)
                 ended = fact.command
-                output = self._output_meta(fact.tool_call_id, ended.output if ended else "")
+                if fact.tool_call_id in self._followed:
+                    self._followed.discard(fact.tool_call_id)
+                    output = self._output_meta(fact.tool_call_id, rest)  # its file told the rest
+                else:
+                    output = self._output_meta(fact.tool_call_id, ended.output if ended else "")
                 update.meta = output | _exit_meta(fact.tool_call_id, ended.exit if ended else None)
                 return update
             case ToolCallCut() if fact.tool_call_id in self._open:
                 del self._open[fact.tool_call_id]
+                self._followed.discard(fact.tool_call_id)
                 update = super().tool_call(fact)
                 update.meta = _exit_meta(fact.tool_call_id, None)
                 return update
@@ -105,6 +116,15 @@ class ZedPresenter(V1Presenter):
         )
         return [Notify(fact.session_id, update)]
 
+    def shell_output(self, fact: ShellOutput) -> list[ClientEffect]:
+        call = fact.tool_call_id
+        decode = self._open.get(call)
+        if decode is None:
+            return []
+        self._followed.add(call)
+        text = _skipped(decode, fact.data) if fact.replaced else decode.decode(fact.data)
+        return self._update(fact.session_id, call, self._output_meta(call, text))
+
     # --- background shells ----------------------------------------------------------------------
 
     def terminal(
@@ -116,7 +136,7 @@ class ZedPresenter(V1Presenter):
                 return []  # no tool call of the client's to draw it in: not shown
             case TerminalOpened() if call not in self._open:
                 # A shell whose tool call the client was never shown: show it now, as a terminal.
-                self._open[call] = _decoder()
+                self._open[call] = decoder()
                 created = ToolCall(
                     session_update="tool_call",
                     tool_call_id=call,
@@ -131,9 +151,7 @@ class ZedPresenter(V1Presenter):
                 text = self._open[call].decode(fact.data)
                 return self._update(fact.session_id, call, self._output_meta(call, text))
             case TerminalReplaced() if call in self._open:
-                decoder = self._open[call]
-                decoder.reset()
-                text = SKIPPED + decoder.decode(fact.data)
+                text = _skipped(self._open[call], fact.data)
                 return self._update(fact.session_id, call, self._output_meta(call, text))
             case TerminalExited(corrected=False) if call in self._open:
                 rest = self._open.pop(call).decode(b"", True)
@@ -156,8 +174,10 @@ class ZedPresenter(V1Presenter):
         return [Notify(session_id, update)]
 
 
-def _decoder() -> codecs.IncrementalDecoder:
-    return codecs.getincrementaldecoder("utf-8")(errors="replace")
+def _skipped(decode: codecs.IncrementalDecoder, data: bytes) -> str:
+    """The latest output, after a note that what came before it was skipped."""
+    decode.reset()
+    return SKIPPED + decode.decode(data)
 
 
 def _drawn(terminal_id: str) -> list[dict[str, Any]]:

@@ -376,6 +376,13 @@ fg_failed = _tool_then_text(
 )
 
 # A foreground command that keeps its turn open, for faults that must strike mid-turn.
+# A foreground command that runs long enough (five seconds) for Claude Code to report it as a
+# task (after about two), whose output file is then followed live.
+fg_lines = _tool_then_text(
+    _fixed(_bash("for i in $(seq 1 10); do echo fg-line-$i; sleep 0.5; done", "print ten lines slowly")),
+    "The lines are printed.",
+)
+
 fg_long = _tool_then_text(
     _fixed(_bash("for i in $(seq 1 600); do echo waiting-$i; sleep 0.2; done", "a long foreground wait")),
     "The wait is over.",
@@ -689,6 +696,7 @@ SCENARIOS: dict[str, Scenario] = {
     "fg_bash": fg_bash,
     "fg_failed": fg_failed,
     "fg_long": fg_long,
+    "fg_lines": fg_lines,
     "deep_input": deep_input,
     "permission": permission,
     "bg_completed": bg_completed,
