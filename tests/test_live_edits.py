@@ -15,6 +15,7 @@ import pytest
 
 from tests.conftest import LiveModel
 from tests.support.acp_client import ClientRun, run_client
+from tests.support.zed import ZED_CAPABILITIES, ZED_CLIENT_INFO, ZedView
 from tests.test_live_zed import as_zed
 
 pytestmark = pytest.mark.live
@@ -48,6 +49,31 @@ def test_zed_keeps_each_edit_as_a_hunk_at_its_line(live: LiveModel, workdir: Pat
     assert edit.content == [diff(app, f"{CONTEXT}    return 1\n", f"{CONTEXT}    return 2\n")]
     assert write.content == [diff(app, f"{CONTEXT}    return 2\n", f"{CONTEXT}    return 3\n")]
     assert edit.locations == write.locations == [{"path": str(app), "line": 10}]
+
+
+def test_a_loaded_session_shows_its_edits_as_they_were(live: LiveModel, workdir: Path) -> None:
+    """Claude Code's stored conversation keeps each edit's structured result: the replay of a
+    ``session/load`` draws the same hunks."""
+    app = edited(workdir)
+    first, _ = as_zed(live, workdir, [prompt(workdir)])
+    load = {"op": "loadSession", "id": "load", "sessionId": first.session_id()}
+    second = run_client(
+        {
+            "agent": live.agent(),
+            "client": "v1",
+            "capabilities": ZED_CAPABILITIES,
+            "clientInfo": ZED_CLIENT_INFO,
+            "cwd": str(workdir),
+            "steps": [load],
+            "autoSession": False,
+        },
+        timeout=60,
+    )
+    view = ZedView.of_run(second)
+    assert not view.problems(), "\n".join(view.problems())
+    (edit,) = view.calls("Edit app.py", first.session_id())
+    assert edit.content == [diff(app, f"{CONTEXT}    return 1\n", f"{CONTEXT}    return 2\n")]
+    assert edit.locations == [{"path": str(app), "line": 10}]
 
 
 def test_a_write_over_a_file_asks_with_its_old_text(live: LiveModel, workdir: Path) -> None:

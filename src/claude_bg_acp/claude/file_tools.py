@@ -113,10 +113,8 @@ def _hunk(item: Any) -> Hunk | None:
 
 def file_read(path: str, text: str) -> FileRead | None:
     """The lines of a ``Read``'s result without their numbers; None unless every line has one."""
-    lines = text.split("\n")
-    numbered = [_NUMBERED.match(line) for line in lines]
-    if not text or not all(numbered):
+    numbered = [match for line in text.split("\n") if (match := _NUMBERED.match(line))]
+    if not text or len(numbered) != text.count("\n") + 1:
         return None
-    content = "\n".join(line[match.end() :] for line, match in zip(lines, numbered, strict=True) if match)
-    first = numbered[0]
-    return FileRead(path, content, int(first[1]) if first else 1)
+    content = "\n".join(match.string[match.end() :] for match in numbered)
+    return FileRead(path, content, int(numbered[0][1]))
