@@ -285,19 +285,19 @@ def test_tool_calls_read_as_what_they_do(live: LiveModel, workdir: Path, client:
         if update["sessionUpdate"] in ("tool_call", "tool_call_update"):
             calls.setdefault(update["toolCallId"], {}).update(update)
     by_title = {call["title"]: call for call in calls.values()}
-    read = by_title[f"Read {workdir}/notes.txt (lines 2-3)"]
+    read = by_title["Read notes.txt (lines 2-3)"]
     assert read["kind"] == "read" and read["locations"] == [{"path": f"{workdir}/notes.txt", "line": 2}]
-    assert by_title[f'Grep "TODO" in {workdir} (*.txt)']["kind"] == "search"
-    assert by_title[f'Glob "*.png" in {workdir}']["locations"] == [{"path": str(workdir)}]
-    picture = by_title[f"Read {workdir}/dot.png"]
+    assert by_title['Grep "TODO" in . (*.txt)']["kind"] == "search"
+    assert by_title['Glob "*.png" in .']["locations"] == [{"path": str(workdir)}]
+    picture = by_title["Read dot.png"]
     images = [c["content"] for c in picture["content"] if c["content"]["type"] == "image"]
     assert [image["mimeType"] for image in images] == ["image/png"] and images[0]["data"]
     assert by_title["probe: probe_echo"]["status"] == "completed"
     # CLI 2.1.332 offers no Grep nor Glob (the model is told to use Bash): those calls fail, but
     # they are shown as they were asked.
     assert {call["title"]: call["status"] for call in calls.values() if call["kind"] != "search"} == {
-        f"Read {workdir}/notes.txt (lines 2-3)": "completed",
-        f"Read {workdir}/dot.png": "completed",
+        "Read notes.txt (lines 2-3)": "completed",
+        "Read dot.png": "completed",
         "probe: probe_echo": "completed",
     }
 

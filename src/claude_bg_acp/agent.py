@@ -509,7 +509,7 @@ class Agent:
         session = SessionHost(
             session_id,
             params.cwd,
-            presenter_for(self._negotiated),
+            presenter_for(self._negotiated, params.cwd),
             self._endpoint,
             self._cli_path,
             tailing,

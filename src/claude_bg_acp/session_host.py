@@ -131,7 +131,7 @@ class SessionHost:
         self._prompt_requests: dict[RequestId, Ticket] = {}
         self._lifecycle = HostLifecycle(session_id)
         self._outbox = Outbox(session_id, endpoint, self._perform)
-        self._bridge = PermissionBridge(endpoint, self.handle, self._tickets)
+        self._bridge = PermissionBridge(endpoint, self.handle, self._tickets, [cwd, *(add_dirs or [])])
         launch = Launch(cli_path, mcp_servers, add_dirs or [], root)
         self._supervisor = ClaudeSupervisor(self, self._lifecycle, launch, self._bridge.asked, starting)
         self._tailer = OutputTailer(tailer_options, root=tasks_base(), grid=grid)

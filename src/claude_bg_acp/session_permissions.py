@@ -16,7 +16,7 @@ answer is not passed on. A request may outlive the question behind it, and the r
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +32,7 @@ from claude_agent_sdk.types import (
 from claude_bg_acp.acp.schema import PermissionResponse
 from claude_bg_acp.core import events as ev
 from claude_bg_acp.core.effects import AskPermission, Decide, Ticket
+from claude_bg_acp.overwritten import replaced_text
 from claude_bg_acp.stdio import Endpoint
 from claude_bg_acp.waiter import Waiter
 
@@ -56,11 +57,17 @@ class Ask:
 
 class PermissionBridge:
     def __init__(
-        self, endpoint: Endpoint, handle: Callable[[ev.Event], None], tickets: Iterator[Ticket]
+        self,
+        endpoint: Endpoint,
+        handle: Callable[[ev.Event], None],
+        tickets: Iterator[Ticket],
+        folders: Sequence[str] = (),
     ) -> None:
         """``handle`` feeds the session's core; ``tickets`` are the session's, shared with its
-        other requests."""
+        other requests; ``folders``: the session's, where a file a ``Write`` would overwrite is
+        read for the request to show (``overwritten``)."""
         self._endpoint = endpoint
+        self._folders = tuple(folders)
         self._handle = handle
         self._tickets = tickets
         self._questions: dict[Ticket, ClaudeQuestion] = {}
@@ -70,9 +77,13 @@ class PermissionBridge:
         self, tool_name: str, tool_input: dict[str, Any], context: ToolPermissionContext
     ) -> PermissionResult:
         """Claude Code's question (the runner's ``can_use_tool``), answered with the core's decision."""
+        replaced = await replaced_text(tool_name, tool_input, self._folders)
         ticket = next(self._tickets)
         question = self._questions[ticket] = ClaudeQuestion(Waiter(), list(context.suggestions))
-        self._handle(ev.PermissionAsked(ticket, tool_name, tool_input, context.tool_use_id, context.agent_id))
+        asked = ev.PermissionAsked(
+            ticket, tool_name, tool_input, context.tool_use_id, context.agent_id, replaced
+        )
+        self._handle(asked)
         try:
             result: PermissionResult = await question.waiter.wait()
             return result

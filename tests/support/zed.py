@@ -102,6 +102,8 @@ class ToolCallEntry:
     kind: str
     status: str
     content: list[JsonObject] = field(default_factory=list)
+    locations: list[JsonObject] = field(default_factory=list)
+    """Where "follow the agent" goes (an update's ``locations`` replace them)."""
     raw_input: Any = None
     raw_output: Any = None
     subagent_session: str | None = None
@@ -256,6 +258,7 @@ class ZedView:
         known.kind = str(call.get("kind") or "other")
         known.status = status
         known.content = content
+        known.locations = [dict(location) for location in call.get("locations") or []]
         known.raw_input = call.get("rawInput")
         known.raw_output = call.get("rawOutput")
 
@@ -274,6 +277,8 @@ class ZedView:
             known.status = str(update["status"])
         if content is not None:
             known.content = content
+        if update.get("locations") is not None:
+            known.locations = [dict(location) for location in update["locations"]]
         if "rawInput" in update:
             known.raw_input = update["rawInput"]
         if "rawOutput" in update:

@@ -253,6 +253,9 @@ class PermissionAsked:
     tool_use_id: str | None
     agent_id: str | None
     """The subagent asking, or None for the main conversation."""
+    replaced: str | None = None
+    """The text of the file a ``Write`` would overwrite (None: a new file, or one the agent
+    may not read for the client)."""
 
 
 @dataclass(frozen=True)

@@ -239,7 +239,11 @@ class History:
         self._child_kept(use, result)
         handed = conventions.hand_off(use.tool_input, result.text, result.is_error, result.structured)
         if handed is None:
-            return list(self.tool_uses.result(use, result.is_error, result.text, result.images))
+            return list(
+                self.tool_uses.result(
+                    use, result.is_error, result.text, result.images, False, result.structured
+                )
+            )
         self.tool_uses.finish(use.call_id)
         task = self.ended.get(handed.task_id)
         live = handed.task_id in self.live.tasks

@@ -107,8 +107,15 @@ class Presenter(Protocol):
         ...
 
     def permission_request(
-        self, session_id: str, tool_call_id: str, tool_name: str, tool_input: dict[str, Any], shown: bool
+        self,
+        session_id: str,
+        tool_call_id: str,
+        tool_name: str,
+        tool_input: dict[str, Any],
+        shown: bool,
+        replaced: str | None = None,
     ) -> dict[str, Any]:
         """The params of ``session/request_permission`` for a tool use; ``shown``: its tool call
-        was shown already (the request updates it; else it creates it, ``pending``)."""
+        was shown already (the request updates it; else it creates it, ``pending``);
+        ``replaced``: the text of the file a ``Write`` would overwrite, if the agent read it."""
         ...

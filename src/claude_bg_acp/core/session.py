@@ -703,7 +703,9 @@ class SessionCore:
                 self.tool_uses.detach(use.call_id)
                 handoff = ToolCallHandedOff(use.session_id, use.call_id, fact.text, None, "pending")
                 return effects + self._present([handoff]) + self._publish()
-        finished = self.tool_uses.result(use, fact.is_error, fact.text, fact.images, handed is not None)
+        finished = self.tool_uses.result(
+            use, fact.is_error, fact.text, fact.images, handed is not None, fact.structured
+        )
         return effects + self._shells(self.shells.results(finished))
 
     def _schedules_ended(self, ended: list[ScheduleEnded], publish: bool = True) -> list[Effect]:
@@ -816,7 +818,7 @@ class SessionCore:
         # the model's call had one: the person deciding should see what the model asked for.
         tool_input = asked.tool_input or (known.tool_input if known else {})
         params = self.presenter.permission_request(
-            session_id, tool_call_id, asked.tool_name, tool_input, shown=known is not None
+            session_id, tool_call_id, asked.tool_name, tool_input, known is not None, asked.replaced
         )
         self.subagents.asking(session_id, opened=True)
         return [AskPermission(asked.ticket, params), *self._blocking()]

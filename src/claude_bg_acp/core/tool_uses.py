@@ -31,6 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from claude_bg_acp.claude import file_tools
 from claude_bg_acp.claude.conventions import SHELL_TOOLS, shell_result
 from claude_bg_acp.closing_line import ExitInfo
 from claude_bg_acp.core.lifecycle import Lifecycle
@@ -124,7 +125,8 @@ class CommandEnded:
 @dataclass(frozen=True)
 class ToolCallFinished:
     """Its result came: ``completed`` or ``failed``, with the result's text (and, for a shell,
-    what the command printed and how it exited)."""
+    what the command printed and how it exited; for a file tool that succeeded, what it read or
+    changed)."""
 
     session_id: str
     tool_call_id: str
@@ -132,6 +134,7 @@ class ToolCallFinished:
     text: str
     command: CommandEnded | None = None
     images: tuple[Image, ...] = ()
+    review: file_tools.Review | None = None
 
 
 @dataclass(frozen=True)
@@ -226,17 +229,24 @@ class ToolUses:
         return True
 
     def result(
-        self, use: ToolUse, failed: bool, text: str, images: tuple[Image, ...] = (), handed_off: bool = False
+        self,
+        use: ToolUse,
+        failed: bool,
+        text: str,
+        images: tuple[Image, ...] = (),
+        handed_off: bool = False,
+        structured: dict[str, Any] | None = None,
     ) -> list[ToolCallFinished]:
         """``handed_off``: the result only says that a background shell runs the command (so it
-        tells no exit)."""
+        tells no exit); ``structured``: Claude Code's structured form of the result."""
         if not self.finish(use.call_id):
             return []
         command = None
         if use.shell and not handed_off:
             output, code = shell_result(text, failed)
             command = CommandEnded(output, None if code is None else ExitInfo(code, None))
-        return [ToolCallFinished(use.session_id, use.call_id, failed, text, command, images)]
+        review = None if failed else file_tools.review(use.name, use.tool_input, text, structured)
+        return [ToolCallFinished(use.session_id, use.call_id, failed, text, command, images, review)]
 
     def cut(self, session_id: str, failed: bool) -> list[ToolCallCut]:
         """The turn of ``session_id`` ended early: its running tool calls end with it.

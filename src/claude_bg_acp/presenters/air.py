@@ -106,9 +106,15 @@ class AirPresenter:
         return self.plain.answer_fields(options)
 
     def permission_request(
-        self, session_id: str, tool_call_id: str, tool_name: str, tool_input: dict[str, Any], shown: bool
+        self,
+        session_id: str,
+        tool_call_id: str,
+        tool_name: str,
+        tool_input: dict[str, Any],
+        shown: bool,
+        replaced: str | None = None,
     ) -> dict[str, Any]:
-        return self.plain.permission_request(session_id, tool_call_id, tool_name, tool_input, shown)
+        return self.plain.permission_request(session_id, tool_call_id, tool_name, tool_input, shown, replaced)
 
     def _task(self, fact: TaskOpened | TaskChanged | TaskEnded) -> list[ClientEffect]:
         if isinstance(fact, TaskOpened):

@@ -81,7 +81,7 @@ from claude_bg_acp.core.tool_uses import (
 )
 from claude_bg_acp.core.transcript import MessageChunk
 from claude_bg_acp.core.usage import UsageReported
-from claude_bg_acp.presenters import tool_views
+from claude_bg_acp.presenters import diffs, tool_views
 from claude_bg_acp.presenters.live_output import LiveOutput
 
 ALLOW_ONCE, ALLOW_ALWAYS, REJECT_ONCE = "allow_once", "allow_always", "reject_once"
@@ -110,6 +110,10 @@ class BasePresenter:
     """The client takes ``notice`` updates (v2's all do; a v1 one that declares them)."""
     live: LiveOutput
     """What each running foreground command showed of its output."""
+    folder: str = ""
+    """The session's folder: tool call titles name paths relative to it (``presenter_for``)."""
+    diff_form = staticmethod(diffs.v1)
+    """How a change to a file shows (v2 has its own)."""
 
     def render(self, fact: Fact) -> list[ClientEffect]:
         match fact:
@@ -184,7 +188,7 @@ class BasePresenter:
         update: ToolCall
         match fact:
             case ToolCallStarted():
-                view = tool_views.describe(fact.name, {})
+                view = tool_views.describe(fact.name, {}, self.folder)
                 update = ToolCall(
                     session_update=self.creating,
                     tool_call_id=fact.tool_call_id,
@@ -207,6 +211,9 @@ class BasePresenter:
                 if fact.text or exit_info is not None:
                     update.raw_output = raw_output(fact.text, exit_info)
                 content = [tool_views.text_content(fact.text)] if fact.text else []
+                if fact.review is not None:
+                    # A file tool's card shows the file (an edit's change, never its sentence).
+                    content, update.locations = tool_views.reviewed(fact.review, self.diff_form)
                 content += [tool_views.image_content(image) for image in fact.images]
                 if content:
                     update.content = content
@@ -239,20 +246,29 @@ class BasePresenter:
         return [Notify(fact.session_id, notice)]
 
     def permission_request(
-        self, session_id: str, tool_call_id: str, tool_name: str, tool_input: dict[str, Any], shown: bool
+        self,
+        session_id: str,
+        tool_call_id: str,
+        tool_name: str,
+        tool_input: dict[str, Any],
+        shown: bool,
+        replaced: str | None = None,
     ) -> dict[str, Any]:
-        call = self.call_fields(tool_call_id, tool_name, tool_input)
+        call = self.call_fields(tool_call_id, tool_name, tool_input, replaced)
         if not shown:
             # A client applies the request's tool call as an update: one that ran already stays
             # as it is (statuses never go back to pending); a first-seen one is created pending.
             call["status"] = "pending"
-        params = self.permission_subject(call, tool_views.describe(tool_name, tool_input).title)
+        params = self.permission_subject(call, call["title"])
         params.update(sessionId=session_id, options=PERMISSION_OPTIONS)
         return params
 
-    def call_fields(self, tool_call_id: str, name: str, tool_input: dict[str, Any]) -> dict[str, Any]:
-        """What a tool call shows once its input is known (and what a permission question shows)."""
-        view = tool_views.describe(name, tool_input)
+    def call_fields(
+        self, tool_call_id: str, name: str, tool_input: dict[str, Any], replaced: str | None = None
+    ) -> dict[str, Any]:
+        """What a tool call shows once its input is known (and what a permission question shows;
+        ``replaced``: the text of the file a ``Write`` overwrites)."""
+        view = tool_views.describe(name, tool_input, self.folder, replaced, self.diff_form)
         fields: dict[str, Any] = {
             "toolCallId": tool_call_id,
             "title": view.title,

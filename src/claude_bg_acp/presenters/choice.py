@@ -45,7 +45,14 @@ from claude_bg_acp.presenters.v2 import V2Presenter
 from claude_bg_acp.presenters.zed import ZedPresenter
 
 
-def presenter_for(client: ClientCapabilities) -> Presenter:
+def presenter_for(client: ClientCapabilities, folder: str = "") -> Presenter:
+    """``folder``: the session's, which tool call titles name paths from."""
+    presenter = _presenter(client)
+    (presenter.plain if isinstance(presenter, AirPresenter) else presenter).folder = folder
+    return presenter
+
+
+def _presenter(client: ClientCapabilities) -> V2Presenter | V1Presenter | AirPresenter:
     if client.version >= 2:
         return V2Presenter()
     air = client.air

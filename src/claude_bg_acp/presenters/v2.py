@@ -71,7 +71,7 @@ from claude_bg_acp.core.subagents import (
     ChildStateChanged,
 )
 from claude_bg_acp.core.tool_uses import ToolCallHandedOff
-from claude_bg_acp.presenters import tool_views
+from claude_bg_acp.presenters import diffs, tool_views
 from claude_bg_acp.presenters.base import CANCEL, BasePresenter, exit_status, plan_entries
 from claude_bg_acp.presenters.live_output import LiveOutput
 from claude_bg_acp.presenters.v1 import (
@@ -91,6 +91,7 @@ class V2Presenter(BasePresenter):
     cut_status = "cancelled"
     option_key = "configId"
     shows_scheduled = True
+    diff_form = staticmethod(diffs.v2)
 
     def __init__(self) -> None:
         self.live = LiveOutput()

@@ -98,8 +98,10 @@ class ZedPresenter(V1Presenter):
                 return update
         return super().tool_call(fact)
 
-    def call_fields(self, tool_call_id: str, name: str, tool_input: dict[str, Any]) -> dict[str, Any]:
-        fields = super().call_fields(tool_call_id, name, tool_input)
+    def call_fields(
+        self, tool_call_id: str, name: str, tool_input: dict[str, Any], replaced: str | None = None
+    ) -> dict[str, Any]:
+        fields = super().call_fields(tool_call_id, name, tool_input, replaced)
         if tool_call_id in self._open:
             fields["content"] = _drawn(tool_call_id)  # content replaces: the terminal must stay
         return fields

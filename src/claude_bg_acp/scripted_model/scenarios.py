@@ -661,6 +661,26 @@ def _look_around_calls(turn: Turn) -> list[Call]:
 
 look_around = _tool_then_text(_look_around_calls, "Looked around.")
 
+# Edits to review in the thread, one tool call per model request: read ``app.py`` in the
+# directory the prompt names (Claude Code edits only a file it has read), change one line of it
+# (``return 1`` becomes ``return 2``), then write it over whole (``return 2`` becomes ``return 3``),
+# then read it again from its third line.
+EDITED = "Edited app.py twice."
+
+
+def edits(turn: Turn) -> Reply:
+    found = DIR_TAG.search(turn.first_user_text)
+    path = f"{found.group(1) if found else '.'}/app.py"
+    written = "".join(f"# line {i}\n" for i in range(1, 9)) + "def answer():\n    return 3\n"
+    calls: list[Call] = [
+        ("Read", {"file_path": path}),
+        ("Edit", {"file_path": path, "old_string": "    return 1\n", "new_string": "    return 2\n"}),
+        ("Write", {"file_path": path, "content": written}),
+        ("Read", {"file_path": path, "offset": 3, "limit": 4}),
+    ]
+    return _steps(calls, EDITED)(turn)
+
+
 # Foreground commands that only print the words of Claude Code's hand-off, one for each
 # ``<path>...</path>`` in the user's latest prompt, naming that path as their "output file": what
 # a command's output says is not a background task (nor a file the agent reads for an editor).
@@ -719,5 +739,6 @@ SCENARIOS: dict[str, Scenario] = {
     "tasks": tasks,
     "exit_plan": exit_plan,
     "look_around": look_around,
+    "edits": edits,
     "hand_off_words": hand_off_words,
 }
