@@ -60,13 +60,17 @@ def command(d: CoreDriver, words: str, dt: float = 0.01) -> tuple[int, list[Effe
         assert [r.result for r in replies] == [{"stopReason": "end_turn"}]
     else:
         assert len(replies) == 1 and "messageId" in replies[0].result
-        states = [
-            (u["state"], u.get("stopReason"))
-            for e in effects
-            if isinstance(e, Notify) and (u := e.update.wire())["sessionUpdate"] == "state_update"
-        ]
-        assert states == [("running", None), ("idle", "end_turn")], "its own running, then idle"
+        assert states(effects) == [("running", None), ("idle", "end_turn")], "its own running, then idle"
     return ticket, effects
+
+
+def states(effects: list[Effect]) -> list[tuple[str, str | None]]:
+    """The v2 states reported among ``effects``, with their stop reasons."""
+    return [
+        (u["state"], u.get("stopReason"))
+        for e in effects
+        if isinstance(e, Notify) and (u := e.update.wire())["sessionUpdate"] == "state_update"
+    ]
 
 
 def numbered(listing: str) -> dict[int, str]:
@@ -237,4 +241,18 @@ def test_a_command_during_a_turn_is_answered_once_the_turn_is_over(client: str) 
     replies: list[dict[str, Any]] = [e.result for e in effects if isinstance(e, Reply) and e.ticket == ticket]
     assert len(replies) == 1 and "1. shell: sleep 5; echo bash01" in said(effects)
     assert not [e for e in effects if isinstance(e, Query)]
+    if client == "v2":  # the turn's own idle, then the command's running and idle
+        assert states(effects) == [("idle", "end_turn"), ("running", None), ("idle", "end_turn")]
     checked(d, client)
+
+
+def test_a_command_answers_a_held_v1_turn_first_as_any_prompt_does() -> None:
+    d = started("v1-terminal-meta")
+    agent = TaskSpec("agent", "agent01", description="survey the code")
+    held, _ = d.prompt("Delegate.")
+    effects = d.frames(state_changed("running"), agent.launch(), agent.started(), agent.hand_off(), result())
+    assert not [e for e in effects if isinstance(e, Reply)], "held while its subagent runs"
+    ticket, effects = command(d, "/tasks")
+    assert [e.ticket for e in effects if isinstance(e, Reply)] == [held, ticket]
+    assert numbered(said(effects)) == {1: "subagent: survey the code — running 0s"}
+    checked(d, "v1-terminal-meta")

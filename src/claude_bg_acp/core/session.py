@@ -30,6 +30,10 @@ this module routes them and never lets the parts call each other:
   rename, after turns while none is known, and when a client attaches.
 - A prompt that would make Claude Code start a new conversation under another id (``/clear``)
   is refused: the session id is Claude Code's, and must stay so.
+- A prompt that is one of the agent's own commands (``/tasks``, ``/stop``) waits its turn as
+  any prompt; when it comes (``CommandDue``), ``TaskList`` answers it from ``Background``'s
+  items, as the agent's message, a stop it chose goes out as a cancel would send it, and the
+  turn ends at once: nothing reaches Claude Code.
 - What Claude Code offers and has in effect (its start, ``system/init`` and ``status``, the
   settings read after switches and turns, a mode switch it refused) goes to ``Config`` and
   ``PermissionModes`` (the config options; the modes offered follow what ``Config`` read of the
