@@ -208,14 +208,15 @@ def test_a_plain_client_sees_the_stopped_shells_card_end_as_a_stopped_shell_ends
         ),
     ],
 )
+@pytest.mark.parametrize("client", sorted(CLIENTS))
 def test_stop_by_text_stops_the_one_item_it_names_and_refuses_clearly(
-    words: str, stops: list[str], answer: str
+    client: str, words: str, stops: list[str], answer: str
 ) -> None:
-    d = started("v1-terminal-meta")
+    d = started(client)
     launched(d, ONE, TWO, WATCH)
     _, effects = command(d, words)
     assert stopped(effects) == stops and said(effects) == answer
-    checked(d, "v1-terminal-meta")
+    checked(d, client)
 
 
 def test_text_that_names_one_item_besides_one_being_stopped_stops_that_one() -> None:
