@@ -130,6 +130,23 @@ def test_tasks_says_so_when_nothing_runs() -> None:
     assert said(effects) == "No background work is running."
 
 
+def test_a_shell_that_ended_is_not_listed_while_its_file_is_read_to_the_end() -> None:
+    d = started("v2")
+    launched(d, ONE, TWO)
+    # Claude Code stopped it (no follow-up turn); its output is still being read: it stays listed.
+    d.frames(ONE.updated("killed"), ONE.notification("stopped"))
+    assert [entry["terminalId"] for entry in d.updates_of(d.effects, "state_update")[-1]["background"]] == [
+        "bash01",
+        "bash02",
+    ]
+    _, effects = command(d, "/tasks")
+    assert [line.split(" — ")[0] for line in numbered(said(effects)).values()] == [
+        "shell: sleep 5; echo bash02"
+    ]
+    d.drained("bash01")
+    checked(d, "v2")
+
+
 def test_a_background_subagent_is_listed_by_its_description_and_stopped_as_its_child_is() -> None:
     d = started("v2")
     agent = TaskSpec("agent", "agent01", description="survey the code")

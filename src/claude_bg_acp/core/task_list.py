@@ -4,8 +4,8 @@ Theory of operation. Every client, v1 ones included, can type a slash command, s
 offered beside Claude Code's (``OWN_COMMANDS``) and answered by the agent itself: a prompt that
 is one of them (``own_command``) goes in like any other prompt, in order, and when its turn comes
 it is answered here, as text, with no model request and nothing added to Claude Code's
-conversation. What counts as live background work is what ``background`` shows as items and
-has not finalized: terminals, work on tool calls (a ``Monitor``, a subagent shown in its
+conversation. What counts as live background work is what ``background`` shows as items whose
+task still runs: terminals, work on tool calls (a ``Monitor``, a subagent shown in its
 parent's session) and background child sessions.
 
 Each item gets a number the first time a command looks at the work (in the order the tasks
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from claude_bg_acp.claude.server_info import SlashCommand
-from claude_bg_acp.core.background import Item, Kind
+from claude_bg_acp.core.background import Item, ItemPhase, Kind
 from claude_bg_acp.core.tool_uses import ToolUse
 
 TASKS = SlashCommand(
@@ -91,8 +91,11 @@ class TaskList:
 
 
 def _live(item: Item) -> bool:
-    """Background work that runs: a subagent in the foreground is the turn's, not background."""
-    return not item.final and not (item.kind is Kind.SUBAGENT and item.task.backgrounded is False)
+    """Background work that runs: not a terminal whose task ended (its file is being read to
+    the end), nor a subagent in the foreground (the turn's work, not background)."""
+    return item.phase is ItemPhase.LIVE and not (
+        item.kind is Kind.SUBAGENT and item.task.backgrounded is False
+    )
 
 
 def _key(item: Item) -> tuple[str, str]:
