@@ -217,6 +217,7 @@ def test_a_plain_client_sees_the_stopped_shells_card_end_as_a_stopped_shell_ends
             "No running background work has “nothing” in its command or description (see `/tasks`).",
         ),
         ("/stop 9", [], "No background work numbered 9 is running (see `/tasks`)."),
+        ("/stop ²", [], "No running background work has “²” in its command or description (see `/tasks`)."),
         (
             "/stop",
             [],

@@ -127,29 +127,35 @@ def _choose(argument: str, numbered: list[tuple[int, Item]], tool_of: ToolOf) ->
             "Which one? `/stop N` stops the item numbered N in `/tasks`; `/stop TEXT` the one "
             "whose command or description contains TEXT."
         )
-    if argument.isdigit():
-        chosen = [(number, item) for number, item in numbered if number == int(argument)]
-        if not chosen:
-            return Answer(f"No background work numbered {argument} is running (see `/tasks`).")
-    else:
-        matching = [(number, item) for number, item in numbered if _matches(argument, item, tool_of)]
-        # What is being stopped already is no choice left, unless it is all there is.
-        chosen = [(number, item) for number, item in matching if item.stop_sent_at is None] or matching
-        if not chosen:
-            return Answer(
-                f"No running background work has “{argument}” in its command or description (see `/tasks`)."
-            )
-        if len(chosen) > 1:
-            which = ", ".join(str(number) for number, _ in chosen)
-            return Answer(
-                f"“{argument}” is in more than one item ({which}); nothing was stopped. "
-                "Say which with `/stop N`."
-            )
-    [(number, item)] = chosen
+    chosen = _by_number(argument, numbered) if argument.isdecimal() else _by_text(argument, numbered, tool_of)
+    if isinstance(chosen, str):
+        return Answer(chosen)
+    number, item = chosen
     what = _what(item, tool_of)
     if item.stop_sent_at is not None:
         return Answer(f"{number}. {what} is being stopped already.")
     return Answer(f"Stopping {number}. {what}", item)
+
+
+def _by_number(argument: str, numbered: list[tuple[int, Item]]) -> tuple[int, Item] | str:
+    """The item numbered ``argument``, or why there is none."""
+    found = next(((number, item) for number, item in numbered if number == int(argument)), None)
+    return found or f"No background work numbered {argument} is running (see `/tasks`)."
+
+
+def _by_text(argument: str, numbered: list[tuple[int, Item]], tool_of: ToolOf) -> tuple[int, Item] | str:
+    """The one item whose command or description has ``argument`` in it, or why there is not one."""
+    matching = [(number, item) for number, item in numbered if _matches(argument, item, tool_of)]
+    # What is being stopped already is no choice left, unless it is all there is.
+    chosen = [(number, item) for number, item in matching if item.stop_sent_at is None] or matching
+    if not chosen:
+        return f"No running background work has “{argument}” in its command or description (see `/tasks`)."
+    if len(chosen) > 1:
+        which = ", ".join(str(number) for number, _ in chosen)
+        return (
+            f"“{argument}” is in more than one item ({which}); nothing was stopped. Say which with `/stop N`."
+        )
+    return chosen[0]
 
 
 def _matches(text: str, item: Item, tool_of: ToolOf) -> bool:
