@@ -51,7 +51,8 @@ def test_the_client_is_offered_claude_codes_commands_once_it_has_the_answer(vers
     assert "clear" not in by_name, "it would carry on under another Claude Code session"
     internal = {c["name"] for c in INFO["commands"] if c["name"].startswith("_")}
     assert internal and not internal & set(by_name)
-    assert set(by_name) == {c["name"] for c in INFO["commands"]} - {"clear"} - internal
+    own = {"tasks", "stop"}  # the agent's own (tests/test_task_list.py)
+    assert set(by_name) == ({c["name"] for c in INFO["commands"]} - {"clear"} - internal) | own
 
 
 def test_commands_that_change_are_told_again_and_the_same_list_is_not() -> None:
@@ -79,7 +80,7 @@ def test_changes_before_the_answer_wait_for_it() -> None:
     driver = started(2)
     assert driver.frame(commands_changed(INFO["commands"][:3])) == []
     [commands] = told(driver.handle(ev.AnswerWritten()), 2)
-    assert [c["name"] for c in commands] == [c["name"] for c in INFO["commands"][:3]]
+    assert [c["name"] for c in commands] == ["tasks", "stop", *(c["name"] for c in INFO["commands"][:3])]
 
 
 def test_a_client_told_of_the_session_again_gets_the_commands_again() -> None:

@@ -710,6 +710,10 @@ class Background:
             return [], False
         return self._stop(item, now), True
 
+    def stop_item(self, item: Item, now: float) -> list[BackgroundOut]:
+        """``/stop`` chose ``item`` (``task_list``): stopped as ``cancel`` stops it."""
+        return self._stop(item, now)
+
     @staticmethod
     def _stop(item: Item, now: float) -> list[BackgroundOut]:
         if item.stop_sent_at is not None:

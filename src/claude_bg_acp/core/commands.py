@@ -1,4 +1,5 @@
-"""Slash commands: Claude Code's, offered to the client as the session's available commands.
+"""Slash commands: Claude Code's and the agent's own, offered to the client as the session's
+available commands.
 
 Claude Code lists its commands when it starts, and the whole list again when it changes
 (``system/commands_changed``, after skills or plugins were reloaded); each turn's
@@ -11,7 +12,9 @@ The client is offered every command a prompt can run, each name once: not ``clea
 aliases), which would carry on under another Claude Code session id than the ACP session's
 (the prompt is refused); not Claude Code's
 internal ones (a name starting with ``_``), nor names with whitespace (ACP forbids them), nor
-the terminal-only ones once Claude Code has named them. ``CommandsChanged`` goes out when the
+the terminal-only ones once Claude Code has named them. The agent's own commands
+(``task_list``: ``/tasks``, ``/stop``) come first, and take the place of Claude Code's of the
+same name. ``CommandsChanged`` goes out when the
 client is told of the session, and again whenever what is offered changes.
 """
 
@@ -32,8 +35,11 @@ class CommandsChanged:
 
 
 class Commands:
-    def __init__(self, session_id: str) -> None:
+    def __init__(self, session_id: str, own: tuple[SlashCommand, ...] = ()) -> None:
+        """``own``: the agent's own commands, offered first, in place of any of Claude Code's
+        with the same name."""
         self.session_id = session_id
+        self._own = own
         self._known: tuple[SlashCommand, ...] | None = None
         self._terminal_only: frozenset[str] = frozenset()
         self._shown: tuple[SlashCommand, ...] | None = None
@@ -43,8 +49,8 @@ class Commands:
         """What the client may run (None until Claude Code listed its commands)."""
         if self._known is None:
             return None
-        seen: set[str] = set()
-        offered: list[SlashCommand] = []
+        seen = {command.name for command in self._own}
+        offered = list(self._own)
         for command in self._known:
             name = command.name
             if name in seen or name in NOT_OFFERED or name in self._terminal_only:

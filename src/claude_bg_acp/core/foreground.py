@@ -10,7 +10,8 @@ turn             what happens                                                nex
 ``EXPECTING``    conversation arrives (a turn Claude Code started itself)
 ``IDLE``         a task ended by itself: its follow-up turn is owed (also    ``EXPECTING``
                  right after the result of a turn it ended during)
-``PROMPTED``     its own result (or an ``idle`` after it was cancelled)      ``IDLE``
+``PROMPTED``     its own result (or an ``idle`` after it was cancelled; an   ``IDLE``
+                 agent command: its answer)
 ``CLAUDE_TURN``  a result, or Claude Code says ``idle``                      ``IDLE``
 ``EXPECTING``    ``FOLLOW_UP_WAIT`` passes without one, or a result comes    ``IDLE``
                  of a turn that showed nothing
@@ -52,7 +53,12 @@ result without waiting for Claude Code's own trailing ``idle``; a late trailing 
 end a newer prompt.
 
 Prompts that arrive while the foreground is busy wait and are inserted in order once it is
-idle. ``session/cancel`` cancels the waiting prompts and the foreground work, whichever phase
+idle. A prompt that is one of the agent's own commands (``task_list``: ``/tasks``, ``/stop``)
+waits its turn the same way (one turn at a time: a v1 client reads the updates between a
+prompt and its answer as that prompt's); at its insertion no query goes to Claude Code: the
+session core answers it (``CommandDue``) and ``answered`` ends its turn ``end_turn`` at once.
+
+``session/cancel`` cancels the waiting prompts and the foreground work, whichever phase
 it is in: it interrupts the turn (ours or one Claude Code started itself) and the turn's end
 then reports ``cancelled`` whatever Claude Code's result says; a follow-up turn that was only
 expected is interrupted as soon as it starts (or, if it never does, the wait ends as
@@ -184,6 +190,8 @@ class WaitingPrompt:
     """Its ``idempotencyKey``: every attempt of one submission sends the same."""
     retries: list[Ticket] = field(default_factory=list)
     """Later attempts with its key that came while it waited: answered with it."""
+    local: bool = False
+    """One of the agent's own commands: answered by the agent, not sent to Claude Code."""
 
     @property
     def tickets(self) -> list[Ticket]:
@@ -257,9 +265,17 @@ class PromptCancelled:
     ticket: Ticket
 
 
+@dataclass(frozen=True)
+class CommandDue:
+    """An agent command's turn has come: the session core answers it (``answered``)."""
+
+    message_id: str
+    content: list[dict[str, Any]]
+
+
 PromptFact = PromptInserted | PromptRetried | PromptAnswered | PromptCancelled
 ForegroundFact = StateReported | PromptFact
-ForegroundOut = ForegroundFact | Fail | Interrupt | Query | FindPrompt
+ForegroundOut = ForegroundFact | Fail | Interrupt | Query | FindPrompt | CommandDue
 
 
 class Foreground:
@@ -464,6 +480,11 @@ class Foreground:
             return self._release() + self._settle(outcome, now)
         return self._settle(outcome, now)
 
+    def answered(self, now: float) -> list[ForegroundOut]:
+        """The agent answered its own command (``CommandDue``): its turn ends, with no model
+        request."""
+        return self._settle(Outcome("end_turn"), now)
+
     # --- subagents and held turns --------------------------------------------------------------
 
     def subagent_started(self, task_id: str) -> None:
@@ -640,7 +661,10 @@ class Foreground:
         out += [PromptRetried(ticket, prompt_uuid) for ticket in waiting.retries]
         if waiting.key is not None:
             self.inserted_keys[waiting.key] = prompt_uuid
-        out.append(Query(waiting.claude_content, prompt_uuid))
+        if waiting.local:
+            out.append(CommandDue(prompt_uuid, waiting.content))
+        else:
+            out.append(Query(waiting.claude_content, prompt_uuid))
         return out
 
     def _settle(self, outcome: Outcome, now: float | None = None) -> list[ForegroundOut]:

@@ -30,6 +30,10 @@ this module routes them and never lets the parts call each other:
   rename, after turns while none is known, and when a client attaches.
 - A prompt that would make Claude Code start a new conversation under another id (``/clear``)
   is refused: the session id is Claude Code's, and must stay so.
+- A prompt that is one of the agent's own commands (``/tasks``, ``/stop``) waits its turn as
+  any prompt; when it comes (``CommandDue``), ``TaskList`` answers it from ``Background``'s
+  items, as the agent's message, a stop it chose goes out as a cancel would send it, and the
+  turn ends at once: nothing reaches Claude Code.
 - What Claude Code offers and has in effect (its start, ``system/init`` and ``status``, the
   settings read after switches and turns, a mode switch it refused) goes to ``Config`` and
   ``PermissionModes`` (the config options; the modes offered follow what ``Config`` read of the
@@ -69,6 +73,7 @@ from claude_bg_acp.core.background import (
     BackgroundOut,
     ChildEnded,
     FollowUpExpected,
+    Kind,
     Listed,
     TaskChanged,
     TaskEnded,
@@ -104,7 +109,13 @@ from claude_bg_acp.core.effects import (
     WithdrawPermission,
 )
 from claude_bg_acp.core.errors import Failing, Failure, Refusal, Refused
-from claude_bg_acp.core.foreground import Foreground, ForegroundOut, TurnPhase, WaitingPrompt
+from claude_bg_acp.core.foreground import (
+    CommandDue,
+    Foreground,
+    ForegroundOut,
+    TurnPhase,
+    WaitingPrompt,
+)
 from claude_bg_acp.core.foreground_shells import ForegroundShells, ShellOut
 from claude_bg_acp.core.history import History, Live
 from claude_bg_acp.core.permission_modes import ModeChanged, PermissionModes, closed_modes
@@ -115,6 +126,7 @@ from claude_bg_acp.core.prompts import to_claude_content
 from claude_bg_acp.core.questions import QuestionPhase, Questions
 from claude_bg_acp.core.schedules import ScheduleEnded, Schedules, schedules_work
 from claude_bg_acp.core.subagents import ChildAnnounced, ChildFact, Subagents
+from claude_bg_acp.core.task_list import OWN_COMMANDS, TaskList, own_command
 from claude_bg_acp.core.tasks import Change, Task, TaskChange, TaskRegistry
 from claude_bg_acp.core.titles import Title
 from claude_bg_acp.core.tool_uses import ToolCallHandedOff, ToolUses
@@ -163,7 +175,7 @@ class SessionCore:
         self.modes = PermissionModes(session_id, allow_bypass)
         self.title = Title(session_id)
         self.config = Config(session_id)
-        self.commands = Commands(session_id)
+        self.commands = Commands(session_id, OWN_COMMANDS)
         self.usage = Usage(session_id)
         self.plans: dict[str, Plan] = {}
         self.history: History | None = None
@@ -180,10 +192,14 @@ class SessionCore:
         """The running turn was taken for a wakeup firing (at its start)."""
         self._turn_error: str | None = None
         """The API error an assistant message of this turn reported (e.g. ``max_output_tokens``)."""
+        self.task_list = TaskList()
+        self._now = 0.0
+        """When the event being handled came (an agent command answered on the way needs it)."""
 
     # --- the one way in ------------------------------------------------------------------------
 
     def handle(self, event: ev.Event, now: float) -> list[Effect]:
+        self._now = now
         effects = self._handle(event, now)
         if isinstance(event, ev.Attaching | ev.Recall | ev.Recalled):
             return effects
@@ -193,18 +209,17 @@ class SessionCore:
         match event:
             case ev.Prompt(ticket, content, key):
                 wire = [block.wire() for block in content]
-                if conventions.starts_new_conversation(
-                    next((b["text"] for b in wire if b["type"] == "text"), "")
-                ):
+                text = _first_text(wire)
+                if conventions.starts_new_conversation(text):
                     raise Refused(
                         Refusal.INVALID,
                         "/clear would go on under another Claude Code session id; start a new session "
                         "instead",
                         "prompt",
                     )
-                return self._foreground(
-                    self.foreground.submit(WaitingPrompt(ticket, wire, to_claude_content(wire), key))
-                )
+                local = own_command(text) is not None
+                waiting = WaitingPrompt(ticket, wire, to_claude_content(wire), key, local=local)
+                return self._foreground(self.foreground.submit(waiting))
             case ev.WithdrawPrompt(ticket):
                 return self._foreground(self.foreground.withdraw(ticket))
             case ev.CancelTurn():
@@ -868,9 +883,27 @@ class SessionCore:
         for out in outs:
             if isinstance(out, (Fail, Interrupt, Query, FindPrompt)):
                 effects.append(out)
+            elif isinstance(out, CommandDue):
+                effects += self._own_command(out)
             else:
                 effects += self.presenter.render(out)
         return effects
+
+    def _own_command(self, due: CommandDue) -> list[Effect]:
+        """The agent answers its own command (``task_list``): its text, the stop it chose (as
+        ``terminal/cancel``, ``tool_call/cancel`` or a child's ``session/cancel`` stops it), then
+        the turn's end."""
+        command = own_command(_first_text(due.content))
+        assert command is not None, "only an agent command's prompt is inserted as one"
+        items = self.background.items.values()
+        answer = self.task_list.answer(command, items, self.tool_uses.get, self._now)
+        reply = MessageChunk(self.session_id, f"{due.message_id}-answer", False, answer.text)
+        effects = self._present([reply])
+        if answer.stop is not None and answer.stop.kind is Kind.SUBAGENT:
+            effects += self.subagents.cancel(answer.stop.ref)
+        elif answer.stop is not None:
+            effects += self._background(self.background.stop_item(answer.stop, self._now), self._now)
+        return effects + self._foreground(self.foreground.answered(self._now))
 
     def _children(self, facts: list[ChildFact]) -> list[Effect]:
         for fact in facts:
@@ -908,3 +941,8 @@ class SessionCore:
                 case _:
                     assert_never(out)
         return effects
+
+
+def _first_text(content: list[dict[str, Any]]) -> str:
+    """A prompt's first text (where a slash command is)."""
+    return next((str(block["text"]) for block in content if block["type"] == "text"), "")
