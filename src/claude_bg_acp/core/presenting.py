@@ -110,3 +110,10 @@ class Presenter(Protocol):
         """The params of ``session/request_permission`` for a tool use; ``shown``: its tool call
         was shown already (the request updates it; else it creates it, ``pending``)."""
         ...
+
+    def question(
+        self, session_id: str, call: dict[str, Any], title: str, options: list[dict[str, Any]]
+    ) -> dict[str, Any]:
+        """The params of ``session/request_permission`` for a question of the agent's own, shown
+        as the tool call ``call``, with its ``options``."""
+        ...

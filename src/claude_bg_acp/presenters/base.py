@@ -237,8 +237,14 @@ class BasePresenter:
             # A client applies the request's tool call as an update: one that ran already stays
             # as it is (statuses never go back to pending); a first-seen one is created pending.
             call["status"] = "pending"
-        params = self.permission_subject(call, tool_views.describe(tool_name, tool_input).title)
-        params.update(sessionId=session_id, options=PERMISSION_OPTIONS)
+        title = tool_views.describe(tool_name, tool_input).title
+        return self.question(session_id, call, title, PERMISSION_OPTIONS)
+
+    def question(
+        self, session_id: str, call: dict[str, Any], title: str, options: list[dict[str, Any]]
+    ) -> dict[str, Any]:
+        params = self.permission_subject(call, title)
+        params.update(sessionId=session_id, options=options)
         return params
 
     def call_fields(self, tool_call_id: str, name: str, tool_input: dict[str, Any]) -> dict[str, Any]:
