@@ -182,3 +182,17 @@ def test_no_question_where_the_settings_may_act(
     assert marker.exists() and len(elsewhere.messages_requests()) >= 1
     assert live.model.messages_requests() == []
     assert modes(run_)[0] == "acceptEdits"
+
+
+def test_an_unanswered_question_cancels_the_prompt_and_is_asked_again(
+    live: LiveModel, workdir: Path, elsewhere: ScriptedModel, tmp_path: Path
+) -> None:
+    marker = tmp_path / "marker"
+    repository(workdir, elsewhere, marker)
+    run_ = run(live, workdir, [prompt("One."), prompt("Two.")], permission=["cancelled", "reject_once"])
+    assert [q["answer"]["outcome"] for q in trust_questions(run_)] == [
+        {"outcome": "cancelled"},
+        {"outcome": "selected", "optionId": "not_now"},
+    ]
+    assert run_.stop_reasons() == ["cancelled", "end_turn"]
+    assert not marker.exists() and elsewhere.messages_requests() == []

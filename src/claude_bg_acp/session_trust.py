@@ -9,7 +9,8 @@ with the answer. "Trust this folder" has the supervisor start Claude Code again 
 folder's settings, on the same conversation, and Claude Code record the trust where its
 terminal would; "Not now" goes on without them (a later session asks again). A question the
 client withdraws or cancels (``session/cancel``) decides nothing: it is asked again at the
-next prompt, and the prompt is cancelled (``settle`` says so).
+next prompt, and the prompt is cancelled (``settle`` says so: it reaches Claude Code, with the
+user's settings alone, cancelled at once, as a ``session/cancel`` right after it would).
 """
 
 from __future__ import annotations
