@@ -10,11 +10,29 @@ folder's settings, on the same conversation, and Claude Code record the trust wh
 terminal would; "Not now" goes on without them (a later session asks again). A question the
 client withdraws or cancels (``session/cancel``) decides nothing: it is asked again at the
 next prompt, and the prompt is cancelled (``settle`` says so: it reaches Claude Code, with the
-user's settings alone, cancelled at once, as a ``session/cancel`` right after it would).
+user's settings alone, cancelled at once, as a ``session/cancel`` right after it would):
+
+============  ===============================================================  ============
+trust         what happens                                                     next
+============  ===============================================================  ============
+(new)         the folder's settings would act, and Claude Code has no trust    ``OPEN``
+              record for it: Claude Code starts with the user's settings alone
+(new)         nothing to ask (trusted, no settings, ``--trust-all-folders``)   ``SETTLED``
+``OPEN``      a prompt comes: the question goes out (other prompts wait)       ``ASKING``
+``OPEN``      a prompt comes, and the folder's settings are gone meanwhile     ``SETTLED``
+``ASKING``    the question is cancelled, withdrawn or fails: the prompt is     ``OPEN``
+              cancelled
+``ASKING``    "Trust this folder": Claude Code starts again with the folder's  ``TRUSTING``
+              settings, on the same conversation, and records the trust
+``ASKING``    "Not now": the prompt goes on without the folder's settings      ``SETTLED``
+``TRUSTING``  Claude Code runs with the folder's settings (or the session      ``SETTLED``
+              ended, or Claude Code is gone): the prompt goes in
+============  ===============================================================  ============
 """
 
 from __future__ import annotations
 
+import enum
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
@@ -24,6 +42,7 @@ import anyio
 from claude_bg_acp.acp.schema import PermissionResponse
 from claude_bg_acp.claude.trust import ProjectSettings, read_project_settings
 from claude_bg_acp.core.effects import Notify
+from claude_bg_acp.core.lifecycle import Lifecycle
 from claude_bg_acp.core.presenting import Presenter
 from claude_bg_acp.core.tool_uses import ToolCallFinished
 from claude_bg_acp.stdio import Endpoint
@@ -39,6 +58,28 @@ TITLE = "Trust this folder?"
 TRUSTED = "Trusted: Claude Code runs with this folder's settings."
 NOT_TRUSTED = "Not trusted: Claude Code runs with your own settings only; a new session asks again."
 UNANSWERED = "Not answered: the next prompt asks again."
+
+
+class TrustPhase(enum.Enum):
+    OPEN = "open"
+    ASKING = "asking"
+    TRUSTING = "trusting"
+    SETTLED = "settled"
+
+
+OPEN, ASKING, TRUSTING, SETTLED = TrustPhase.OPEN, TrustPhase.ASKING, TrustPhase.TRUSTING, TrustPhase.SETTLED
+TRUST_TABLE = Lifecycle.of(
+    "trust",
+    TrustPhase,
+    ((None,), OPEN),
+    ((None,), SETTLED),
+    ((OPEN,), ASKING),
+    ((OPEN,), SETTLED),
+    ((ASKING,), OPEN),
+    ((ASKING,), TRUSTING),
+    ((ASKING,), SETTLED),
+    ((TRUSTING,), SETTLED),
+)
 
 
 class FolderTrust:
@@ -60,19 +101,20 @@ class FolderTrust:
         self._endpoint = endpoint
         self._tell = tell
         self._trust = trust
-        self._asks = asks
+        self.phase: TrustPhase = TRUST_TABLE.move(None, OPEN if asks else SETTLED)
         self._lock = anyio.Lock()
 
     async def settle(self) -> bool:
         """Ask the question if it is still open; False if it went unanswered (the prompt is
         cancelled then)."""
         async with self._lock:
-            if not self._asks:
+            if self.phase is SETTLED:
                 return True
             settings = await anyio.to_thread.run_sync(read_project_settings, self._cwd)
             if not settings.files:
-                self._asks = False  # the settings went away meanwhile
+                self.phase = TRUST_TABLE.move(self.phase, SETTLED)
                 return True
+            self.phase = TRUST_TABLE.move(self.phase, ASKING)
             return await self._ask(settings)
 
     async def _ask(self, settings: ProjectSettings) -> bool:
@@ -89,11 +131,13 @@ class FolderTrust:
         params = self._presenter.question(self._session_id, call, TITLE, OPTIONS)
         choice = await self._answer(params)
         if choice is None:
+            self.phase = TRUST_TABLE.move(self.phase, OPEN)
             await self._end(call_id, failed=True, text=UNANSWERED)
             return False
-        self._asks = False
         if choice == TRUST:
+            self.phase = TRUST_TABLE.move(self.phase, TRUSTING)
             await self._trust()
+        self.phase = TRUST_TABLE.move(self.phase, SETTLED)
         verdict = TRUSTED if choice == TRUST else NOT_TRUSTED
         await self._end(call_id, failed=choice != TRUST, text="\n".join([verdict, *settings.lines()]))
         return True
