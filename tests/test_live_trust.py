@@ -168,9 +168,7 @@ def test_no_question_where_the_settings_may_act(
     if case != "no_settings":
         repository(workdir, elsewhere, marker)
     if case == "trusted_parent":
-        config = Path(live.env["CLAUDE_CONFIG_DIR"]) / ".claude.json"
-        parent = os.path.realpath(workdir.parent)
-        config.write_text(json.dumps({"projects": {parent: {"hasTrustDialogAccepted": True}}}))
+        live.trust(workdir.parent)
     if case == "trust_all":
         env[TRUST_ALL_ENV] = "1"
     run_ = run(live, workdir, [prompt("Hello.")], env=env)
