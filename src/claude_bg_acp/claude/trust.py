@@ -1,7 +1,8 @@
 """Whether a folder's own Claude Code settings may act, and what they would do.
 
-A folder's project settings (``.claude/settings.json``, ``.claude/settings.local.json``) and its
-``.mcp.json`` run commands as soon as Claude Code starts there: hooks, MCP servers, an
+A folder's project settings (``.claude/settings.json``, ``.claude/settings.local.json``) and the
+``.mcp.json`` files in it and in every folder above it (Claude Code reads them all, and starts
+their servers unasked under the SDK) run commands as soon as Claude Code starts there: hooks, MCP servers, an
 ``apiKeyHelper``; their ``env`` may send every model request, with the user's key, elsewhere;
 their ``permissions`` may let tools run unasked. In a terminal Claude Code asks whether the
 folder is trusted first; under the SDK nobody asks, so the agent does (``session_trust``).
@@ -83,7 +84,13 @@ def settings_may_act(cwd: str, environ: Mapping[str, str] = os.environ) -> bool:
 
 
 def has_project_settings(cwd: str) -> bool:
-    return any((Path(cwd) / name).is_file() for name in (*SETTINGS_FILES, MCP_FILE))
+    return any((Path(cwd) / name).is_file() for name in SETTINGS_FILES) or bool(mcp_files(cwd))
+
+
+def mcp_files(cwd: str) -> list[Path]:
+    """The ``.mcp.json`` files Claude Code reads in ``cwd``: its own and those above it."""
+    folder = Path(os.path.abspath(cwd))
+    return [path for candidate in (folder, *folder.parents) if (path := candidate / MCP_FILE).is_file()]
 
 
 def trusted(cwd: str, environ: Mapping[str, str] = os.environ) -> bool:
@@ -120,9 +127,8 @@ def read_project_settings(cwd: str) -> ProjectSettings:
         if path.is_file():
             found.files.append(name)
             _add_settings(found, _read_json(path))
-    mcp = Path(cwd) / MCP_FILE
-    if mcp.is_file():
-        found.files.append(MCP_FILE)
+    for mcp in mcp_files(cwd):
+        found.files.append(MCP_FILE if mcp.parent == Path(os.path.abspath(cwd)) else str(mcp))
         servers = _read_json(mcp).get("mcpServers")
         for name, server in (servers if isinstance(servers, dict) else {}).items():
             found.mcp_servers.append(f"{name}: {_server(server)}")
