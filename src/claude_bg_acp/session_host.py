@@ -339,7 +339,6 @@ class SessionHost:
         """``session/prompt``; ``key``: its v2 ``idempotencyKey``, if any (the core inserts a
         key's prompt once and answers every attempt with it)."""
         self._refuse_if_ending()
-        await self.written()  # the trust question's tool call goes after what was told before
         answered = await self._trust.settle()  # the folder's trust first (``session_trust``)
         self._refuse_if_ending()
         ticket = next(self._tickets)

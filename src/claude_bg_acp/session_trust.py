@@ -129,6 +129,7 @@ class FolderTrust:
             "content": [{"type": "content", "content": {"type": "text", "text": text}}],
         }
         params = self._presenter.question(self._session_id, call, TITLE, OPTIONS)
+        await self._tell([])  # its tool call comes after what the client was told before
         choice = await self._answer(params)
         if choice is None:
             self.phase = TRUST_TABLE.move(self.phase, OPEN)
