@@ -39,6 +39,7 @@ from claude_bg_acp.core.foreground import TurnPhase
 from claude_bg_acp.core.lifecycle import IllegalTransition, Lifecycle
 from claude_bg_acp.presenters.v2 import V2Presenter
 from claude_bg_acp.session_host import SessionHost
+from claude_bg_acp.session_lifecycle import HostLifecycle
 from claude_bg_acp.session_trust import FolderTrust
 from claude_bg_acp.stdio import Endpoint
 from tests.support.driver import CoreDriver, load_frames
@@ -265,7 +266,9 @@ def trust_with_nothing_left_to_ask() -> object:
 
     async def settle(folder: str) -> bool:
         endpoint = Endpoint(NoClient(), NoClient())
-        return await FolderTrust("session", folder, V2Presenter(), endpoint, nothing, nothing, True).settle()
+        lifecycle = HostLifecycle("session")
+        trust = FolderTrust("session", folder, V2Presenter(), endpoint, nothing, nothing, True, lifecycle)
+        return await trust.settle()
 
     with tempfile.TemporaryDirectory() as tmp:
         return anyio.run(settle, tmp)

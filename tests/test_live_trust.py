@@ -194,3 +194,21 @@ def test_an_unanswered_question_cancels_the_prompt_and_is_asked_again(
     ]
     assert run_.stop_reasons() == ["cancelled", "end_turn"]
     assert not marker.exists() and elsewhere.messages_requests() == []
+
+
+def test_a_session_closed_while_it_asks_withdraws_the_question(
+    live: LiveModel, workdir: Path, elsewhere: ScriptedModel, tmp_path: Path
+) -> None:
+    marker = tmp_path / "marker"
+    repository(workdir, elsewhere, marker)
+    steps = [
+        {"op": "prompt", "id": "p", "text": "[scenario:text] One.", "await": False},
+        {"op": "waitForPermission"},
+        {"op": "closeSession"},
+        {"op": "awaitResponse", "step": "p", "expectError": -32603},
+    ]
+    run_ = run(live, workdir, steps, permission="hold")
+    [question] = trust_questions(run_)
+    assert question.get("cancelledByAgent") is True
+    assert "closed" in run_.response("p")["error"]["message"]
+    assert not marker.exists() and elsewhere.messages_requests() == []

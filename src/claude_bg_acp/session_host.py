@@ -137,7 +137,9 @@ class SessionHost:
         self._supervisor = ClaudeSupervisor(self, self._lifecycle, launch, self._bridge.asked, starting)
         asks = not self._supervisor.project_settings
         trust = self._supervisor.trust_folder
-        self._trust = FolderTrust(session_id, cwd, presenter, endpoint, self._tell, trust, asks)
+        self._trust = FolderTrust(
+            session_id, cwd, presenter, endpoint, self._tell, trust, asks, self._lifecycle
+        )
         self._tailer = OutputTailer(tailer_options, root=tasks_base(), grid=grid)
         self._draining: set[str] = set()
         """Tasks whose output file is being read to its end."""

@@ -8,7 +8,8 @@ of its own, shown as a tool call that lists what the settings would do; the tool
 with the answer. "Trust this folder" has the supervisor start Claude Code again with the
 folder's settings, on the same conversation, and Claude Code record the trust where its
 terminal would; "Not now" goes on without them (a later session asks again). A question the
-client withdraws or cancels (``session/cancel``) decides nothing: it is asked again at the
+client withdraws or cancels (``session/cancel``), or that the session's end withdraws
+(``$/cancel_request``), decides nothing: it is asked again at the
 next prompt, and the prompt is cancelled (``settle`` says so: it reaches Claude Code, with the
 user's settings alone, cancelled at once, as a ``session/cancel`` right after it would):
 
@@ -39,12 +40,14 @@ from collections.abc import Awaitable, Callable
 
 import anyio
 
+from claude_bg_acp.acp.jsonrpc import RequestId
 from claude_bg_acp.acp.schema import PermissionResponse
 from claude_bg_acp.claude.trust import ProjectSettings, read_project_settings
 from claude_bg_acp.core.effects import Notify
 from claude_bg_acp.core.lifecycle import Lifecycle
 from claude_bg_acp.core.presenting import Presenter
 from claude_bg_acp.core.tool_uses import ToolCallFinished
+from claude_bg_acp.session_lifecycle import ENDING, HostLifecycle
 from claude_bg_acp.stdio import Endpoint
 
 log = logging.getLogger(__name__)
@@ -92,15 +95,18 @@ class FolderTrust:
         tell: Callable[[list[Notify]], Awaitable[None]],
         trust: Callable[[], Awaitable[None]],
         asks: bool,
+        lifecycle: HostLifecycle,
     ) -> None:
         """``tell`` writes updates in order with the session's others; ``trust`` starts Claude
-        Code with the folder's settings; ``asks``: the folder is yet to be trusted."""
+        Code with the folder's settings; ``asks``: the folder is yet to be trusted; the session
+        ending (``lifecycle``) withdraws the question."""
         self._session_id = session_id
         self._cwd = cwd
         self._presenter = presenter
         self._endpoint = endpoint
         self._tell = tell
         self._trust = trust
+        self._lifecycle = lifecycle
         self.phase: TrustPhase = TRUST_TABLE.move(None, OPEN if asks else SETTLED)
         self._lock = anyio.Lock()
 
@@ -133,7 +139,8 @@ class FolderTrust:
         choice = await self._answer(params)
         if choice is None:
             self.phase = TRUST_TABLE.move(self.phase, OPEN)
-            await self._end(call_id, failed=True, text=UNANSWERED)
+            if self._lifecycle.phase not in ENDING:  # else nothing more is told
+                await self._end(call_id, failed=True, text=UNANSWERED)
             return False
         if choice == TRUST:
             self.phase = TRUST_TABLE.move(self.phase, TRUSTING)
@@ -144,18 +151,27 @@ class FolderTrust:
         return True
 
     async def _answer(self, params: dict[str, object]) -> str | None:
-        """The option chosen, or None when the question went unanswered."""
-        try:
-            result = await self._endpoint.request(
-                "session/request_permission", params, self._endpoint.new_request_id()
-            )
-            outcome = PermissionResponse.model_validate(result).outcome
-        except Exception as exc:
-            log.warning("session %s: the trust question failed: %s", self._session_id, exc)
-            return None
-        if outcome.outcome != "selected":
+        """The option chosen, or None when the question went unanswered (or the session ended:
+        the client is told to withdraw it then)."""
+        request_id = self._endpoint.new_request_id()
+        outcome = None
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._withdraw_at_end, tg.cancel_scope, request_id)
+            try:
+                result = await self._endpoint.request("session/request_permission", params, request_id)
+                outcome = PermissionResponse.model_validate(result).outcome
+            except Exception as exc:
+                log.warning("session %s: the trust question failed: %s", self._session_id, exc)
+            tg.cancel_scope.cancel()
+        if outcome is None or outcome.outcome != "selected":
             return None
         return TRUST if outcome.option_id == TRUST else NOT_NOW
+
+    async def _withdraw_at_end(self, scope: anyio.CancelScope, request_id: RequestId) -> None:
+        await self._lifecycle.until(*ENDING)
+        scope.cancel()
+        with anyio.CancelScope(shield=True):
+            await self._endpoint.notify("$/cancel_request", {"requestId": request_id})
 
     async def _end(self, call_id: str, failed: bool, text: str) -> None:
         fact = ToolCallFinished(self._session_id, call_id, failed, text)
