@@ -201,7 +201,7 @@ def test_a_session_closed_while_it_asks_withdraws_the_question(
 ) -> None:
     marker = tmp_path / "marker"
     repository(workdir, elsewhere, marker)
-    steps = [
+    steps: list[dict[str, Any]] = [
         {"op": "prompt", "id": "p", "text": "[scenario:text] One.", "await": False},
         {"op": "waitForPermission"},
         {"op": "closeSession"},
