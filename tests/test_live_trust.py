@@ -154,7 +154,7 @@ def test_trust_restarts_claude_code_with_the_folders_settings_on_the_same_conver
     conversation = json.dumps(elsewhere.messages_requests()[0].body["messages"])
     assert "pelican" in conversation and "Which word?" in conversation
     assert len(elsewhere.messages_requests()) >= 2 and len(live.model.messages_requests()) == 1
-    assert "acceptEdits" in modes(second)
+    assert modes(second)[0] == "default" and "acceptEdits" in modes(second)
     [ended] = [u for u in second.raw_updates() if u.get("toolCallId") == asked_about(question)["toolCallId"]]
     assert ended["status"] == "completed"
 
