@@ -50,7 +50,7 @@ def repository(folder: Path, elsewhere: ScriptedModel, marker: Path) -> None:
 
 
 def run(live: LiveModel, workdir: Path, steps: list[dict[str, Any]], **script: Any) -> ClientRun:
-    agent = live.agent()
+    agent = live.agent(*script.pop("args", ()))
     agent["env"] = {**agent["env"], **script.pop("env", {})}
     script.setdefault("client", "v1")
     return run_client({"agent": agent, "cwd": str(workdir), "steps": steps, **script}, 90)
@@ -159,7 +159,7 @@ def test_trust_restarts_claude_code_with_the_folders_settings_on_the_same_conver
     assert ended["status"] == "completed"
 
 
-@pytest.mark.parametrize("case", ["trusted_parent", "no_settings", "trust_all"])
+@pytest.mark.parametrize("case", ["trusted_parent", "no_settings", "trust_all", "trust_all_flag"])
 def test_no_question_where_the_settings_may_act(
     live: LiveModel, workdir: Path, elsewhere: ScriptedModel, tmp_path: Path, case: str
 ) -> None:
@@ -171,7 +171,8 @@ def test_no_question_where_the_settings_may_act(
         live.trust(workdir.parent)
     if case == "trust_all":
         env[TRUST_ALL_ENV] = "1"
-    run_ = run(live, workdir, [prompt("Hello.")], env=env)
+    args = ["--trust-all-folders"] if case == "trust_all_flag" else []
+    run_ = run(live, workdir, [prompt("Hello.")], env=env, args=args)
     assert run_.permission_requests == []
     assert run_.stop_reasons() == ["end_turn"]
     if case == "no_settings":
