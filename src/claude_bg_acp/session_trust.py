@@ -8,10 +8,10 @@ of its own, shown as a tool call that lists what the settings would do; the tool
 with the answer. "Trust this folder" has the supervisor start Claude Code again with the
 folder's settings, on the same conversation, and Claude Code record the trust where its
 terminal would; "Not now" goes on without them (a later session asks again). A question the
-client withdraws or cancels (``session/cancel``), or that the session's end withdraws
-(``$/cancel_request``), decides nothing: it is asked again at the
-next prompt, and the prompt is cancelled (``settle`` says so: it reaches Claude Code, with the
-user's settings alone, cancelled at once, as a ``session/cancel`` right after it would):
+client cancels (``session/cancel``) decides nothing: it is asked again at the next prompt, and
+the prompt is cancelled (``settle`` says so: it reaches Claude Code, with the user's settings
+alone, cancelled at once, as a ``session/cancel`` right after it would). The session's end
+withdraws an open question (``$/cancel_request``):
 
 ============  ===============================================================  ============
 trust         what happens                                                     next
