@@ -213,3 +213,18 @@ def test_a_session_closed_while_it_asks_withdraws_the_question(
     assert question.get("cancelledByAgent") is True
     assert "closed" in run_.response("p")["error"]["message"]
     assert not marker.exists() and elsewhere.messages_requests() == []
+
+
+def test_a_mode_chosen_before_the_trust_outlasts_the_folders_default_mode(
+    live: LiveModel, workdir: Path, elsewhere: ScriptedModel, tmp_path: Path
+) -> None:
+    repository(workdir, elsewhere, tmp_path / "marker")
+    choose = {
+        "op": "request",
+        "method": "session/set_mode",
+        "params": {"sessionId": "$sessionId", "modeId": "plan"},
+    }
+    run_ = run(live, workdir, [choose, prompt("Hello.")], permission="allow_always")
+    assert [q["answer"]["outcome"]["optionId"] for q in trust_questions(run_)] == [TRUST]
+    assert modes(run_) == ["default", "plan"]
+    assert (tmp_path / "marker").exists() and run_.stop_reasons() == ["end_turn"]
