@@ -8,6 +8,7 @@ each run, as many per test as the pinned run; ``--hypothesis-seed=N`` replays on
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -61,6 +62,14 @@ class LiveModel:
     model: ScriptedModel
     env: dict[str, str]
     """The full environment for the agent (and so its CLI)."""
+
+    def trust(self, folder: Path) -> None:
+        """Record ``folder`` as trusted in Claude Code's own config, as its terminal question
+        does: its settings then act (``claude.trust``)."""
+        config = Path(self.env["CLAUDE_CONFIG_DIR"]) / ".claude.json"
+        record = json.loads(config.read_text()) if config.exists() else {}
+        record.setdefault("projects", {})[os.path.realpath(folder)] = {"hasTrustDialogAccepted": True}
+        config.write_text(json.dumps(record))
 
     def agent(self, *args: str) -> dict[str, Any]:
         """The ``agent`` entry of a drive.mjs script: variables the offline env drops are unset."""

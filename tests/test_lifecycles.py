@@ -39,6 +39,8 @@ from claude_bg_acp.core.foreground import TurnPhase
 from claude_bg_acp.core.lifecycle import IllegalTransition, Lifecycle
 from claude_bg_acp.presenters.v2 import V2Presenter
 from claude_bg_acp.session_host import SessionHost
+from claude_bg_acp.session_lifecycle import HostLifecycle
+from claude_bg_acp.session_trust import FolderTrust
 from claude_bg_acp.stdio import Endpoint
 from tests.support.driver import RECORDED_TASKS_ROOT, CoreDriver, load_frames
 from tests.support.frames import tool_result, tool_use
@@ -255,6 +257,23 @@ def host_whose_claude_code_cannot_start() -> SessionHost:
         return anyio.run(run)
 
 
+def trust_with_nothing_left_to_ask() -> object:
+    """A folder's trust question, open at the start, whose folder has no settings left by the
+    first prompt (no client is asked)."""
+
+    async def nothing(*_: object) -> None:
+        return None
+
+    async def settle(folder: str) -> bool:
+        endpoint = Endpoint(NoClient(), NoClient())
+        lifecycle = HostLifecycle("session")
+        trust = FolderTrust("session", folder, V2Presenter(), endpoint, nothing, nothing, True, lifecycle)
+        return await trust.settle()
+
+    with tempfile.TemporaryDirectory() as tmp:
+        return anyio.run(settle, tmp)
+
+
 USES: dict[str, Callable[[], object]] = {
     "turn": lambda: CoreDriver(2).prompt("Hello"),
     "hold": replay("agent_hold_new_prompt", "v1-plain"),
@@ -268,6 +287,7 @@ USES: dict[str, Callable[[], object]] = {
     "title": lambda: CoreDriver(2).handle(ev.TitleRead("Greeting", None)),
     "attach": lambda: CoreDriver(2).attach(ev.StoredConversation([], [], {})),
     "host": host_whose_claude_code_cannot_start,
+    "trust": trust_with_nothing_left_to_ask,
 }
 """Something the core does that moves each lifecycle."""
 

@@ -69,7 +69,9 @@ def told(run_: ClientRun) -> tuple[list[str], list[str]]:
     return modes, options
 
 
-def settings(workdir: Path, **values: Any) -> None:
+def settings(live: LiveModel, workdir: Path, **values: Any) -> None:
+    """Settings of the folder, which is trusted (else they would wait for the user's trust)."""
+    live.trust(workdir)
     (workdir / ".claude").mkdir(exist_ok=True)
     (workdir / ".claude" / "settings.json").write_text(json.dumps(values))
 
@@ -120,7 +122,8 @@ def test_in_a_sandbox_root_is_offered_bypass_and_claude_code_takes_it(live: Live
 
 
 def test_modes_the_settings_disable_are_not_offered(live: LiveModel, workdir: Path) -> None:
-    settings(workdir, permissions={"disableAutoMode": "disable", "disableBypassPermissionsMode": "disable"})
+    disabled = {"disableAutoMode": "disable", "disableBypassPermissionsMode": "disable"}
+    settings(live, workdir, permissions=disabled)
     steps = [set_mode("auto", expectError=-32602), set_mode("bypassPermissions", expectError=-32602)]
     run_ = run(live, workdir, steps, IS_SANDBOX="1")
     assert offered(run_) == ALWAYS
@@ -130,7 +133,7 @@ def test_modes_the_settings_disable_are_not_offered(live: LiveModel, workdir: Pa
 def test_auto_is_not_offered_on_a_model_that_cannot_run_it(live: LiveModel, workdir: Path) -> None:
     """Claude Code says of each model whether it ``supportsAutoMode``, and refuses ``auto`` on one
     that does not ("auto mode unavailable for this model")."""
-    settings(workdir, model="claude-3-5-haiku-20241022")
+    settings(live, workdir, model="claude-3-5-haiku-20241022")
     run_ = run(live, workdir, [])
     assert "auto" not in offered(run_)
     assert (
@@ -170,7 +173,7 @@ def test_a_switch_claude_code_refuses_goes_back_to_the_mode_it_is_in(live: LiveM
 def test_a_session_starts_in_the_mode_the_settings_choose(live: LiveModel, workdir: Path) -> None:
     """Claude Code's ``permissions.defaultMode`` is the user's choice: the session starts in it,
     says so in its answer, and its turns run in it (nothing is told back after the answer)."""
-    settings(workdir, permissions={"defaultMode": "acceptEdits"})
+    settings(live, workdir, permissions={"defaultMode": "acceptEdits"})
     run_ = run(live, workdir, [{"op": "prompt", "id": "p", "text": "[scenario:text] hi"}])
     answer = run_.response("newSession")["result"]
     assert answer["modes"]["currentModeId"] == "acceptEdits"
@@ -184,7 +187,7 @@ def test_a_default_mode_claude_code_may_not_take_leaves_the_session_asking(
 ) -> None:
     """As root outside a sandbox, Claude Code ignores ``defaultMode: bypassPermissions``: the
     session says ``default`` and a command that writes a file is still asked about."""
-    settings(workdir, permissions={"defaultMode": "bypassPermissions"})
+    settings(live, workdir, permissions={"defaultMode": "bypassPermissions"})
     run_ = run(
         live, workdir, [{"op": "prompt", "id": "touch", "text": "[scenario:permission] Touch a file."}]
     )

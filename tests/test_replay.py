@@ -79,6 +79,11 @@ class Recorder:
             session_id, tool_call_id, tool_name, tool_input, shown, replaced
         )
 
+    def question(
+        self, session_id: str, call: dict[str, Any], title: str, options: list[dict[str, Any]]
+    ) -> dict[str, Any]:
+        return self.presenter.question(session_id, call, title, options)
+
 
 def stated(scenario: str, client: str) -> list[Fact]:
     driver = CoreDriver.for_client(client, session_id=SESSION_ID)

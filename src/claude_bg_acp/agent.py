@@ -485,6 +485,7 @@ class Agent:
         new one by that id."""
         await anyio.to_thread.run_sync(_import_claude_runner)
         from claude_bg_acp.claude.runner import starting
+        from claude_bg_acp.claude.trust import settings_may_act
 
         runner = starting(
             params.cwd,
@@ -493,6 +494,7 @@ class Agent:
             params.mcp_servers,
             params.additional_directories,
             resume=resume,
+            project_settings=await anyio.to_thread.run_sync(settings_may_act, params.cwd),
         )
         self._tg.start_soon(runner.start)
         return runner

@@ -21,6 +21,7 @@ import argparse
 import asyncio
 import gc
 import logging
+import os
 import signal
 import sys
 from collections.abc import Sequence
@@ -57,6 +58,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--cli-path",
         metavar="PATH",
         help="the Claude Code executable to run (default: the one bundled with the SDK)",
+    )
+    parser.add_argument(
+        "--trust-all-folders",
+        action="store_true",
+        help="let every folder's own Claude Code settings (hooks, MCP servers, env, apiKeyHelper, "
+        "permissions) act without asking whether the folder is trusted, as a folder you trust does; "
+        "a cloned repository can then run commands and redirect your API key "
+        "(also CLAUDE_BG_ACP_TRUST_ALL_FOLDERS=1)",
     )
     parser.add_argument(
         "--output-backlog",
@@ -112,6 +121,10 @@ def main(argv: Sequence[str] | None = None) -> None:
             login.login(args.cli_path, args.login_args)
         sys.exit(0 if anyio.run(login.logout, args.cli_path) else 1)
     setup_logging(args.log_file, args.log_level)
+    if args.trust_all_folders:
+        from claude_bg_acp.claude.trust import TRUST_ALL_ENV
+
+        os.environ[TRUST_ALL_ENV] = "1"  # read where each session starts (``claude.trust``)
     from claude_bg_acp.claude.orphans import become_subreaper
     from claude_bg_acp.stdio import protect_stdout
 

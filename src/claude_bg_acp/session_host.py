@@ -80,6 +80,7 @@ from claude_bg_acp.session_lifecycle import ENDED, ENDING, FAILED, HostLifecycle
 from claude_bg_acp.session_outbox import Handed, Outbox
 from claude_bg_acp.session_permissions import PermissionBridge
 from claude_bg_acp.session_supervisor import ClaudeSupervisor, Launch
+from claude_bg_acp.session_trust import FolderTrust
 from claude_bg_acp.stdio import Endpoint
 from claude_bg_acp.tail import Chunk, Final, Grid, OutputTailer, Reset, Snapshot, TailerOptions, TailEvent
 from claude_bg_acp.waiter import Waiter
@@ -134,6 +135,11 @@ class SessionHost:
         self._bridge = PermissionBridge(endpoint, self.handle, self._tickets, [cwd, *(add_dirs or [])])
         launch = Launch(cli_path, mcp_servers, add_dirs or [], root)
         self._supervisor = ClaudeSupervisor(self, self._lifecycle, launch, self._bridge.asked, starting)
+        asks = not self._supervisor.project_settings
+        trust = self._supervisor.trust_folder
+        self._trust = FolderTrust(
+            session_id, cwd, presenter, endpoint, self._tell, trust, asks, self._lifecycle
+        )
         self._tailer = OutputTailer(tailer_options, root=tasks_base(), grid=grid)
         self._draining: set[str] = set()
         """Tasks whose output file is being read to its end."""
@@ -320,6 +326,11 @@ class SessionHost:
         self._settled_latches.append(latch)
         return latch
 
+    async def _tell(self, effects: list[Notify]) -> None:
+        """Write updates of the host's own, in order with the core's."""
+        self._feed(list(effects))
+        await self.written()
+
     async def written(self) -> None:
         """Wait until everything fed so far has been performed."""
         if self.failure is not None:
@@ -330,10 +341,14 @@ class SessionHost:
         """``session/prompt``; ``key``: its v2 ``idempotencyKey``, if any (the core inserts a
         key's prompt once and answers every attempt with it)."""
         self._refuse_if_ending()
+        answered = await self._trust.settle()  # the folder's trust first (``session_trust``)
+        self._refuse_if_ending()
         ticket = next(self._tickets)
         waiter = self._waiters[ticket] = Waiter()
         self._prompt_requests[request_id] = ticket
         self.handle(ev.Prompt(ticket, content, key))
+        if not answered:
+            self.handle(ev.CancelTurn())
         try:
             return await waiter.wait()
         finally:

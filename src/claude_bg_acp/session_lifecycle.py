@@ -15,7 +15,8 @@ host            what happens                                                    
 ``SERVING``     crashed): the command in flight is dropped, what it left running
                 is stopped, and the core is told
 ``DOWN``        ``RESTART_DELAY`` (times the failures in a row) passes: Claude    ``STARTING``
-                Code is started again, resuming the conversation
+                Code is started again, resuming the conversation (at once, with
+                the folder's settings, when it was stopped for the user's trust)
 ``DOWN``        that was the ``MAX_RESTARTS``-th failure in a row: Claude Code    ``GONE``
                 is gone for good, and prompts are refused with the reason
 ``SERVING``     ``close``: the tasks the close stops get ``STOP_WAIT`` to         ``STOPPING``

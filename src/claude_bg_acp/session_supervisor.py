@@ -23,6 +23,11 @@ after ``RESTART_DELAY`` times the failures in a row, until ``MAX_RESTARTS`` in a
 message in between: then it is gone for good. The settings are read again whenever the core
 asks (``ReadSettings``).
 
+A folder not trusted yet starts Claude Code with the user's settings alone (``claude.trust``);
+once the user trusts it (``trust_folder``), Claude Code is stopped and started again at once,
+with the folder's settings, on the same conversation, told to record the trust: a restart of
+ours, which the core never hears of as a death.
+
 When Claude Code goes down, or is stopped at a close, what it left running (a background shell
 lives in a process group of its own) is stopped too (``leftovers``), and the core learns how each
 terminal's process ended. A close takes well under a second: the tasks it stops get ``STOP_WAIT``
@@ -62,6 +67,7 @@ from claude_bg_acp.core.effects import (
     SetPermissionMode,
     StopTask,
 )
+from claude_bg_acp.core.permission_modes import DEFAULT_MODE
 from claude_bg_acp.core.session import SessionCore
 from claude_bg_acp.session_lifecycle import (
     CLOSING,
@@ -114,6 +120,8 @@ class Launch:
     add_dirs: list[str]
     tasks_root: str
     """Where its task output files are (what it leaves running is found by them)."""
+    project_settings: bool = True
+    """It reads the folder's own settings (else the user's alone, until the user trusts it)."""
 
 
 @dataclass
@@ -161,6 +169,12 @@ class ClaudeSupervisor:
         self.first = FirstStart()
         self.started_with: ev.ClaudeStarted | None = None
         """What this session's Claude Code said when it first started."""
+        self.project_settings = starting.project_settings if starting is not None else launch.project_settings
+        """Claude Code reads the folder's own settings (``trust_folder``)."""
+        self._trusted: anyio.Event | None = None
+        """Set once Claude Code runs with the settings of the folder the user trusted."""
+        self._restarting = False
+        """Claude Code is being stopped to start again with the folder's settings."""
 
     def command(self, command: ClaudeCommand) -> None:
         """Give Claude Code a command of the core's, once it takes commands."""
@@ -170,6 +184,23 @@ class ClaudeSupervisor:
         """The session closes (the core is told next): Claude Code is stopped."""
         self._settled_at_close = self._session.settled_from_now()
         self._lifecycle.move(STOPPING if self._lifecycle.phase is SERVING else CLOSING)
+
+    async def trust_folder(self) -> None:
+        """The user trusted the folder: start Claude Code again with its settings; return once
+        it runs with them (or the session ended, or Claude Code is gone)."""
+        self.project_settings = True
+        trusted = self._trusted = anyio.Event()
+        await self._lifecycle.until(SERVING, DOWN, GONE, *ENDING)
+        if self._lifecycle.phase is SERVING and self._runner is not None:
+            self._restarting = True
+            await self._runner.end(EXIT_GRACE, idle=True)
+        elif self._lifecycle.phase is not DOWN:
+            trusted.set()
+        await trusted.wait()
+
+    def _attesting(self) -> bool:
+        """The next start is the first with the settings of the folder the user trusted."""
+        return self._trusted is not None and not self._trusted.is_set()
 
     async def supervise(self, tg: TaskGroup) -> RpcError | None:
         """Run Claude Code until the session closes, starting it again when it goes down; the
@@ -181,6 +212,8 @@ class ClaudeSupervisor:
             return await self._supervise(tg)
         finally:
             commands.cancel()
+            if self._trusted is not None:
+                self._trusted.set()
 
     async def _supervise(self, tg: TaskGroup) -> RpcError | None:
         failures = 0
@@ -190,6 +223,10 @@ class ClaudeSupervisor:
             if reason is None:
                 return None
             stopped = await self._stop_left_by(runner)
+            if self._restarting:
+                self._restarting = False
+                self._lifecycle.move(STARTING)
+                continue
             if not self.first.outcome.done.is_set() and (runner.resumes or not self._session.open):
                 resumed = f"Claude Code cannot resume session {self._session.session_id}: {reason}"
                 error = RpcError(INTERNAL_ERROR, resumed if runner.resumes else reason)
@@ -202,6 +239,8 @@ class ClaudeSupervisor:
             self._session.handle(ev.ClaudeDied(reason, fatal, stopped))
             if fatal:
                 self.first.failed(RpcError(INTERNAL_ERROR, reason))
+                if self._trusted is not None:
+                    self._trusted.set()
                 if self._lifecycle.phase is DOWN:
                     self._lifecycle.move(GONE)
                 await self._lifecycle.until(*ENDING)
@@ -228,11 +267,15 @@ class ClaudeSupervisor:
                 mcp_servers=launch.mcp_servers,
                 add_dirs=launch.add_dirs,
                 session_id=None if stored else session.session_id,
+                project_settings=self.project_settings,
             )
-            options.permission_mode = session.core.modes.current  # type: ignore[assignment]
+            mode = session.core.modes.current
+            # The folder's settings, trusted just now, choose the mode unless the user did.
+            attest = self._attesting()
+            options.permission_mode = None if attest and mode == DEFAULT_MODE else mode  # type: ignore[assignment]
             options.model = session.core.config.chosen_model
             options.effort = session.core.config.chosen_effort  # type: ignore[assignment]
-            runner = ClaudeRunner(options)
+            runner = ClaudeRunner(options, attest_trust=attest)
         self._runner = runner
         if runner.resumes:
             session.handle(ev.ClaudeResuming())
@@ -296,6 +339,9 @@ class ClaudeSupervisor:
         self.started_with = self.started_with or started
         self._session.handle(started)
         self.first.ready.set()
+        if self._attesting() and runner.project_settings:
+            assert self._trusted is not None
+            self._trusted.set()
 
     async def _stop(self, runner: ClaudeRunner) -> None:
         """Stop Claude Code for the close (see the module docstring)."""

@@ -59,8 +59,10 @@ def session_options(
     mcp_servers: Sequence[McpServer] = (),
     add_dirs: list[str] | None = None,
     session_id: str | None = None,
+    project_settings: bool = True,
 ) -> ClaudeAgentOptions:
-    """``resume`` continues a stored conversation; ``session_id`` names a new one."""
+    """``resume`` continues a stored conversation; ``session_id`` names a new one; without
+    ``project_settings`` Claude Code reads the user's settings alone (``claude.trust``)."""
     return ClaudeAgentOptions(
         cwd=cwd,
         system_prompt={"type": "preset", "preset": "claude_code"},
@@ -74,7 +76,7 @@ def session_options(
         # No --permission-mode: Claude Code starts in the mode the user's settings choose
         # (permissions.defaultMode), as it does in a terminal; the session reports it.
         extra_args=dict(ALLOW_BYPASS) if may_bypass_permissions(os.environ) else {},
-        setting_sources=["user", "project", "local"],
+        setting_sources=["user", "project", "local"] if project_settings else ["user"],
         include_partial_messages=True,
         forward_subagent_text=True,
         stderr=stderr_logger(os.environ),
@@ -125,16 +127,18 @@ def build_client(options: ClaudeAgentOptions, observer: FrameObserver | None = N
 
 
 def build_transport(
-    options: ClaudeAgentOptions, observer: FrameObserver | None = None
+    options: ClaudeAgentOptions, observer: FrameObserver | None = None, attest_trust: bool = False
 ) -> AffordanceTransport:
-    """The subprocess transport for ``options``, wrapped (see ``transport``)."""
+    """The subprocess transport for ``options``, wrapped (see ``transport``); ``attest_trust``:
+    the user trusted the folder, which Claude Code is to record."""
     # A custom transport gets no CLI flags from the client, so build the subprocess one from
     # the options ourselves, routing permission prompts over stdio as the client would.
     cli_options = options
     if options.can_use_tool is not None:
         cli_options = replace(options, permission_prompt_tool_name="stdio")
     inner = subprocess_transport(cli_options, tied_to_us(claude_cli(options.cli_path)))
-    return AffordanceTransport(inner, observer)
+    trusted = str(options.cwd) if attest_trust and options.cwd is not None else None
+    return AffordanceTransport(inner, observer, trusted)
 
 
 def claude_cli(cli_path: str | Path | None) -> str:

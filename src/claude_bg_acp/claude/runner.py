@@ -59,14 +59,15 @@ DISCONNECT_BOUND = 15.0
 
 
 class ClaudeRunner:
-    def __init__(self, options: ClaudeAgentOptions) -> None:
+    def __init__(self, options: ClaudeAgentOptions, attest_trust: bool = False) -> None:
+        """``attest_trust``: the user trusted the folder, which Claude Code is to record."""
         self.owner = uuid.uuid4().hex
         self.on_message: Callable[[Message], None] = _unread
         self.can_use_tool: CanUseTool = _unowned
         options = replace(
             options, env={**options.env, orphans.OWNER_ENV: self.owner}, can_use_tool=self._asked
         )
-        self._transport = build_transport(options)
+        self._transport = build_transport(options, attest_trust=attest_trust)
         self._client = ClaudeSDKClient(options=options, transport=self._transport)
         self._started: anyio.Event | None = None
         self._start_error: Exception | None = None
@@ -75,6 +76,8 @@ class ClaudeRunner:
         self.delivered = False
         self.resumes = options.resume is not None
         """Claude Code goes on with a stored conversation (else it starts a new one)."""
+        self.project_settings = "project" in (options.setting_sources or [])
+        """Claude Code reads the folder's own settings (``claude.trust``)."""
 
     async def connect(self) -> None:
         """Start Claude Code, or wait for the start under way; raises what stopped it."""
@@ -184,6 +187,12 @@ class ClaudeRunner:
         last (``terminate`` and ``kill``: TerminateProcess, on Windows). What it leaves running is
         the business of ``leftovers``.
         """
+        await self.end(grace, idle)
+        await self.disconnect()
+
+    async def end(self, grace: float, idle: bool) -> None:
+        """``stop`` but for the disconnect: the reader sees the stream end, and whoever serves
+        Claude Code disconnects it."""
         process = self._transport.process
         if process is not None and process.returncode is None:
             with anyio.move_on_after(grace):
@@ -197,7 +206,6 @@ class ClaudeRunner:
                     await process.wait()
                 if process.returncode is not None:
                     break
-        await self.disconnect()
 
     async def disconnect(self) -> None:
         """Stop the CLI and everything it runs; bounded, and safe to call more than once."""
@@ -221,10 +229,12 @@ def starting(
     mcp_servers: Sequence[McpServer],
     add_dirs: list[str] | None,
     resume: bool = False,
+    project_settings: bool = True,
 ) -> ClaudeRunner:
     """A session's runner, to start before the session that will own it exists: with the
     options a session first starts with (mode ``default``, Claude Code's own model and effort),
-    on the stored conversation of that id if it ``resume``s, else on a new one by that id."""
+    on the stored conversation of that id if it ``resume``s, else on a new one by that id;
+    with the folder's own settings unless the folder is yet to be trusted (``claude.trust``)."""
     options = session_options(
         cwd,
         None,
@@ -233,6 +243,7 @@ def starting(
         mcp_servers=mcp_servers,
         add_dirs=add_dirs,
         session_id=None if resume else session_id,
+        project_settings=project_settings,
     )
     return ClaudeRunner(options)
 

@@ -5,6 +5,9 @@ It does three things the SDK has no option for:
 - it adds ``"perTaskStopAffordance": true`` to the SDK's ``initialize`` control request, so
   that ``interrupt()`` ends the foreground turn without killing background subagents (only
   ``stop_task`` stops one task);
+- once the user trusted the session's folder, it adds ``"workspaceTrust": {"accepted": true,
+  "directory": ...}`` to that request too: Claude Code then records the folder as trusted in
+  its own config, as its terminal trust dialog does (``claude.trust``);
 - it lets an observer see every frame in both directions (the recorder writes them down);
 - it gives the runner the CLI's process, to stop it on its own terms (``process``), tells when
   that process exists (``spawned``: Claude Code then still has to initialize), and names it to
@@ -30,24 +33,31 @@ Direction = Literal["out", "in"]
 FrameObserver = Callable[[Direction, dict[str, Any]], None]
 
 
-def add_stop_affordance(frame: dict[str, Any]) -> dict[str, Any]:
-    """Return the frame with the affordance flag if it is the SDK's initialize request."""
+def add_stop_affordance(frame: dict[str, Any], trusted: str | None = None) -> dict[str, Any]:
+    """Return the frame with the affordance flag if it is the SDK's initialize request (and the
+    attestation that the user trusted the folder ``trusted``)."""
     request = frame.get("request")
     if (
         frame.get("type") == "control_request"
         and isinstance(request, dict)
         and request.get("subtype") == "initialize"
     ):
-        return {**frame, "request": {**request, "perTaskStopAffordance": True}}
+        added: dict[str, Any] = {"perTaskStopAffordance": True}
+        if trusted is not None:
+            added["workspaceTrust"] = {"accepted": True, "directory": trusted}
+        return {**frame, "request": {**request, **added}}
     return frame
 
 
 class AffordanceTransport(Transport):
     """Delegates to ``inner``; see the module docstring for what it adds."""
 
-    def __init__(self, inner: Transport, observer: FrameObserver | None = None) -> None:
+    def __init__(
+        self, inner: Transport, observer: FrameObserver | None = None, trusted: str | None = None
+    ) -> None:
         self._inner = inner
         self._observer = observer
+        self._trusted = trusted
         self.spawned = anyio.Event()
 
     async def connect(self) -> None:
@@ -58,7 +68,7 @@ class AffordanceTransport(Transport):
 
     async def write(self, data: str) -> None:
         # The SDK writes exactly one newline-terminated JSON frame per call.
-        frame = add_stop_affordance(json.loads(data))
+        frame = add_stop_affordance(json.loads(data), self._trusted)
         if self._observer is not None:
             self._observer("out", frame)
         await self._inner.write(json.dumps(frame) + "\n")

@@ -119,3 +119,10 @@ class Presenter(Protocol):
         was shown already (the request updates it; else it creates it, ``pending``);
         ``replaced``: the text of the file a ``Write`` would overwrite, if the agent read it."""
         ...
+
+    def question(
+        self, session_id: str, call: dict[str, Any], title: str, options: list[dict[str, Any]]
+    ) -> dict[str, Any]:
+        """The params of ``session/request_permission`` for a question of the agent's own, shown
+        as the tool call ``call``, with its ``options``."""
+        ...

@@ -116,6 +116,11 @@ class AirPresenter:
     ) -> dict[str, Any]:
         return self.plain.permission_request(session_id, tool_call_id, tool_name, tool_input, shown, replaced)
 
+    def question(
+        self, session_id: str, call: dict[str, Any], title: str, options: list[dict[str, Any]]
+    ) -> dict[str, Any]:
+        return self.plain.question(session_id, call, title, options)
+
     def _task(self, fact: TaskOpened | TaskChanged | TaskEnded) -> list[ClientEffect]:
         if isinstance(fact, TaskOpened):
             if fact.tool_call_id is not None:

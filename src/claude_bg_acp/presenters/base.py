@@ -259,8 +259,13 @@ class BasePresenter:
             # A client applies the request's tool call as an update: one that ran already stays
             # as it is (statuses never go back to pending); a first-seen one is created pending.
             call["status"] = "pending"
-        params = self.permission_subject(call, call["title"])
-        params.update(sessionId=session_id, options=PERMISSION_OPTIONS)
+        return self.question(session_id, call, call["title"], PERMISSION_OPTIONS)
+
+    def question(
+        self, session_id: str, call: dict[str, Any], title: str, options: list[dict[str, Any]]
+    ) -> dict[str, Any]:
+        params = self.permission_subject(call, title)
+        params.update(sessionId=session_id, options=options)
         return params
 
     def call_fields(
