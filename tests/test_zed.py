@@ -67,7 +67,10 @@ def wire(d: CoreDriver) -> list[dict[str, Any]]:
 def test_zed_gets_terminals_and_subagents_in_the_session_that_launched_them() -> None:
     zed = presenter_for(ClientCapabilities.declared(1, ZED_CAPABILITIES))
     assert type(zed) is ZedPresenter
-    assert zed.policy == Policy(answers_wait_for_subagents=True, subagents_are_sessions=False)
+    # Zed declares elicitation forms: Claude's questions are one form.
+    assert zed.policy == Policy(
+        answers_wait_for_subagents=True, subagents_are_sessions=False, questions_as_forms=True
+    )
     others = presenter_for(ClientCapabilities.declared(1, {"subagents": {}}))
     assert others.policy.subagents_are_sessions, "other v1 clients get the RFD form"
     assert not presenter_for(ClientCapabilities.declared(1, {})).policy.subagents_are_sessions
