@@ -20,7 +20,7 @@ from claude_bg_acp.core.user_questions import ASK_IN_REPLY, DECLINED
 from claude_bg_acp.scripted_model.scenarios import HEARD
 from tests.conftest import LiveModel
 from tests.support.acp_client import ClientRun, run_client
-from tests.support.zed import ZED_CAPABILITIES, ZED_CLIENT_INFO
+from tests.support.zed import ZED_CAPABILITIES, ZED_CLIENT_INFO, ZedView
 
 pytestmark = pytest.mark.live
 
@@ -73,6 +73,10 @@ def test_zed_fills_in_one_form_and_the_model_receives_the_answers(live: LiveMode
     ]
     assert schema["properties"]["q2"]["type"] == "array"
     assert not run.permission_requests, "the form replaces the permission request"
+    view = ZedView.of_run(run)
+    assert not view.problems(), view.problems()
+    [shown] = view.forms
+    assert shown.fields == {"q1": "choice", "q1_other": "text", "q2": "choices", "q2_other": "text"}
     said = heard(run)
     assert f'"{COLOUR}"="Blue"' in said
     assert f'"{CHECKS}"="Lint, Tests, Types too"' in said
