@@ -83,6 +83,22 @@ def test_zed_fills_in_one_form_and_the_model_receives_the_answers(live: LiveMode
     assert NOT_ANSWERED not in said
 
 
+def test_a_v2_client_that_declares_forms_fills_one_in(live: LiveModel, workdir: Path) -> None:
+    content = {"q1": "Red", "q2": ["Tests"]}
+    script = {
+        "agent": live.agent(),
+        "client": "v2",
+        "capabilities": {"elicitation": {"form": {}}},
+        "cwd": str(workdir),
+        "elicitation": {"action": "accept", "content": content},
+        "steps": [ASK, {"op": "waitIdle"}],
+    }
+    run = run_client(script, timeout=60)
+    assert len(run.elicitations) == 1 and not run.permission_requests
+    said = heard(run)
+    assert f'"{COLOUR}"="Red", "{CHECKS}"="Tests"' in said and NOT_ANSWERED not in said
+
+
 def test_a_declined_form_tells_the_model_the_user_declined(live: LiveModel, workdir: Path) -> None:
     run = as_zed(live, workdir, {"action": "decline"}, [ASK])
     assert run.response("p")["result"]["stopReason"] == "end_turn"

@@ -136,7 +136,7 @@ def test_the_users_own_words_win_over_a_choice_and_unanswered_questions_are_left
     assert decision.updated_input["answers"] == {COLOUR: "Green"}
 
 
-@pytest.mark.parametrize("result", [{"action": "decline"}, {"action": "cancel"}, {"action": "_later"}, None])
+@pytest.mark.parametrize("result", [{"action": "decline"}, {"action": "cancel"}, {"action": "_later"}])
 def test_a_form_not_accepted_declines(result: object) -> None:
     d, ask = asked(ZED, QUESTIONS)
     decision = answer(d, ask, [result])
@@ -173,12 +173,26 @@ def test_the_options_picked_read_back_and_the_rest_is_left_to_the_model() -> Non
     }
 
 
-@pytest.mark.parametrize("result", [picked(uq.DECLINE), {"outcome": {"outcome": "cancelled"}}, None])
+@pytest.mark.parametrize("result", [picked(uq.DECLINE), {"outcome": {"outcome": "cancelled"}}])
 def test_declining_one_question_declines_them_all(result: object) -> None:
     d, ask = asked("v1-plain", [*QUESTIONS, {**QUESTIONS[0], "question": "Which border?"}])
-    assert uq.declined(result)
+    assert uq.ends(result)
     assert answer(d, ask, [picked("answer-0"), result]).updated_input is None
     assert uq.answered(ask.asking, [result]) is None, "asking stops at a decline"
+
+
+@pytest.mark.parametrize("client", [ZED, "v1-plain"])
+def test_a_failed_request_leaves_its_questions_to_the_model_and_keeps_what_was_picked(client: str) -> None:
+    """A client that answers with an error did not decline: the model asks in its reply."""
+    border = {**QUESTIONS[0], "question": "Which border?"}
+    d, ask = asked(client, [*QUESTIONS, border])
+    results: list[object] = [None] if client == ZED else [picked("answer-0"), None]
+    assert uq.ends(None) and not uq.declined(None)
+    decision = answer(d, ask, results)
+    assert decision.allow and decision.updated_input is not None
+    left = {CHECKS: uq.ASK_IN_REPLY, "Which border?": uq.ASK_IN_REPLY}
+    first = uq.ASK_IN_REPLY if client == ZED else "Red"
+    assert decision.updated_input["answers"] == {COLOUR: first, **left}
 
 
 # --- what is not a question ---------------------------------------------------------------------------

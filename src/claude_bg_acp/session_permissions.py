@@ -13,9 +13,9 @@ task stops waiting, and the client is told with ``$/cancel_request``; a withdraw
 answer is not passed on. A request may outlive the question behind it, and the reverse.
 
 Claude's questions (``AskUserQuestion``) are put to the client by the requests the core planned
-(``ask_questions``: a form, or one permission request per question, in turn; the first the user
-declines ends them), and their answers go to the core read (``QuestionsAnswered``). They are
-withdrawn as any request: the one out at the time is cancelled.
+(``ask_questions``: a form, or one permission request per question, in turn, until the user
+declines or a request fails), and their answers go to the core read (``QuestionsAnswered``).
+They are withdrawn as any request: the one out at the time is cancelled.
 """
 
 from __future__ import annotations
@@ -131,10 +131,10 @@ class PermissionBridge:
                 try:
                     result = await self._endpoint.request(request.method, request.params, ask.request_id)
                 except Exception as exc:
-                    log.warning("%s failed, the questions count as declined: %s", request.method, exc)
+                    log.warning("%s failed, its questions are left to the model: %s", request.method, exc)
                     result = None
                 results.append(result)
-                if user_questions.declined(result):
+                if user_questions.ends(result):
                     break
         self._asks.pop(effect.ticket, None)
         if not ask.scope.cancelled_caught:

@@ -19,10 +19,12 @@ model; allowing it without them tells the model "The user did not answer the que
   that cannot be put as options (multi-select, text, number) is answered with a note telling
   the model to ask it in its reply.
 
-The session host sends them in order and hands the answers to ``answered``, which gives the
-input to allow the call with, or None when the user declined: a form declined or cancelled, a
-request cancelled, answered ``Decline`` or failed (the host stops asking at the first). The
-model is then told ``DECLINED``.
+The session host sends them in order, up to the first that ``ends`` them, and hands the
+answers to ``answered``: the input to allow the call with, or None when the user declined (a
+form declined or cancelled, a request cancelled or answered ``Decline``), which tells the model
+``DECLINED``. A request that failed is no decline: what it asked, and what was not asked after
+it, is left to the model to ask in its reply. An answer is never "did not answer" once the user
+picked one.
 """
 
 from __future__ import annotations
@@ -201,9 +203,10 @@ def _choice(
 
 
 def declined(result: object) -> bool:
-    """The user declined, by the client's answer to one request (None: it failed)."""
+    """The user declined, by the client's answer to one request (None: the request failed,
+    which is no decline)."""
     if not isinstance(result, dict):
-        return True
+        return False
     if "action" in result:
         return bool(result["action"] != "accept")
     outcome = result.get("outcome")
@@ -212,16 +215,24 @@ def declined(result: object) -> bool:
     return outcome.get("optionId") == DECLINE
 
 
+def ends(result: object) -> bool:
+    """No more requests after this answer: the user declined, or the request failed."""
+    return result is None or declined(result)
+
+
 def answered(asking: Asking, results: Sequence[object]) -> dict[str, Any] | None:
     """The input that allows the call with the user's answers (the client's answers to
-    ``asking.asks``, in order), or None when the user declined."""
-    if len(results) < len(asking.asks) or any(declined(result) for result in results):
+    ``asking.asks``, in order, up to the one that ``ends`` them), or None when the user
+    declined. What a failed request asked, and what was not asked, is left to the model."""
+    if any(declined(result) for result in results):
         return None
     if asking.form:
-        answers = _form_answers(asking.questions, _field(results[0], "content"))
+        result = results[0] if results else None
+        failed = {question.text: ASK_IN_REPLY for question in asking.questions}
+        answers = failed if result is None else _form_answers(asking.questions, _field(result, "content"))
     else:
         picked = {
-            ask.question: _field(result, "outcome") for ask, result in zip(asking.asks, results, strict=True)
+            ask.question: _field(result, "outcome") for ask, result in zip(asking.asks, results, strict=False)
         }
         answers = {
             question.text: _picked(question, picked.get(index))
