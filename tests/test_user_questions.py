@@ -206,6 +206,7 @@ def test_a_failed_request_leaves_its_questions_to_the_model_and_keeps_what_was_p
         (uq.TOOL, {"questions": []}),
         (uq.TOOL, {"questions": [{"header": "no question"}]}),
         (uq.TOOL, {"questions": "Which?"}),
+        (uq.TOOL, {"questions": QUESTIONS, "answers": {COLOUR: "Red"}}),
     ],
 )
 def test_another_tool_or_input_is_asked_as_any_permission(tool_name: str, tool_input: dict[str, Any]) -> None:

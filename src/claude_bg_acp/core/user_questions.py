@@ -81,10 +81,11 @@ class Asking:
 
 
 def read(tool_name: str, tool_input: Mapping[str, Any]) -> tuple[Question, ...] | None:
-    """The questions of an ``AskUserQuestion`` call; None for another tool or an input of
-    another shape (asked as any permission)."""
+    """The questions of an ``AskUserQuestion`` call; None for another tool, an input of another
+    shape, or one that brings its own ``answers`` (Claude Code refuses answers added to those):
+    asked as any permission."""
     raw = tool_input.get("questions") if tool_name == TOOL else None
-    if not isinstance(raw, list) or not raw:
+    if not isinstance(raw, list) or not raw or "answers" in tool_input:
         return None
     questions = tuple(_question(item) for item in raw)
     return None if any(q is None for q in questions) else tuple(q for q in questions if q is not None)
@@ -254,7 +255,7 @@ def _field(value: object, name: str) -> object:
     return value.get(name) if isinstance(value, dict) else None
 
 
-def _form_answers(questions: Sequence[Question], content: object) -> dict[str, Any]:
+def _form_answers(questions: Sequence[Question], content: object) -> dict[str, str]:
     """What the form says of each question it has an answer to."""
     fields = content if isinstance(content, dict) else {}
     answers: dict[str, str] = {}
