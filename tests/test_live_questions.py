@@ -136,3 +136,16 @@ def test_a_cancelled_prompt_withdraws_an_open_form(live: LiveModel, workdir: Pat
     [form] = run.elicitations
     assert form["cancelledByAgent"] and form["answer"] == {"action": "cancel"}
     assert len(run.agent_messages("$/cancel_request")) == 1
+
+
+def test_closing_the_session_withdraws_an_open_form(live: LiveModel, workdir: Path) -> None:
+    steps: list[dict[str, Any]] = [
+        {**ASK, "await": False},
+        {"op": "waitForElicitation"},
+        {"op": "closeSession", "id": "close"},
+        {"op": "awaitResponse", "step": "p"},
+    ]
+    run = as_zed(live, workdir, "hold", steps)
+    assert "result" in run.response("close")
+    [form] = run.elicitations
+    assert form["cancelledByAgent"]

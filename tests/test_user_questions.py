@@ -14,6 +14,7 @@ from claude_bg_acp.acp.capabilities import ClientCapabilities
 from claude_bg_acp.core import events as ev
 from claude_bg_acp.core import user_questions as uq
 from claude_bg_acp.core.effects import AskQuestions, Decide, Effect
+from claude_bg_acp.presenters.choice import presenter_for
 from claude_bg_acp.scripted_model.scenarios import QUESTIONS
 from tests.support.driver import CLIENTS, CoreDriver, check_transcript
 from tests.support.frames import state_changed, tool_use
@@ -71,6 +72,16 @@ def test_a_client_fills_in_forms_when_it_declares_elicitation_form(
     declared: dict[str, Any], form: bool, version: int
 ) -> None:
     assert ClientCapabilities.declared(version, declared).elicitation_form is form
+
+
+@pytest.mark.parametrize("client", list(CLIENTS))
+@pytest.mark.parametrize("form", [True, False])
+def test_every_kind_of_client_is_asked_a_form_when_it_declares_forms(client: str, form: bool) -> None:
+    version, declared = CLIENTS[client]
+    others = {name: value for name, value in declared.items() if name != "elicitation"}
+    forms: dict[str, Any] = {"elicitation": {"form": {}}} if form else {}
+    presenter = presenter_for(ClientCapabilities.declared(version, {**others, **forms}))
+    assert presenter.policy.questions_as_forms is form
 
 
 # --- the form ---------------------------------------------------------------------------------------
