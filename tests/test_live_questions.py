@@ -76,6 +76,8 @@ def test_zed_fills_in_one_form_and_the_model_receives_the_answers(live: LiveMode
     view = ZedView.of_run(run)
     assert not view.problems(), view.problems()
     [shown] = view.forms
+    # The form belongs to the tool call Zed shows for the question.
+    assert form["params"]["toolCallId"] in [call.tool_call_id for call in view.calls()]
     assert shown.fields == {"q1": "choice", "q1_other": "text", "q2": "choices", "q2_other": "text"}
     said = heard(run)
     assert f'"{COLOUR}"="Blue"' in said
