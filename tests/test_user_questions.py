@@ -206,6 +206,16 @@ def test_a_failed_request_leaves_its_questions_to_the_model_and_keeps_what_was_p
     assert decision.updated_input["answers"] == {COLOUR: first, **left}
 
 
+def test_questions_none_of_which_can_be_options_are_left_to_the_model_at_once() -> None:
+    d = CoreDriver(1, CLIENTS["v1-plain"][1])
+    d.prompt("Style the button.")
+    d.frames(state_changed("running"), tool_use("toolu_ask", uq.TOOL, {"questions": QUESTIONS[1:]}))
+    effects = d.ask(7, uq.TOOL, {"questions": QUESTIONS[1:]}, "toolu_ask")
+    answers = {CHECKS: uq.ASK_IN_REPLY}
+    assert effects == [Decide(7, True, updated_input={"questions": QUESTIONS[1:], "answers": answers})]
+    assert not d.core.questions.tickets(), "nothing is left open, nothing waits on the user"
+
+
 # --- what is not a question ---------------------------------------------------------------------------
 
 

@@ -814,6 +814,8 @@ class SessionCore:
             forms = self.policy.questions_as_forms
             ask = self.presenter.permission_request
             asking = user_questions.asking(tool_input, questions, forms, where, ask)
+            if not asking.asks:  # none the client can be asked: all left to the model
+                return self._questions_answered(asked.ticket, user_questions.answered(asking, []))
             return [AskQuestions(asked.ticket, asking), *self._blocking()]
         params = self.presenter.permission_request(
             session_id, tool_call_id, asked.tool_name, tool_input, shown=known is not None
