@@ -234,7 +234,7 @@ CLIENT_KIND_KEYS |= {"nativeSubagentSessions", "clientCapabilities", "protocolVe
 RENDERING = {"render", "answer_fields", "permission_request"}
 """What the core may ask of its presenter: to render facts and answers, never what it is."""
 POLICIES = {field.name for field in fields(Policy)}
-POLICY_READS = 5
+POLICY_READS = 6
 """Where the core behaves differently by client kind: each read of a named policy, in all of
 ``core/``. A new one is a decision of the core's, to be named in ``core.policy`` with its reason."""
 

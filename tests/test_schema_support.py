@@ -323,6 +323,18 @@ def test_request_permission_needs_options() -> None:
     assert "options" in one_violation(bad, 2)
 
 
+@pytest.mark.parametrize("version", [1, 2])
+def test_an_elicitation_form_choice_needs_a_title(version: int) -> None:
+    """``elicitation/create`` is checked as any request (``CreateElicitationRequest``)."""
+    choice: JsonObject = {"type": "string", "oneOf": [{"const": "red"}]}
+    schema = {"type": "object", "properties": {"colour": choice}}
+    params = {"mode": "form", "sessionId": "s", "message": "Pick", "requestedSchema": schema}
+    bad = {"jsonrpc": "2.0", "id": 9, "method": "elicitation/create", "params": params}
+    assert "title" in one_violation(bad, version)
+    choice["oneOf"][0]["title"] = "Red"
+    assert validate_agent_message(bad, version, {}) == []
+
+
 def test_envelope_violations() -> None:
     assert "jsonrpc" in one_violation({"jsonrpc": "1.0", "id": 5, "result": {}}, 2)
     assert "exactly one of result/error" in one_violation(

@@ -67,7 +67,10 @@ def wire(d: CoreDriver) -> list[dict[str, Any]]:
 def test_zed_gets_terminals_and_subagents_in_the_session_that_launched_them() -> None:
     zed = presenter_for(ClientCapabilities.declared(1, ZED_CAPABILITIES))
     assert type(zed) is ZedPresenter
-    assert zed.policy == Policy(answers_wait_for_subagents=True, subagents_are_sessions=False)
+    # Zed declares elicitation forms: Claude's questions are one form.
+    assert zed.policy == Policy(
+        answers_wait_for_subagents=True, subagents_are_sessions=False, questions_as_forms=True
+    )
     others = presenter_for(ClientCapabilities.declared(1, {"subagents": {}}))
     assert others.policy.subagents_are_sessions, "other v1 clients get the RFD form"
     assert not presenter_for(ClientCapabilities.declared(1, {})).policy.subagents_are_sessions
@@ -355,3 +358,22 @@ def test_zed_view_opens_a_child_thread_for_the_draft_subagent_form() -> None:
     assert child.text("user") == "Do it." and child.text() == "done"
     assert view.calls()[0].subagent_session == "child"
     assert view.dropped == [early["params"]], "a child's update before its spawn is dropped"
+
+
+def test_the_zed_view_shows_a_form_as_zed_does_and_names_a_field_it_skips() -> None:
+    properties = {
+        "b": {"type": "array", "items": {"anyOf": [{"const": "x", "title": "X"}]}},
+        "a": {"type": "string", "oneOf": [{"const": "x", "title": "X"}]},
+        "c": {"type": "string"},
+        "d": {"type": "integer"},
+        "e": {"type": "_slider"},
+    }
+    form = {
+        "mode": "form",
+        "sessionId": ROOT,
+        "message": "Pick",
+        "requestedSchema": {"properties": properties},
+    }
+    view = ZedView.replay(ROOT, [{"jsonrpc": "2.0", "id": 1, "method": "elicitation/create", "params": form}])
+    assert view.forms[0].fields == {"a": "choice", "b": "choices", "c": "text", "d": "text"}
+    assert view.problems() == ["form field e: Zed skips a property of type '_slider'"]

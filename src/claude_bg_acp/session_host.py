@@ -53,6 +53,7 @@ from claude_bg_acp.closing_line import ExitInfo
 from claude_bg_acp.core import events as ev
 from claude_bg_acp.core.effects import (
     AskPermission,
+    AskQuestions,
     Decide,
     Effect,
     Fail,
@@ -397,6 +398,8 @@ class SessionHost:
                 self._settle(ticket, error=errors.failed(failure))
             case AskPermission():
                 self._task_group.start_soon(self._bridge.ask, effect)
+            case AskQuestions():
+                self._task_group.start_soon(self._bridge.ask_questions, effect)
             case WithdrawPermission(ticket):
                 await self._bridge.withdraw(ticket)
             case Decide():

@@ -26,6 +26,7 @@ import anyio
 from claude_bg_acp.acp.updates import session_update_line
 from claude_bg_acp.core.effects import (
     AskPermission,
+    AskQuestions,
     ClaudeCommand,
     Decide,
     Effect,
@@ -47,6 +48,7 @@ Handed = (
     Reply
     | Fail
     | AskPermission
+    | AskQuestions
     | WithdrawPermission
     | ClaudeCommand
     | Decide

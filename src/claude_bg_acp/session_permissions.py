@@ -11,6 +11,11 @@ answer goes to the core (``PermissionAnswered``; an error or an answer that is n
 counts as a rejection). The core withdraws a request that no longer applies (``withdraw``): the
 task stops waiting, and the client is told with ``$/cancel_request``; a withdrawn request's late
 answer is not passed on. A request may outlive the question behind it, and the reverse.
+
+Claude's questions (``AskUserQuestion``) are put to the client by the requests the core planned
+(``ask_questions``: a form, or one permission request per question, in turn, until the user
+declines or a request fails), and their answers go to the core read (``QuestionsAnswered``).
+They are withdrawn as any request: the one out at the time is cancelled.
 """
 
 from __future__ import annotations
@@ -31,7 +36,8 @@ from claude_agent_sdk.types import (
 
 from claude_bg_acp.acp.schema import PermissionResponse
 from claude_bg_acp.core import events as ev
-from claude_bg_acp.core.effects import AskPermission, Decide, Ticket
+from claude_bg_acp.core import user_questions
+from claude_bg_acp.core.effects import AskPermission, AskQuestions, Decide, DecideAnswered, Ticket
 from claude_bg_acp.overwritten import replaced_text
 from claude_bg_acp.stdio import Endpoint
 from claude_bg_acp.waiter import Waiter
@@ -49,7 +55,8 @@ class ClaudeQuestion:
 
 @dataclass
 class Ask:
-    """The client request that puts a question to the user; it may outlive the question."""
+    """The client request that puts a question to the user (the one out now, of Claude's
+    questions); it may outlive the question."""
 
     request_id: int
     scope: anyio.CancelScope
@@ -101,7 +108,8 @@ class PermissionBridge:
         result: PermissionResult
         if effect.allow:
             result = PermissionResultAllow(
-                updated_permissions=question.suggestions if effect.always else None
+                updated_input=effect.updated_input if isinstance(effect, DecideAnswered) else None,
+                updated_permissions=question.suggestions if effect.always else None,
             )
         else:
             result = PermissionResultDeny(message=effect.message, interrupt=effect.interrupt)
@@ -123,6 +131,26 @@ class PermissionBridge:
         self._asks.pop(effect.ticket, None)
         if not ask.scope.cancelled_caught:
             self._handle(ev.PermissionAnswered(effect.ticket, option_id))
+
+    async def ask_questions(self, effect: AskQuestions) -> None:
+        """Put Claude's questions to the client, and tell the core the answers unless withdrawn."""
+        ask = self._asks[effect.ticket] = Ask(0, anyio.CancelScope())
+        results: list[object] = []
+        with ask.scope:
+            for request in effect.asking.asks:
+                ask.request_id = self._endpoint.new_request_id()
+                try:
+                    result = await self._endpoint.request(request.method, request.params, ask.request_id)
+                except Exception as exc:
+                    log.warning("%s failed, its questions are left to the model: %s", request.method, exc)
+                    result = None
+                results.append(result)
+                if user_questions.ends(result):
+                    break
+        self._asks.pop(effect.ticket, None)
+        if not ask.scope.cancelled_caught:
+            answered = user_questions.answered(effect.asking, results)
+            self._handle(ev.QuestionsAnswered(effect.ticket, answered))
 
     async def withdraw(self, ticket: Ticket) -> None:
         ask = self._asks.pop(ticket, None)

@@ -28,7 +28,10 @@
 //                          answerPermission step, or answer `cancelled` when the agent sends
 //                          $/cancel_request), {"delayMs": N, "then": policy}, or a list of these
 //                          used one per request (the last one repeats).
-//   elicitation: {...}     if present, elicitation/create is answered with this object.
+//   elicitation: answer    if present, elicitation/create is answered: an object is the answer
+//                          (`{action: "accept", content: {...}}`, `{action: "decline"}`...);
+//                          "hold" answers `{action: "cancel"}` only when the agent sends
+//                          $/cancel_request for it. Without it the client has no handler.
 //   autoInitialize: true   run `initialize` first (step id "initialize");
 //   autoSession: true      then `newSession` (step id "newSession", session name "main").
 //   timeoutMs: 60000       bound on all steps; stepTimeoutMs: 15000 default bound of each wait;
@@ -81,6 +84,7 @@
 //        containsBase64?: "...", minBytes?: N}   wait for assembled terminal output
 //   {op: "waitForPermission", match?: {...params pattern}, count?: 1}
 //   {op: "answerPermission", policy?: "allow_once"}   answer the oldest held request
+//   {op: "waitForElicitation", count?: 1}        wait for elicitation/create requests
 //   {op: "setPermission", policy}
 //   {op: "cancel"}                                session/cancel notification
 //   {op: "cancelTerminal", terminalId?: "$lastTerminal", force?: false}
@@ -115,6 +119,7 @@
 //   steps         [{key, op, ok, error?, tStart, tEnd, updateIndexAtEnd, agentLineIndexAtEnd}]
 //   promptResponses    [{step, session, t, result | error}] in settle order
 //   permissionRequests [{t, sessionId, params, answer, answeredAt, forBackgroundWork (v2)}]
+//   elicitations  [{t, params, answer, answeredAt, cancelledByAgent?}] every elicitation/create
 //   terminals     {terminalId: base64 of the bytes assembled from terminal_update.output
 //                 (replace) and terminal_output_chunk (append); v1: from the _meta
 //                 terminal_output / terminal_output_delta text, appended}
@@ -163,6 +168,7 @@ const out = {
   steps: [],
   promptResponses: [],
   permissionRequests: [],
+  elicitations: [],
   terminals: {},
   terminalInfo: {},
   background: null,
@@ -707,9 +713,27 @@ async function main() {
   });
 
   if (script.elicitation !== undefined) {
-    app.onRequest("elicitation/create", async ({ params }) => {
-      out.warnings.push(`answered elicitation/create: ${JSON.stringify(params).slice(0, 200)}`);
-      return script.elicitation;
+    app.onRequest("elicitation/create", async ({ params, signal }) => {
+      const record = { t: now(), params: toJsonSafe(params), answer: null, answeredAt: null };
+      out.elicitations.push(record);
+      changed();
+      const answer =
+        script.elicitation === "hold"
+          ? await new Promise((resolve) => {
+              signal.addEventListener(
+                "abort",
+                () => {
+                  record.cancelledByAgent = true;
+                  resolve({ action: "cancel" });
+                },
+                { once: true },
+              );
+            })
+          : script.elicitation;
+      record.answer = answer;
+      record.answeredAt = now();
+      changed();
+      return answer;
     });
   }
 
@@ -1118,6 +1142,15 @@ async function main() {
         },
         step.timeoutMs ?? defaultStepTimeoutMs,
         `${count} permission request(s) matching ${JSON.stringify(pattern)}`,
+      );
+      out.responses[key] = { t: now(), requests: found };
+    },
+
+    async waitForElicitation(ctx, step, key) {
+      const found = await waitUntil(
+        () => (out.elicitations.length >= (step.count ?? 1) ? out.elicitations.slice() : undefined),
+        step.timeoutMs ?? defaultStepTimeoutMs,
+        `${step.count ?? 1} elicitation/create request(s)`,
       );
       out.responses[key] = { t: now(), requests: found };
     },

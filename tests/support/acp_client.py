@@ -357,6 +357,11 @@ class ClientRun:
     def permission_requests(self) -> list[JsonObject]:
         return list(self.raw.get("permissionRequests", []))
 
+    @property
+    def elicitations(self) -> list[JsonObject]:
+        """Every ``elicitation/create`` the client was sent: ``{t, params, answer, answeredAt}``."""
+        return list(self.raw.get("elicitations", []))
+
     # -- checks -----------------------------------------------------------------------------------
 
     def problems(self) -> list[str]:

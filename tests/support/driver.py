@@ -61,7 +61,17 @@ from claude_bg_acp.claude.server_info import Applied, read_server_info
 from claude_bg_acp.closing_line import ExitInfo, TrailerGate
 from claude_bg_acp.core import events as ev
 from claude_bg_acp.core.background import Kind
-from claude_bg_acp.core.effects import AskPermission, Effect, Fail, FinishTail, Notify, Query, Reply, Tail
+from claude_bg_acp.core.effects import (
+    AskPermission,
+    AskQuestions,
+    Effect,
+    Fail,
+    FinishTail,
+    Notify,
+    Query,
+    Reply,
+    Tail,
+)
 from claude_bg_acp.core.session import ALLOW_ONCE, REJECT_ONCE, SessionCore
 from claude_bg_acp.presenters.choice import presenter_for
 from claude_bg_acp.presenters.plain import PlainPresenter
@@ -325,10 +335,8 @@ class CoreDriver:
             seen += marks.get(index, [])
             if isinstance(effect, Notify):
                 seen.append((effect.session_id, effect.update.wire()))
-            elif isinstance(effect, AskPermission):
-                call = effect.params.get("toolCall") or effect.params.get("subject", {}).get("toolCall")
-                if call is not None:
-                    seen.append((effect.params["sessionId"], {"sessionUpdate": "tool_call_update", **call}))
+            else:
+                seen += [(params["sessionId"], call) for params, call in _asked_calls(effect)]
         return seen + marks.get(len(effects), [])
 
     def tick(self, to: float | None = None) -> list[Effect]:
@@ -546,7 +554,34 @@ def as_jsonrpc(
         elif isinstance(effect, AskPermission):
             request = {"jsonrpc": "2.0", "id": f"ask-{effect.ticket}", "method": "session/request_permission"}
             agent.append({**request, "params": effect.params})
+        elif isinstance(effect, AskQuestions):
+            agent += [
+                {
+                    "jsonrpc": "2.0",
+                    "id": f"ask-{effect.ticket}-{i}",
+                    "method": ask.method,
+                    "params": ask.params,
+                }
+                for i, ask in enumerate(effect.asking.asks)
+            ]
     return agent, client
+
+
+def _asked_calls(effect: Effect) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """The permission requests of an effect that asks the client, each with its tool call as the
+    update a client applies it as."""
+    if isinstance(effect, AskPermission):
+        asked = [effect.params]
+    elif isinstance(effect, AskQuestions):
+        asked = [ask.params for ask in effect.asking.asks if ask.method == "session/request_permission"]
+    else:
+        return []
+    calls = [
+        (params, params.get("toolCall") or params.get("subject", {}).get("toolCall")) for params in asked
+    ]
+    return [
+        (params, {"sessionUpdate": "tool_call_update", **call}) for params, call in calls if call is not None
+    ]
 
 
 def _file_bytes(line: dict[str, Any]) -> bytes:

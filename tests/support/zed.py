@@ -27,6 +27,10 @@ What it models:
 - a content item ``{type: "terminal"}`` naming a terminal that does not exist fails the whole
   update (nothing of it applies);
 - ``session/request_permission`` upserts its tool call (waiting for confirmation);
+- an ``elicitation/create`` form (``crates/agent_ui/src/conversation_view/elicitation.rs``)
+  shows its properties in name order: a string with ``oneOf`` or ``enum`` as a single choice,
+  another string, a number or an integer as a text box, a boolean as a checkbox, an array as a
+  multiple choice; Zed skips a property of any other type (a question the user never sees);
 - agent text and thoughts append to the thread's last message of their kind;
 - a prompt answered ``cancelled`` (or with an error) marks unfinished tool calls canceled.
 """
@@ -122,6 +126,15 @@ class Message:
 
 
 @dataclass
+class Form:
+    """An ``elicitation/create`` form as Zed shows it."""
+
+    message: str
+    fields: dict[str, str]
+    """Each field Zed shows, in its order: ``choice``, ``choices``, ``text`` or ``checkbox``."""
+
+
+@dataclass
 class Thread:
     session_id: str
     parent: str | None = None
@@ -148,6 +161,7 @@ class ZedView:
     rejected: list[JsonObject] = field(default_factory=list)
     dropped: list[JsonObject] = field(default_factory=list)
     prompt_answers: list[tuple[float, JsonObject]] = field(default_factory=list)
+    forms: list[Form] = field(default_factory=list)
     _requests: dict[Any, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -185,6 +199,8 @@ class ZedView:
             self._notification(params, t)
         elif method == "session/request_permission":
             self._permission(params)
+        elif method == "elicitation/create":
+            self._form(params)
         elif "method" not in message and self._requests.get(message.get("id")) == "session/prompt":
             self._answered(message, t)
 
@@ -303,6 +319,19 @@ class ZedView:
                 self._upsert(thread, call, "waiting_for_confirmation")
         except Rejected as error:
             self.errors.append(f"permission request: {error}")
+
+    def _form(self, params: Mapping[str, Any]) -> None:
+        schema = params.get("requestedSchema") or {}
+        fields: dict[str, str] = {}
+        for name, prop in sorted((schema.get("properties") or {}).items()):
+            kind = {"number": "text", "integer": "text", "boolean": "checkbox", "array": "choices"}.get(
+                prop.get("type"), "choice" if prop.get("oneOf") or prop.get("enum") else "text"
+            )
+            if prop.get("type") not in ("string", "number", "integer", "boolean", "array"):
+                self.errors.append(f"form field {name}: Zed skips a property of type {prop.get('type')!r}")
+                continue
+            fields[name] = kind
+        self.forms.append(Form(str(params.get("message")), fields))
 
     def _answered(self, response: Mapping[str, Any], t: float) -> None:
         self.prompt_answers.append((t, dict(response)))

@@ -16,6 +16,9 @@ an object in v2). Besides ACP's own fields it reads the extensions that clients 
 - ``subagents``: child sessions in the RFD's form (v1; any value but ``null`` declares it).
 - ``session.notices``: ``notice`` updates (v1; v2 clients take them undeclared).
 
+And one of ACP's own: ``elicitation.form`` (an object), forms the user fills in
+(``elicitation/create``), which Claude's questions are put as (``core.user_questions``).
+
 As the schema says of each of these fields (``x-deserialize-default-on-error``), a value of
 another shape reads as not declared: what a client declares is never a reason to refuse its
 ``initialize``. What was sent is kept whole (``sent``), the fields this agent does not read
@@ -53,6 +56,8 @@ class ClientCapabilities:
     """v1 ``session.notices``: the client takes ``notice`` updates."""
     air: frozenset[str] | None
     """What a JetBrains AIR client declares; None when the client is not AIR."""
+    elicitation_form: bool
+    """``elicitation.form``: the client fills in ``elicitation/create`` forms."""
     sent: Mapping[str, object]
     """The declaration as the client sent it."""
 
@@ -73,6 +78,7 @@ class ClientCapabilities:
             child_sessions=sent.get("subagents") is not None,
             notices=_fields(sent.get("session")).get("notices") is not None,
             air=_air(_fields(meta.get("jetbrains")).get("air")) if version == 1 else None,
+            elicitation_form=isinstance(_fields(sent.get("elicitation")).get("form"), dict),
             sent=sent,
         )
 

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 
 from claude_bg_acp.core.effects import (
     AskPermission,
+    AskQuestions,
     ClientEffect,
     Effect,
     Fail,
@@ -48,7 +49,7 @@ from claude_bg_acp.core.effects import (
 )
 from claude_bg_acp.core.lifecycle import Lifecycle
 
-FOR_THE_CLIENT = (Notify, Reply, Fail, AskPermission, WithdrawPermission)
+FOR_THE_CLIENT = (Notify, Reply, Fail, AskPermission, AskQuestions, WithdrawPermission)
 """What a replay holds back (``ClientEffect``'s kinds)."""
 
 

@@ -16,6 +16,7 @@ from claude_bg_acp.core.errors import Failure
 
 if TYPE_CHECKING:
     from claude_bg_acp.acp.updates import SessionUpdate
+    from claude_bg_acp.core.user_questions import Asking
 
 Ticket = int
 """Names one pending client request (a prompt) or one pending permission question."""
@@ -54,6 +55,15 @@ class AskPermission:
 
 
 @dataclass(frozen=True)
+class AskQuestions:
+    """Put Claude's questions to the client (``asking.asks``, in order); the answers come back
+    to the core with ``ticket`` (``QuestionsAnswered``)."""
+
+    ticket: Ticket
+    asking: Asking
+
+
+@dataclass(frozen=True)
 class WithdrawPermission:
     """The question behind ``ticket`` no longer applies: tell the client with ``$/cancel_request``."""
 
@@ -69,6 +79,14 @@ class Decide:
     always: bool = False
     message: str = ""
     interrupt: bool = False
+
+
+@dataclass(frozen=True)
+class DecideAnswered(Decide):
+    """Allowed with the user's answers to Claude's questions: ``updated_input`` replaces the input
+    asked about."""
+
+    updated_input: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -163,7 +181,7 @@ class Log:
     message: str
 
 
-ClientEffect = Notify | Reply | Fail | AskPermission | WithdrawPermission
+ClientEffect = Notify | Reply | Fail | AskPermission | AskQuestions | WithdrawPermission
 ClaudeCommand = Query | Interrupt | StopTask | SetPermissionMode | SetModel | SetEffort | ReadSettings
 """What goes to Claude Code, in order, through the runner."""
 Effect = ClientEffect | ClaudeCommand | Decide | Tail | FinishTail | ReadTitle | FindPrompt | Log

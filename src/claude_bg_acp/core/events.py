@@ -126,6 +126,15 @@ class PermissionAnswered:
 
 
 @dataclass(frozen=True)
+class QuestionsAnswered:
+    """The user's answers to Claude's questions: the input to allow the call with, or None when
+    the user declined."""
+
+    ticket: Ticket
+    updated_input: dict[str, Any] | None
+
+
+@dataclass(frozen=True)
 class Close:
     """Closing starts: questions are withdrawn, the turn ends, every background task is stopped."""
 
@@ -340,6 +349,7 @@ Event = (
     | ChooseOption
     | AnswerWritten
     | PermissionAnswered
+    | QuestionsAnswered
     | Close
     | CloseTimedOut
     | Attaching

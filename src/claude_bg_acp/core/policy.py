@@ -18,6 +18,10 @@ passed to ``SessionCore`` when it is built; each one names what the core does:
   are a transcript's), whether a subagent's messages wait until its parent is known (a child
   is never put under a guessed parent) or are shown as they come, under which session its
   permission questions are asked, and whose list its own shells join.
+- ``questions_as_forms`` (clients that declare ``elicitation.form``): Claude's questions are one
+  form rather than a permission request per question (``core.user_questions``). It cannot be a
+  presenter's choice: it decides how many client requests a question takes and how their
+  answers are read.
 """
 
 from __future__ import annotations
@@ -31,3 +35,5 @@ class Policy:
     """A prompt's answer waits for the subagents its turn started (see the module docstring)."""
     subagents_are_sessions: bool
     """A subagent's conversation is a child session (see the module docstring)."""
+    questions_as_forms: bool = False
+    """Claude's questions are put as one form (see the module docstring)."""

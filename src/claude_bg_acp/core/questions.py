@@ -9,7 +9,8 @@ child's, the child is. Its lifecycle:
 =============  =================================================================  =============
 question       what happens                                                       next
 =============  =================================================================  =============
-(asked)        Claude Code asks: the client is asked (``AskPermission``)          ``OPEN``
+(asked)        Claude Code asks: the client is asked (``AskPermission``; Claude's  ``OPEN``
+               own questions ``AskQuestions``, ``core.user_questions``)
 ``OPEN``       the client answers, or cancels its request: ``Decide``             ``ANSWERED``
 ``OPEN``       withdrawn: the turn it blocks is cancelled, the session closes,    ``WITHDRAWN``
                Claude Code died or no longer waits for it

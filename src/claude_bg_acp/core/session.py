@@ -67,6 +67,7 @@ from claude_bg_acp.claude import conventions
 from claude_bg_acp.claude.server_info import read_commands
 from claude_bg_acp.closing_line import ExitInfo
 from claude_bg_acp.core import events as ev
+from claude_bg_acp.core import user_questions
 from claude_bg_acp.core.attaching import Attach, ReplayCompleted
 from claude_bg_acp.core.background import (
     Background,
@@ -93,7 +94,9 @@ from claude_bg_acp.core.commands import Commands
 from claude_bg_acp.core.config import MODE, Config, Introduction, Options, offered
 from claude_bg_acp.core.effects import (
     AskPermission,
+    AskQuestions,
     Decide,
+    DecideAnswered,
     Effect,
     Fail,
     FindPrompt,
@@ -262,6 +265,8 @@ class SessionCore:
                 return self._present(changed) + self._settings_changed()
             case ev.PermissionAnswered(ticket, option_id):
                 return self._answered(ticket, option_id)
+            case ev.QuestionsAnswered(ticket, updated_input):
+                return self._questions_answered(ticket, updated_input)
             case ev.Close():
                 return self._close(now)
             case ev.CloseTimedOut(stopped):
@@ -832,10 +837,19 @@ class SessionCore:
         # Claude Code asks about some tools with an empty input (ExitPlanMode: its plan), though
         # the model's call had one: the person deciding should see what the model asked for.
         tool_input = asked.tool_input or (known.tool_input if known else {})
+        self.subagents.asking(session_id, opened=True)
+        questions = user_questions.read(asked.tool_name, tool_input)
+        if questions is not None:
+            where = (session_id, tool_call_id, known is not None)
+            forms = self.policy.questions_as_forms
+            ask = self.presenter.permission_request
+            asking = user_questions.asking(tool_input, questions, forms, where, ask)
+            if not asking.asks:  # none the client can be asked: all left to the model
+                return self._questions_answered(asked.ticket, user_questions.answered(asking, []))
+            return [AskQuestions(asked.ticket, asking), *self._blocking()]
         params = self.presenter.permission_request(
             session_id, tool_call_id, asked.tool_name, tool_input, known is not None, asked.replaced
         )
-        self.subagents.asking(session_id, opened=True)
         return [AskPermission(asked.ticket, params), *self._blocking()]
 
     def _answered(self, ticket: Ticket, option_id: str | None) -> list[Effect]:
@@ -845,6 +859,17 @@ class SessionCore:
         allow = option_id in (ALLOW_ONCE, ALLOW_ALWAYS)
         message = "" if allow else "The user rejected this tool use"
         decision = Decide(ticket, allow, always=option_id == ALLOW_ALWAYS, message=message)
+        return [decision, *self._forget_question(ticket, QuestionPhase.ANSWERED)]
+
+    def _questions_answered(self, ticket: Ticket, updated_input: dict[str, Any] | None) -> list[Effect]:
+        """Claude's questions answered (``updated_input``) or declined (None)."""
+        if ticket not in self.questions:
+            return []
+        decision = (
+            Decide(ticket, False, message=user_questions.DECLINED)
+            if updated_input is None
+            else DecideAnswered(ticket, True, updated_input=updated_input)
+        )
         return [decision, *self._forget_question(ticket, QuestionPhase.ANSWERED)]
 
     def _withdraw(self, ticket: Ticket, why: str) -> list[Effect]:

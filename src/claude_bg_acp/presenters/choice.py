@@ -31,18 +31,25 @@ The rule, by negotiated version and declared ``clientCapabilities``:
 Each presenter comes with the ``Policy`` the core follows for its client (``core.policy``):
 v1 clients have their prompts' answers wait for the subagents their turns started; subagents
 are sessions for v2, for v1 clients that declare ``subagents`` (not Zed, not AIR) and for AIR with
-native subagent sessions.
+native subagent sessions; Claude's questions are forms for clients that declare
+``elicitation.form``, whichever presenter they get.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+from typing import TypeVar
+
 from claude_bg_acp.acp.capabilities import ASYNC_TASKS, NATIVE_SUBAGENTS, ClientCapabilities
 from claude_bg_acp.core.presenting import Presenter
 from claude_bg_acp.presenters.air import AirPresenter
+from claude_bg_acp.presenters.base import BasePresenter
 from claude_bg_acp.presenters.plain import PlainPresenter
 from claude_bg_acp.presenters.v1 import V1Presenter
 from claude_bg_acp.presenters.v2 import V2Presenter
 from claude_bg_acp.presenters.zed import ZedPresenter
+
+P = TypeVar("P", bound=BasePresenter)
 
 
 def presenter_for(client: ClientCapabilities, folder: str = "") -> Presenter:
@@ -54,18 +61,24 @@ def presenter_for(client: ClientCapabilities, folder: str = "") -> Presenter:
 
 def _presenter(client: ClientCapabilities) -> V2Presenter | V1Presenter | AirPresenter:
     if client.version >= 2:
-        return V2Presenter()
+        return _asks_forms(V2Presenter(), client)
     air = client.air
     v1: V1Presenter
     if client.terminal_output:
         delta = client.terminal_output_delta
         v1 = ZedPresenter("terminal_output_delta" if delta else "terminal_output", client.notices)
     elif air is None:
-        return PlainPresenter(client.child_sessions, client.notices)
+        return _asks_forms(PlainPresenter(client.child_sessions, client.notices), client)
     elif air & {ASYNC_TASKS, NATIVE_SUBAGENTS}:
         v1 = V1Presenter(False, client.notices)  # AIR reads the draft form of children, or none
     else:
         v1 = V1Presenter(client.child_sessions, client.notices)
+    v1 = _asks_forms(v1, client)  # before AIR's wraps it: AIR's policy is the one it wraps, changed
     if air is not None and air & {ASYNC_TASKS, NATIVE_SUBAGENTS}:
         return AirPresenter(v1, air)
     return v1
+
+
+def _asks_forms(presenter: P, client: ClientCapabilities) -> P:
+    presenter.policy = replace(presenter.policy, questions_as_forms=client.elicitation_form)
+    return presenter

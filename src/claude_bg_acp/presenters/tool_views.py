@@ -128,6 +128,13 @@ def _title(name: str, tool_input: dict[str, Any], path: str | None) -> str:
         return f"Search the web: {_text(tool_input, 'query') or ''}"
     if name == "ExitPlanMode":
         return "Ready to code? Leave plan mode with this plan"
+    if name == "AskUserQuestion":
+        asked = [
+            q["question"]
+            for q in tool_input.get("questions") or []
+            if isinstance(q, dict) and _text(q, "question")
+        ]
+        return " / ".join(asked) or name
     return name
 
 

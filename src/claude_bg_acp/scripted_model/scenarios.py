@@ -159,6 +159,15 @@ class Turn:
         return any(isinstance(b, dict) and b.get("type") == "tool_result" for b in self.pending_user_blocks)
 
     @property
+    def tool_results(self) -> list[str]:
+        """The text of each tool result since the last assistant message."""
+        return [
+            "\n".join(_texts(block.get("content")))
+            for block in self.pending_user_blocks
+            if isinstance(block, dict) and block.get("type") == "tool_result"
+        ]
+
+    @property
     def is_notification(self) -> bool:
         return any(NOTIFICATION_TAG in text for text in _texts(self.pending_user_blocks))
 
@@ -709,6 +718,32 @@ PLAN = "1. Write the parser\n2. Test it"
 exit_plan = _tool_then_text(_fixed(("ExitPlanMode", {"plan": PLAN})), "On it.")
 tasks = _steps(TASK_STEPS, "Two tasks, the first one started.")
 
+QUESTIONS: list[dict[str, Any]] = [
+    {
+        "question": "Which colour should the button be?",
+        "header": "Colour",
+        "options": [
+            {"label": "Red", "description": "Warm and loud"},
+            {"label": "Blue", "description": "Calm"},
+        ],
+        "multiSelect": False,
+    },
+    {
+        "question": "Which checks should run?",
+        "header": "Checks",
+        "options": [{"label": "Lint", "description": "ruff"}, {"label": "Tests", "description": "pytest"}],
+        "multiSelect": True,
+    },
+]
+HEARD = "Claude Code told me: "
+
+
+def ask_question(turn: Turn) -> Reply:
+    """Claude asks the user two questions, then repeats what the tool result told it."""
+    if turn.has_tool_result:
+        return _say(turn, HEARD + " | ".join(turn.tool_results))
+    return _use(turn, ("AskUserQuestion", {"questions": QUESTIONS}))
+
 
 SCENARIOS: dict[str, Scenario] = {
     "text": text,
@@ -741,4 +776,5 @@ SCENARIOS: dict[str, Scenario] = {
     "look_around": look_around,
     "edits": edits,
     "hand_off_words": hand_off_words,
+    "ask_question": ask_question,
 }
