@@ -262,7 +262,7 @@ def test_v2_a_replay_grants_a_running_childs_cancel_only_after_its_answer(
         [
             {"op": "prompt", "text": "[scenario:agent_bg] Delegate."},
             # Once the turn is over, Claude Code has stored it: the replay is not behind what
-            # was sent live (see the README's known limitations); the child works a second on.
+            # was sent live (see docs/sessions.md, known limitations); the child works a second on.
             {"op": "waitIdle", "match": {"stopReason": "end_turn", "background": [{"type": "subagent"}]}},
             {
                 "op": "resumeSession",

@@ -1,6 +1,7 @@
-"""The README against the rest of the tree: it opens with the two commands a newcomer runs, CI
-runs the second of them, every figure it quotes is BENCHMARKS.md's (each figure lives there
-alone), and its links to sections of itself and of BENCHMARKS.md lead somewhere."""
+"""The README and the docs under ``docs/`` against the rest of the tree: the README opens with
+the two commands a newcomer runs, CI runs the second of them, every figure they quote is
+BENCHMARKS.md's (each figure lives there alone), and every relative link among them leads to a
+file and, where it names one, a heading."""
 
 from __future__ import annotations
 
@@ -11,6 +12,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+DOCS = {path: path.read_text(encoding="utf-8") for path in PAGES}
+"""The README and the docs it links to, by path."""
 BENCHMARKS = (ROOT / "BENCHMARKS.md").read_text(encoding="utf-8")
 CI = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
 
@@ -19,7 +23,8 @@ FIGURE = re.compile(rf"(?<![\w.])({NUMBER}(?: / {NUMBER})*)\s?(ms|s|MB/s|MiB|KiB
 """Numbers with a unit of time, size, rate or ratio: ``4.1 / 4.4 ms`` is two figures, a range
 such as ``86-125 MB/s`` one."""
 NOT_MEASURED = {"180 MB": "the download of the SDK's wheel, which carries Claude Code"}
-"""Figures of the README that are no measurement of the agent, so not BENCHMARKS.md's."""
+"""Figures of the README and the docs that are no measurement of the agent, so not
+BENCHMARKS.md's."""
 
 
 def _code_blocks(markdown: str) -> list[tuple[str, str]]:
@@ -72,9 +77,14 @@ def _not_in_benchmarks(markdown: str) -> list[str]:
     return [figure for figure in figures if not _appears(figure.split(" ")[0], BENCHMARKS)]
 
 
-def test_every_figure_in_the_readme_is_in_benchmarks() -> None:
-    assert len(_figures(README)) > 40, "the README's figures are found"
-    assert _not_in_benchmarks(README) == []
+@pytest.mark.parametrize("path", list(DOCS), ids=lambda path: path.name)
+def test_every_figure_in_the_readme_and_the_docs_is_in_benchmarks(path: Path) -> None:
+    assert _not_in_benchmarks(DOCS[path]) == []
+
+
+def test_the_figures_are_found() -> None:
+    assert len(_figures(README)) > 15, "the README's figures are found"
+    assert sum(len(_figures(text)) for text in DOCS.values()) > 40
 
 
 @pytest.mark.parametrize(
@@ -90,9 +100,25 @@ def test_a_figure_that_benchmarks_does_not_have_is_caught(drifted: str, caught: 
     assert _not_in_benchmarks(drifted) == caught
 
 
-def test_links_to_sections_lead_to_headings() -> None:
-    targets = {"": _anchors(README), "BENCHMARKS.md": _anchors(BENCHMARKS)}
-    links = re.findall(r"\]\((BENCHMARKS\.md|)#([^)]+)\)", _prose(README))
-    assert links
-    broken = [f"{page}#{anchor}" for page, anchor in links if anchor not in targets[page]]
+def _links(path: Path) -> list[tuple[Path, str]]:
+    """The relative links of one page: the file each names and the anchor, if any."""
+    found = re.findall(r"\]\(([^)\s:]*?)(?:#([^)\s]+))?\)", _prose(path.read_text(encoding="utf-8")))
+    return [((path.parent / target).resolve() if target else path, anchor) for target, anchor in found]
+
+
+@pytest.mark.parametrize("path", [*DOCS, ROOT / "BENCHMARKS.md"], ids=lambda path: path.name)
+def test_links_lead_to_files_and_headings(path: Path) -> None:
+    links = _links(path)
+    missing = [str(target) for target, _ in links if not target.exists()]
+    assert not missing, f"links to no file: {missing}"
+    broken = [
+        f"{target.name}#{anchor}"
+        for target, anchor in links
+        if anchor and target.suffix == ".md" and anchor not in _anchors(target.read_text(encoding="utf-8"))
+    ]
     assert not broken, f"links to no heading: {broken}"
+
+
+def test_the_readme_links_to_every_doc() -> None:
+    linked = {target for target, _ in _links(ROOT / "README.md")}
+    assert {path for path in DOCS if path.parent.name == "docs"} <= linked

@@ -24,7 +24,7 @@ it exposes and their parameters) and ``toad/jsonrpc.py`` (how a call is checked)
 
 ``rejected`` gives what Toad would refuse in a message of a kind it takes; ``unknown`` says
 whether it is a kind Toad does not take at all (the agent sends those all the same, for the
-clients that read them; see the README's note on strict clients).
+clients that read them; see the note on strictly typed clients in docs/clients.md).
 """
 
 from __future__ import annotations
