@@ -422,11 +422,11 @@ class SessionHost:
 
     async def _read_title(self) -> None:
         try:
-            title, updated_at = await store.title(self.session_id, self.cwd)
+            title, own, updated_at = await store.title(self.session_id, self.cwd)
         except Exception:
             log.warning("session %s: could not read its title", self.session_id, exc_info=True)
             return
-        self.handle(ev.TitleRead(title, updated_at))
+        self.handle(ev.TitleRead(title, own, updated_at))
 
     async def _find_prompt(self, key: str, message_id: str) -> None:
         stored: bool | None

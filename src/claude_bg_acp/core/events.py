@@ -267,6 +267,8 @@ class TitleRead:
     """The title the stored session has now (None: none yet), and when it last changed."""
 
     title: str | None
+    own: bool
+    """Claude Code's own title (a rename, an AI title), not its first prompt's."""
     updated_at: str | None
 
 

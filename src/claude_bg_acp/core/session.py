@@ -26,8 +26,9 @@ this module routes them and never lets the parts call each other:
   and then the current state: each listed item and each child it must know of restated by its
   owner, and the state snapshot; after a replay, the working children's current state and
   ``cancel`` once it has the answer.
-- The title comes from the stored session (``Title``): read when Claude Code announces a
-  rename, after turns while none is known, and when a client attaches.
+- The title comes from a new conversation's first prompt, and from the stored session
+  (``Title``): read when Claude Code announces a rename, after turns while Claude Code has
+  named none, and when a client attaches.
 - A prompt that would make Claude Code start a new conversation under another id (``/clear``)
   is refused: the session id is Claude Code's, and must stay so.
 - What Claude Code offers and has in effect (its start, ``system/init`` and ``status``, the
@@ -200,8 +201,10 @@ class SessionCore:
                         "instead",
                         "prompt",
                     )
-                return self._foreground(
-                    self.foreground.submit(WaitingPrompt(ticket, wire, to_claude_content(wire), key))
+                claude_content = to_claude_content(wire)
+                titled = self._present(self.title.prompted(claude_content))
+                return titled + self._foreground(
+                    self.foreground.submit(WaitingPrompt(ticket, wire, claude_content, key))
                 )
             case ev.WithdrawPrompt(ticket):
                 return self._foreground(self.foreground.withdraw(ticket))
@@ -231,6 +234,7 @@ class SessionCore:
                 return self._present([*opened, *self.commands.tell(again=True), *confirmed])
             case ev.ClaudeResuming():
                 self.foreground.resuming()
+                self.title.stored()
                 return []
             case ev.ClaudeStarted(info, applied):
                 self.config.started(info.models, applied)
@@ -258,8 +262,8 @@ class SessionCore:
                 return self._recalled(complete)
             case ev.Resync():
                 return self._resync()
-            case ev.TitleRead(title, updated_at):
-                return self._present(self.title.read(title, updated_at))
+            case ev.TitleRead(title, own, updated_at):
+                return self._present(self.title.read(title, own, updated_at))
             case ev.PromptLookedUp(key, stored):
                 return self._foreground(self.foreground.looked_up(key, stored))
             case ev.ClaudeMessage(message):
