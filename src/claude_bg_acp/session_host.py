@@ -53,6 +53,7 @@ from claude_bg_acp.closing_line import ExitInfo
 from claude_bg_acp.core import events as ev
 from claude_bg_acp.core.effects import (
     AskPermission,
+    ControlMcp,
     Decide,
     Effect,
     Fail,
@@ -405,6 +406,7 @@ class SessionHost:
                 | SetModel()
                 | SetEffort()
                 | ReadSettings()
+                | ControlMcp()
             ):
                 self._supervisor.command(effect)
             case _:

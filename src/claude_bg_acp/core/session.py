@@ -35,7 +35,10 @@ this module routes them and never lets the parts call each other:
   settings read after switches and turns, a mode switch it refused) goes to ``Config`` and
   ``PermissionModes`` (the config options; the modes offered follow what ``Config`` read of the
   settings and the model) and to ``Commands``; streamed usage and results go to ``Usage``; the todo and
-  task tools go to the session's ``Plan`` instead of becoming tool calls.
+  task tools go to the session's ``Plan`` instead of becoming tool calls; what Claude Code says
+  of a compaction goes to ``Compaction``, which makes a tool call of it (in ``ToolUses``); a
+  ``/mcp`` prompt is done through the SDK's control requests, right before Claude Code has it,
+  and their answer replaces Claude Code's (``McpCommands``).
 
 Every fact meant for the client goes through the ``Presenter`` chosen for the client kind at
 ``session/new``: it alone decides how the session looks on the wire, and what its client is not
@@ -86,6 +89,7 @@ from claude_bg_acp.core.background import (
     WorkStatus,
 )
 from claude_bg_acp.core.commands import Commands
+from claude_bg_acp.core.compaction import COMPACT, Compaction, CompactionOpened
 from claude_bg_acp.core.config import MODE, Config, Introduction, Options, offered
 from claude_bg_acp.core.effects import (
     AskPermission,
@@ -107,6 +111,7 @@ from claude_bg_acp.core.effects import (
 from claude_bg_acp.core.errors import Failing, Failure, Refusal, Refused
 from claude_bg_acp.core.foreground import Foreground, ForegroundOut, TurnPhase, WaitingPrompt
 from claude_bg_acp.core.history import History, Live
+from claude_bg_acp.core.mcp_command import McpCommands, command_of
 from claude_bg_acp.core.permission_modes import ModeChanged, PermissionModes, closed_modes
 from claude_bg_acp.core.plan import PLAN_TOOLS, Plan
 from claude_bg_acp.core.policy import Policy
@@ -164,6 +169,8 @@ class SessionCore:
         self.config = Config(session_id)
         self.commands = Commands(session_id)
         self.usage = Usage(session_id)
+        self.compaction = Compaction()
+        self.mcp = McpCommands(session_id)
         self.plans: dict[str, Plan] = {}
         self.history: History | None = None
         """The replay under way, between its first part and its end."""
@@ -264,6 +271,8 @@ class SessionCore:
                 return self._resync()
             case ev.TitleRead(title, own, updated_at):
                 return self._present(self.title.read(title, own, updated_at))
+            case ev.McpAnswered(command, servers, failure):
+                return self._present([self.mcp.answered(command, servers, failure)])
             case ev.PromptLookedUp(key, stored):
                 return self._foreground(self.foreground.looked_up(key, stored))
             case ev.ClaudeMessage(message):
@@ -393,12 +402,15 @@ class SessionCore:
                 return self._turn(self.foreground.cli_state, str(message.data.get("state")), now)
             if message.subtype == "session_title_changed":
                 return [ReadTitle()]
-            effects = self._settings(message.subtype, message.data)
+            effects = self._compaction(message.subtype, message.data)
+            effects += self._settings(message.subtype, message.data)
             changes = self.registry.system(message.subtype, message.data, now)
             return effects + (self._task_changes(changes, now) + self._flush(now) if changes else [])
         if isinstance(message, StreamEvent):
             self.usage.stream_event(message.event)
         effects = self._turn(lambda _: self.foreground.work_seen(), "", now)
+        if isinstance(message, AssistantMessage) and self.mcp.replaced(message.model):
+            return effects  # the agent answered the command
         if isinstance(message, AssistantMessage) and message.error is not None:
             self._turn_error = str(message.error)
             if message.error == conventions.NOT_LOGGED_IN:
@@ -427,6 +439,18 @@ class SessionCore:
         else:
             return []
         return self._present(changed) + self._settings_changed()
+
+    def _compaction(self, subtype: str, data: dict[str, Any]) -> list[Effect]:
+        """A compaction's tool call: opened and ended as Claude Code reports it."""
+        facts: list[Fact] = []
+        for step in self.compaction.system(subtype, data):
+            if isinstance(step, CompactionOpened):
+                facts += self.tool_uses.input_known(
+                    self.session_id, step.tool_use_id, COMPACT, step.tool_input, None, None
+                )
+            elif (use := self.tool_uses.get(step.tool_use_id)) is not None:
+                facts += self.tool_uses.result(use, step.failed, step.text)
+        return self._present(facts)
 
     def _turn(self, step: Callable[[str], list[ForegroundOut]], state: str, now: float) -> list[Effect]:
         """A foreground step; a turn Claude Code starts by itself, unexpected, when a wakeup is
@@ -542,6 +566,7 @@ class SessionCore:
             # A wakeup that fired started this turn (unseen at its start): its tool call is done.
             effects += self._schedules_ended(self.schedules.fired())
         self._wakeup_fired = False
+        self.mcp.turn_ended()
         errors = message.errors or ([message.result] if message.is_error and message.result else [])
         outcome = self.foreground.outcome_of(
             message.subtype, message.stop_reason, message.usage, message.is_error, errors, self._turn_error
@@ -856,6 +881,8 @@ class SessionCore:
     def _foreground(self, outs: list[ForegroundOut]) -> list[Effect]:
         effects: list[Effect] = []
         for out in outs:
+            if isinstance(out, Query) and (command := command_of(out.content)) is not None:
+                effects.append(command)  # done before Claude Code has the prompt
             if isinstance(out, (Fail, Interrupt, Query, FindPrompt)):
                 effects.append(out)
             else:

@@ -3,9 +3,10 @@
 Claude Code's tools are known by name: a file tool names its file (``Read`` with the lines it
 reads, and their first line in ``locations``), a search its pattern and where it looks, an
 edit shows its diff (each edit of a ``MultiEdit``, the new source of a notebook cell). An MCP
-tool (``mcp__<server>__<tool>``) is titled ``server: tool``; anything else falls back to its
-name and ``other``. Results become text content and their images image content; a failed
-result becomes ``failed``.
+tool (``mcp__<server>__<tool>``) is titled ``server: tool``, a compaction of the conversation
+(``core.compaction``) "Compact conversation"; anything else falls back to its name and
+``other``. Results become text content and their images image content; a failed result
+becomes ``failed``.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from claude_bg_acp.core.compaction import COMPACT
 from claude_bg_acp.core.transcript import Image
 
 KINDS = {
@@ -93,6 +95,8 @@ def _title(name: str, tool_input: dict[str, Any], path: str | None) -> str:
         return f"Search the web: {_text(tool_input, 'query') or ''}"
     if name == "ExitPlanMode":
         return "Ready to code? Leave plan mode with this plan"
+    if name == COMPACT:
+        return "Compact conversation" + (" (automatic)" if tool_input.get("trigger") == "auto" else "")
     return name
 
 
