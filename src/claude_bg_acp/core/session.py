@@ -26,9 +26,9 @@ this module routes them and never lets the parts call each other:
   and then the current state: each listed item and each child it must know of restated by its
   owner, and the state snapshot; after a replay, the working children's current state and
   ``cancel`` once it has the answer.
-- The title comes from a new conversation's first prompt, and from the stored session
-  (``Title``): read when Claude Code announces a rename, after turns while Claude Code has
-  named none, and when a client attaches.
+- The title comes from a new conversation's first prompt as Claude Code gets it, and from the
+  stored session (``Title``): read when Claude Code announces a rename, after turns while
+  Claude Code has named none, and when a client attaches.
 - A prompt that would make Claude Code start a new conversation under another id (``/clear``)
   is refused: the session id is Claude Code's, and must stay so.
 - What Claude Code offers and has in effect (its start, ``system/init`` and ``status``, the
@@ -208,10 +208,8 @@ class SessionCore:
                         "instead",
                         "prompt",
                     )
-                claude_content = to_claude_content(wire)
-                titled = self._present(self.title.prompted(claude_content))
-                return titled + self._foreground(
-                    self.foreground.submit(WaitingPrompt(ticket, wire, claude_content, key))
+                return self._foreground(
+                    self.foreground.submit(WaitingPrompt(ticket, wire, to_claude_content(wire), key))
                 )
             case ev.WithdrawPrompt(ticket):
                 return self._foreground(self.foreground.withdraw(ticket))
@@ -881,6 +879,8 @@ class SessionCore:
     def _foreground(self, outs: list[ForegroundOut]) -> list[Effect]:
         effects: list[Effect] = []
         for out in outs:
+            if isinstance(out, Query):
+                effects += self._present(self.title.prompted(out.content))
             if isinstance(out, Query) and (command := command_of(out.content)) is not None:
                 effects.append(command)  # done before Claude Code has the prompt
             if isinstance(out, (Fail, Interrupt, Query, FindPrompt)):

@@ -5,8 +5,8 @@ announces itself with ``session_title_changed``, an AI title does not (it is onl
 the transcript). So the core asks for the stored title when a rename is announced, after each
 turn while Claude Code has named none, and when a client attaches; the answer comes back as a
 ``TitleRead``, Claude Code's own title or, for a stored conversation it has not named, the one
-its first prompt makes. A new conversation is titled by its first prompt as soon as it is
-sent, without a model request (``from_prompt``): the first line the person typed, cut at a
+its first prompt makes. A new conversation is titled by its first prompt as soon as Claude
+Code is given it, without a model request (``from_prompt``): the first line the person typed, cut at a
 word to ``LIMIT`` characters, embedded context and resource links left out (a prompt of
 resources alone is titled by the first one's name). Its lifecycle:
 
@@ -78,7 +78,7 @@ class Title:
         self._stored = True
 
     def prompted(self, content: list[dict[str, Any]]) -> list[TitleChanged]:
-        """A prompt is sent (in Claude Code's form): the first of a new conversation titles it."""
+        """A prompt goes to Claude Code (in its form): the first of a new conversation titles it."""
         if self._stored or self.phase is not TitlePhase.UNTITLED:
             return []
         title = from_prompt(content)
