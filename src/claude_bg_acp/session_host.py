@@ -268,9 +268,9 @@ class SessionHost:
     async def attach(self, history: AsyncGenerator[ev.StoredConversation, None] | None) -> None:
         """A client (re)attaches: replay ``history`` if given, each part written as soon as it
         is read (while Claude Code starts), live updates held meanwhile, then, once Claude Code
-        has the conversation, the current state; return once all of it is written (before the
-        client's request is answered). Raises ``RpcError`` like ``started`` (the replay stops
-        there, its end not marked)."""
+        has the conversation, its title and the current state; return once all of it is
+        written (before the client's request is answered). Raises ``RpcError`` like
+        ``started`` (the replay stops there, its end not marked)."""
         if history is not None:
             self.hold()
             complete = False
@@ -286,6 +286,7 @@ class SessionHost:
                 finally:
                     self.handle(ev.Recalled(complete))
         await self.started()
+        await self._read_title()  # told before the answer, as the rest of the session's state
         self.handle(ev.Resync())
         await self.written()
 

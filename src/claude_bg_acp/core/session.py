@@ -28,7 +28,7 @@ this module routes them and never lets the parts call each other:
   ``cancel`` once it has the answer.
 - The title comes from a new conversation's first prompt as Claude Code gets it, and from the
   stored session (``Title``): read when Claude Code announces a rename, after turns while
-  Claude Code has named none, and when a client attaches.
+  Claude Code has named none, and by the host when a client attaches (before its answer).
 - A prompt that would make Claude Code start a new conversation under another id (``/clear``)
   is refused: the session id is Claude Code's, and must stay so.
 - What Claude Code offers and has in effect (its start, ``system/init`` and ``status``, the
@@ -655,8 +655,7 @@ class SessionCore:
         """Each listed item and each child the client must know of as it is now, then the state
         with the list (RFD: resume restores it)."""
         restated = self._restated(self.session_id, cancellable=not self.attach.synced())
-        effects = self._present(restated) + self._present([self.foreground.snapshot()])
-        return effects + ([ReadTitle()] if self.title.wanted else [])
+        return self._present(restated) + self._present([self.foreground.snapshot()])
 
     def _restated(self, session_id: str, cancellable: bool) -> list[Fact]:
         """What ``session_id`` lists, each as it is now, and its children that the client must

@@ -2,13 +2,14 @@
 
 Claude Code names a conversation in its stored session: a rename (``/rename``, or a host's)
 announces itself with ``session_title_changed``, an AI title does not (it is only written to
-the transcript). So the core asks for the stored title when a rename is announced, after each
-turn while Claude Code has named none, and when a client attaches; the answer comes back as a
-``TitleRead``, Claude Code's own title or, for a stored conversation it has not named, the one
-its first prompt makes. A new conversation is titled by its first prompt as soon as Claude
-Code is given it, without a model request (``from_prompt``): the first line the person typed, cut at a
-word to ``LIMIT`` characters, embedded context and resource links left out (a prompt of
-resources alone is titled by the first one's name). Its lifecycle:
+the transcript). So the core asks for the stored title when a rename is announced and after
+each turn while Claude Code has named none, and the host reads it when a client attaches
+(before its answer); the answer comes back as a ``TitleRead``: Claude Code's own title or, for
+a stored conversation it has not named, the one its first prompt makes. A new conversation is
+titled by its first prompt as soon as Claude Code is given it, without a model request
+(``from_prompt``): the first line the person typed, cut at a word to ``LIMIT`` characters,
+embedded context and resource links left out (a prompt of resources alone is titled by the
+first one's name). Its lifecycle:
 
 =====================  ===============================================  ============
 title                  what happens                                     next
