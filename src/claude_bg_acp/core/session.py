@@ -594,6 +594,7 @@ class SessionCore:
         Unless ``fatal``, the session goes on with a new Claude Code: waiting prompts stay.
         """
         effects: list[Effect] = []
+        self.mcp.turn_ended()
         for ticket in self.questions.tickets():
             effects += self._withdraw(ticket, "Claude Code stopped")
         effects += self._children(self.subagents.lost(reason)) + self._abandon(now, stopped)
