@@ -13,11 +13,10 @@ functions, so a listing shows the sessions the SDK's would; a file that cannot b
 no conversation is left out, as the SDK leaves it out. The title is the thread's as the core
 tells it live (``core.titles``): Claude Code's own, else the one the first prompt makes, read
 from the prompt as stored (the SDK's listing keeps 200 characters of it on one line). That
-summary is kept (``summaries``: in
-this process, and on disk for the next) under the transcript's size and modification time: a
-transcript that has not changed since is not opened again, and one that has (Claude Code in a
-terminal went on with the conversation, renamed it) is read again and listed with its new
-title and time.
+summary is kept (``summaries``: in this process, and on disk for the next) under the
+transcript's size and modification time: a transcript that has not changed since is not
+opened again, and one that has (Claude Code in a terminal went on with the conversation,
+renamed it) is read again and listed with its new title and time.
 
 Memory: the name, size and time of every transcript of the directory (the order needs them
 all), the head and tail of one transcript at a time, and the summaries kept (a bounded number).
@@ -199,7 +198,7 @@ def described(path: str) -> summaries.Summary:
     """What the transcript's head and tail say, as the SDK's listing reads them
     (``_read_session_lite``, ``_parse_session_info_from_lite``), of what a listing shows: each
     field by the SDK's own function, and none that a listing does not show (the git branch, the
-    tag, the time of the first message). The title is Claude Code's own (``own_title``), else
+    tag, the time of the first message). The title is Claude Code's own (``_own_title``), else
     the one the first prompt makes (``core.titles.from_prompt``)."""
     try:
         with open(path, "rb") as file:
