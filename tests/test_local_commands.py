@@ -42,6 +42,17 @@ def test_a_compaction_is_a_tool_call_ending_with_the_tokens_before_and_after(ver
     assert texts(done) == ["Compacted the conversation: 12,345 tokens before, 2,571 after."]
 
 
+def test_an_automatic_compaction_says_so_and_shows_once() -> None:
+    driver = CoreDriver(2)
+    driver.prompt("Go on")
+    automatic = compacting()
+    automatic["compact_output_chars"] = 120
+    growing = dict(automatic, compact_output_chars=480, uuid="later")
+    effects = driver.frames(state_changed("running"), automatic, growing, compact_boundary(900, 100))
+    opened, done = calls(driver, effects, 2)
+    assert opened["title"] == "Compact conversation (automatic)" and done["status"] == "completed"
+
+
 def test_a_failed_compaction_fails_its_tool_call_with_the_reason() -> None:
     driver = CoreDriver(2)
     driver.prompt("/compact")

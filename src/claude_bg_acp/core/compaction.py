@@ -2,7 +2,7 @@
 
 Claude Code compacts the conversation when told (``/compact``) or by itself when the context
 fills up, and says so in system messages (CLI 2.1.332): ``status`` ``compacting`` when it
-starts; ``status`` with ``compact_result`` (``success``, or ``failed`` with a
+starts (an automatic one's with ``compact_output_chars``, again as the summary grows); ``status`` with ``compact_result`` (``success``, or ``failed`` with a
 ``compact_error``) when it is over; after a success, the boundary (``compact_boundary``, whose
 ``compact_metadata`` has the ``trigger``, ``manual`` or ``auto``, and the size of the context
 before and after: ``pre_tokens``, ``post_tokens``).
@@ -47,7 +47,9 @@ class Compaction:
     def system(self, subtype: str, data: dict[str, Any]) -> list[CompactionStep]:
         """What a system message of Claude Code's does to the compaction (nothing, mostly)."""
         if subtype == "status" and data.get("status") == "compacting":
-            return self._open({}) if self._running is None else []
+            # Only an automatic compaction's statuses count the summary's characters.
+            trigger = "auto" if "compact_output_chars" in data else "manual"
+            return self._open({"trigger": trigger}) if self._running is None else []
         if subtype == "status" and data.get("compact_result") == "failed":
             error = data.get("compact_error")
             return self._end(True, f"Compaction failed: {error}" if error else "Compaction failed")
