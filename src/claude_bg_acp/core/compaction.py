@@ -2,10 +2,11 @@
 
 Claude Code compacts the conversation when told (``/compact``) or by itself when the context
 fills up, and says so in system messages (CLI 2.1.332): ``status`` ``compacting`` when it
-starts (an automatic one's with ``compact_output_chars``, again as the summary grows); ``status`` with ``compact_result`` (``success``, or ``failed`` with a
-``compact_error``) when it is over; after a success, the boundary (``compact_boundary``, whose
-``compact_metadata`` has the ``trigger``, ``manual`` or ``auto``, and the size of the context
-before and after: ``pre_tokens``, ``post_tokens``).
+starts (an automatic one's with ``compact_output_chars``, again as the summary grows);
+``status`` with ``compact_result`` (``success``, or ``failed`` with a ``compact_error``) when
+it is over; after a success, the boundary (``compact_boundary``, whose ``compact_metadata``
+has the ``trigger``, ``manual`` or ``auto``, and the size of the context before and after:
+``pre_tokens``, ``post_tokens``).
 
 The compaction is a tool call of the session's own (``COMPACT``, a name no tool of Claude
 Code's has), so it lives as every tool call does (``tool_uses``: it is cut with a cancelled
