@@ -241,12 +241,14 @@ def test_the_title_goes_out_when_claude_code_names_the_conversation() -> None:
     driver.prompt("hello")
     effects = driver.frames(text("hi"), result())
     assert ReadTitle() in effects, "an AI title may have been written: look"
-    assert driver.updates_of(driver.handle(ev.TitleRead(None, None))) == []
-    named = driver.handle(ev.TitleRead("Greeting", "2026-12-01T00:00:00.000Z"))
+    assert driver.updates_of(driver.handle(ev.TitleRead(None, False, None))) == []
+    assert driver.updates_of(driver.handle(ev.TitleRead("hello", False, "2026-12-01T00:00:00.000Z"))) == []
+    named = driver.handle(ev.TitleRead("Greeting", True, "2026-12-01T00:00:00.000Z"))
     assert driver.updates_of(named) == [
         {"sessionUpdate": "session_info_update", "title": "Greeting", "updatedAt": "2026-12-01T00:00:00.000Z"}
     ]
-    assert driver.updates_of(driver.handle(ev.TitleRead("Greeting", "2026-12-01T00:00:01.000Z"))) == []
+    again = driver.handle(ev.TitleRead("Greeting", True, "2026-12-01T00:00:01.000Z"))
+    assert driver.updates_of(again) == []
     driver.prompt("again")
     assert ReadTitle() not in driver.frames(text("hi"), result()), "named: only a rename is looked for"
     renamed = {

@@ -284,7 +284,7 @@ USES: dict[str, Callable[[], object]] = {
     "child": replay("agent_bg", "v2"),
     "schedule": schedule_stopped,
     "question": replay("permission", "v2"),
-    "title": lambda: CoreDriver(2).handle(ev.TitleRead("Greeting", None)),
+    "title": lambda: CoreDriver(2).handle(ev.TitleRead("Greeting", True, None)),
     "attach": lambda: CoreDriver(2).attach(ev.StoredConversation([], [], {})),
     "host": host_whose_claude_code_cannot_start,
     "trust": trust_with_nothing_left_to_ask,

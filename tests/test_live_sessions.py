@@ -100,7 +100,14 @@ def test_a_second_agent_lists_loads_and_continues_the_first_ones_session(
     assert {params["sessionId"] for params in replayed} == {session_id}
     updates = [params["update"] for params in replayed]
     kinds = [u["sessionUpdate"] for u in updates]
-    assert kinds == ["user_message_chunk", "tool_call", "tool_call_update", "agent_message_chunk"]
+    assert kinds == [
+        "user_message_chunk",
+        "tool_call",
+        "tool_call_update",
+        "agent_message_chunk",
+        "session_info_update",
+    ]
+    assert updates[4]["title"] == FIRST_PROMPT, "the title the list shows, before the answer"
     assert updates[0]["content"] == {"type": "text", "text": FIRST_PROMPT}
     assert updates[1]["title"] == "echo hello-fg" and updates[1]["rawInput"]["command"] == "echo hello-fg"
     assert updates[2]["status"] == "completed" and "hello-fg" in json.dumps(updates[2]["content"])
@@ -195,8 +202,10 @@ def test_v2_resume_with_replay_from_the_start_continues_the_session(live: LiveMo
         "tool_call_update",
         "agent_message_chunk",
         "replay_complete",
+        "session_info_update",
         "state_update",
     ]
+    assert replayed[5]["title"] == FIRST_PROMPT
     assert replayed[0]["content"] == [{"type": "text", "text": FIRST_PROMPT}]
     assert replayed[2]["status"] == "completed"
     assert replayed[3]["content"]["text"] == FIRST_ANSWER
@@ -280,8 +289,9 @@ def test_v2_resume_without_replay_sends_only_the_current_state(live: LiveModel, 
         ],
         autoSession=False,
     )
-    replayed = [params["update"] for params in sent_before_answer(second)]
-    assert replayed == [{"sessionUpdate": "state_update", "state": "idle", "background": []}]
+    title, state = [params["update"] for params in sent_before_answer(second)]
+    assert title["sessionUpdate"] == "session_info_update" and title["title"] == FIRST_PROMPT
+    assert state == {"sessionUpdate": "state_update", "state": "idle", "background": []}
 
 
 def test_resuming_a_live_session_restates_its_running_shell_first(live: LiveModel, workdir: Path) -> None:
@@ -454,7 +464,8 @@ def test_v1_resume_replays_nothing_and_delete_removes_the_stored_session(
         ],
         autoSession=False,
     )
-    assert sent_before_answer(second) == [], "v1 resume is without replay (and has no state)"
+    (title,) = [params["update"] for params in sent_before_answer(second)]
+    assert title["title"] == FIRST_PROMPT, "v1 resume is without replay (and has no state): its title"
     assert second.response("resume")["result"]["modes"]["currentModeId"] == "default"
     assert second.response("delete")["result"] == {}
     assert second.response("list")["sessions"] == []

@@ -27,11 +27,14 @@ from typing import Any
 from unittest import mock
 
 import pytest
-from claude_agent_sdk._internal.sessions import list_sessions
+from claude_agent_sdk import SDKSessionInfo
+from claude_agent_sdk._internal.sessions import get_session_messages, list_sessions
 
 from claude_bg_acp.acp.jsonrpc import RpcError
 from claude_bg_acp.acp.session_list import page, start
 from claude_bg_acp.claude import listing, summaries
+from claude_bg_acp.claude.conventions import OWN_MESSAGES
+from claude_bg_acp.core.titles import LIMIT, short
 from tests.support.driver import CWD, RECORDED_SESSION, load_frames, store_recorded
 
 COPIES = 23
@@ -130,11 +133,26 @@ def the_sdks(cwd: str | None) -> Listed:
         (
             i.session_id,
             str(i.cwd),
-            listing.title_of(i.custom_title, i.first_prompt),
+            titled(i),
             listing.timestamp(i.last_modified),
         )
         for i in infos
     ]
+
+
+def titled(info: SDKSessionInfo) -> str | None:
+    """The title of a session the SDK lists, as ours shows it: Claude Code's, else the first
+    line of the person's first prompt (not a command, nor a message Claude Code wrote) if it is
+    in the transcript's head, where the SDK finds one."""
+    if info.custom_title or not info.first_prompt:
+        return short(info.custom_title) if info.custom_title else None
+    for message in get_session_messages(info.session_id):
+        content = message.message.get("content") if message.type == "user" else None
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content or []
+        texts = [block["text"] for block in blocks if block.get("type") == "text"]
+        if texts and not texts[0].startswith(("<command-", *OWN_MESSAGES)):
+            return short(texts[0].splitlines()[0])
+    return None
 
 
 def ours(cwd: str | None, after: listing.Position | None = None) -> Listed:
@@ -167,7 +185,7 @@ def test_the_listing_is_the_sdks(store: Path, cwd: str | None) -> None:
     assert ours(cwd) == expected
     titles = {title for _, _, title, _ in expected}
     assert {"Parser refactor", "[scenario:bg_completed] Run a background job."} <= titles
-    assert any(title and title.startswith("Background work x") and len(title) == 256 for title in titles)
+    assert any(title and title.startswith("Background work x") and len(title) == LIMIT for title in titles)
     assert "Named early" in titles
     # The one whose first 64 KiB name no directory is the listed directory's, and no other's.
     assert (None in titles) == (cwd is not None)

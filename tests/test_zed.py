@@ -83,7 +83,7 @@ def test_a_background_shell_is_drawn_from_its_first_tool_call_and_shows_its_outp
     d = zed_driver()
     ticket = shell_past_the_answer(d, SHELL)
 
-    first = wire(d)[0]
+    first = next(u for u in wire(d) if u["sessionUpdate"] != "session_info_update")  # the prompt's title
     assert first["sessionUpdate"] == "tool_call"
     assert first["_meta"] == {"terminal_info": {"terminal_id": SHELL.tool_use_id}}
     assert first["content"] == [{"type": "terminal", "terminalId": SHELL.tool_use_id}]

@@ -54,6 +54,7 @@ from claude_bg_acp.core import events as ev
 from claude_bg_acp.core.effects import (
     AskPermission,
     AskQuestions,
+    ControlMcp,
     Decide,
     Effect,
     Fail,
@@ -274,9 +275,9 @@ class SessionHost:
     async def attach(self, history: AsyncGenerator[ev.StoredConversation, None] | None) -> None:
         """A client (re)attaches: replay ``history`` if given, each part written as soon as it
         is read (while Claude Code starts), live updates held meanwhile, then, once Claude Code
-        has the conversation, the current state; return once all of it is written (before the
-        client's request is answered). Raises ``RpcError`` like ``started`` (the replay stops
-        there, its end not marked)."""
+        has the conversation, its title and the current state; return once all of it is
+        written (before the client's request is answered). Raises ``RpcError`` like
+        ``started`` (the replay stops there, its end not marked)."""
         if history is not None:
             self.hold()
             complete = False
@@ -292,6 +293,7 @@ class SessionHost:
                 finally:
                     self.handle(ev.Recalled(complete))
         await self.started()
+        await self._read_title()  # told before the answer, as the rest of the session's state
         self.handle(ev.Resync())
         await self.written()
 
@@ -423,6 +425,7 @@ class SessionHost:
                 | SetModel()
                 | SetEffort()
                 | ReadSettings()
+                | ControlMcp()
             ):
                 self._supervisor.command(effect)
             case _:
@@ -440,11 +443,11 @@ class SessionHost:
 
     async def _read_title(self) -> None:
         try:
-            title, updated_at = await store.title(self.session_id, self.cwd)
+            title, own, updated_at = await store.title(self.session_id, self.cwd)
         except Exception:
             log.warning("session %s: could not read its title", self.session_id, exc_info=True)
             return
-        self.handle(ev.TitleRead(title, updated_at))
+        self.handle(ev.TitleRead(title, own, updated_at))
 
     async def _find_prompt(self, key: str, message_id: str) -> None:
         stored: bool | None

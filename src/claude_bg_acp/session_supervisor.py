@@ -54,11 +54,18 @@ from claude_bg_acp.acp.schema import McpServer
 from claude_bg_acp.claude import leftovers, store
 from claude_bg_acp.claude.options import session_options
 from claude_bg_acp.claude.runner import ClaudeRunner, start_failure
-from claude_bg_acp.claude.server_info import Applied, read_applied, read_server_info
+from claude_bg_acp.claude.server_info import (
+    Applied,
+    McpServerState,
+    read_applied,
+    read_mcp_status,
+    read_server_info,
+)
 from claude_bg_acp.closing_line import ExitInfo
 from claude_bg_acp.core import events as ev
 from claude_bg_acp.core.effects import (
     ClaudeCommand,
+    ControlMcp,
     Interrupt,
     Query,
     ReadSettings,
@@ -413,6 +420,8 @@ class ClaudeSupervisor:
                 await runner.set_model(model)
             case SetEffort(level):
                 await runner.set_effort(level)
+            case ControlMcp():
+                self._session.handle(await _mcp(runner, command))
             case ReadSettings():
                 # Answered whatever happens, a Claude Code gone meanwhile included: the core
                 # holds Claude Code's reports until then. A closing one's input is closed.
@@ -433,3 +442,22 @@ async def _applied(runner: ClaudeRunner) -> Applied | None:
     except Exception as exc:
         log.warning("could not read Claude Code's settings: %s", exc)
         return None
+
+
+async def _mcp(runner: ClaudeRunner, command: ControlMcp) -> ev.McpAnswered:
+    """Do the ``/mcp`` command, then read every server's state; Claude Code's refusals are the
+    answer's (an unknown server, one it cannot reconnect)."""
+    failure: str | None = None
+    try:
+        if command.server is not None and command.action == "reconnect":
+            await runner.reconnect_mcp(command.server)
+        elif command.server is not None and command.action in ("enable", "disable"):
+            await runner.toggle_mcp(command.server, command.action == "enable")
+    except Exception as exc:
+        failure = str(exc) or type(exc).__name__
+    servers: tuple[McpServerState, ...] | None = None
+    try:
+        servers = read_mcp_status(await runner.mcp_status())
+    except Exception:
+        log.warning("MCP status not read", exc_info=True)
+    return ev.McpAnswered(command, servers, failure)

@@ -190,6 +190,16 @@ def compact_boundary(pre_tokens: int, post_tokens: int) -> Frame:
     return _system("compact_boundary", compact_metadata=metadata)
 
 
+def compacting(result: str | None = None, error: str | None = None) -> Frame:
+    """``system/status`` as a compaction starts (``compacting``), or with its ``result`` once it
+    is over (``success``, or ``failed`` with an ``error``)."""
+    if result is None:
+        return _system("status", status="compacting")
+    frame = _system("status", compact_result=result, compact_error=error)
+    frame["status"] = None
+    return frame
+
+
 def interrupt_marker() -> Frame:
     """The user message Claude Code writes when an interrupt ends a turn (``agent_interrupt``)."""
     return {

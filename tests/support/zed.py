@@ -144,6 +144,8 @@ class Thread:
     linked: bool = False
     state: str | None = None
     """A child's last ``subagent_state_update``."""
+    titled: list[tuple[float, str]] = field(default_factory=list)
+    """Each title ``session_info_update`` gave the thread, and when it arrived."""
 
     def text(self, role: str = "assistant") -> str:
         return "".join(e.text for e in self.entries if isinstance(e, Message) and e.role == role)
@@ -241,6 +243,9 @@ class ZedView:
                 self._update(thread, update)
             finally:  # Zed reads the terminal keys even when the update itself failed
                 self._terminal_meta(meta, t)
+        elif kind == "session_info_update" and isinstance(update.get("title"), str):
+            thread.title = update["title"]
+            thread.titled.append((t, thread.title))
         elif kind in ("agent_message_chunk", "agent_thought_chunk", "user_message_chunk"):
             role = {"agent_message_chunk": "assistant", "agent_thought_chunk": "thought"}.get(kind, "user")
             content = update.get("content") or {}

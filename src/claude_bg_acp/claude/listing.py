@@ -9,12 +9,14 @@ until the page is full and one more is listable (it tells that a next page exist
 What a transcript says of its session (its directory, its title, and whether it is one to list
 at all: a sidechain or a transcript without a prompt is not) is read as the SDK's own
 ``list_sessions`` reads it, from the file's head and tail (64 KiB each), by the SDK's own
-functions, so a listing shows what the SDK's would; a file that cannot be read or holds no
-conversation is left out, as the SDK leaves it out. That summary is kept (``summaries``: in
-this process, and on disk for the next) under the transcript's size and modification time: a
-transcript that has not changed since is not opened again, and one that has (Claude Code in a
-terminal went on with the conversation, renamed it) is read again and listed with its new
-title and time.
+functions, so a listing shows the sessions the SDK's would; a file that cannot be read or holds
+no conversation is left out, as the SDK leaves it out. The title is the thread's as the core
+tells it live (``core.titles``): Claude Code's own, else the one the first prompt makes, read
+from the prompt as stored (the SDK's listing keeps 200 characters of it on one line). That
+summary is kept (``summaries``: in this process, and on disk for the next) under the
+transcript's size and modification time: a transcript that has not changed since is not
+opened again, and one that has (Claude Code in a terminal went on with the conversation,
+renamed it) is read again and listed with its new title and time.
 
 Memory: the name, size and time of every transcript of the directory (the order needs them
 all), the head and tail of one transcript at a time, and the summaries kept (a bounded number).
@@ -24,6 +26,7 @@ all), the head and tail of one transcript at a time, and the summaries kept (a b
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -34,6 +37,7 @@ from pathlib import Path
 import anyio
 
 from claude_bg_acp.claude import summaries
+from claude_bg_acp.claude.conventions import OWN_MESSAGES
 from claude_bg_acp.claude.sdk_private import (
     LITE_READ_BUF_SIZE,
     canonicalize_path,
@@ -44,8 +48,7 @@ from claude_bg_acp.claude.sdk_private import (
     get_projects_dir,
     validate_uuid,
 )
-
-TITLE_LIMIT = 256
+from claude_bg_acp.core.titles import from_prompt, short
 
 Position = tuple[str, str]
 """Where a session stands in the order: ``(updated_at, session_id)``, the latest first."""
@@ -56,7 +59,7 @@ class StoredSession:
     session_id: str
     cwd: str
     title: str | None
-    """Claude Code's name for it, else its first prompt (on one line, cut to ``TITLE_LIMIT``)."""
+    """Claude Code's name for it, else the one its first prompt makes (``core.titles``)."""
     updated_at: str
     """When its transcript last changed (RFC 3339, UTC)."""
 
@@ -144,15 +147,6 @@ def _sessions(cwd: str | None, after: Position | None) -> Iterator[StoredSession
             yield StoredSession(candidate.session_id, session_cwd, summary.title, candidate.updated_at)
 
 
-def title_of(custom_title: str | None, first_prompt: str | None) -> str | None:
-    """A session's title as a client is shown it: Claude Code's name, else the first prompt."""
-    text = custom_title or first_prompt
-    if not text:
-        return None
-    line = " ".join(text.split())
-    return line if len(line) <= TITLE_LIMIT else line[: TITLE_LIMIT - 1] + "…"
-
-
 def timestamp(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
@@ -195,16 +189,17 @@ def _summary(candidate: _Candidate) -> summaries.Summary:
     kept = summaries.get(candidate.path, candidate.key)
     if kept is not None:
         return kept
-    summary = _read(candidate.path)
+    summary = described(candidate.path)
     summaries.put(candidate.path, candidate.key, summary)
     return summary
 
 
-def _read(path: str) -> summaries.Summary:
+def described(path: str) -> summaries.Summary:
     """What the transcript's head and tail say, as the SDK's listing reads them
     (``_read_session_lite``, ``_parse_session_info_from_lite``), of what a listing shows: each
     field by the SDK's own function, and none that a listing does not show (the git branch, the
-    tag, the time of the first message)."""
+    tag, the time of the first message). The title is Claude Code's own (``_own_title``), else
+    the one the first prompt makes (``core.titles.from_prompt``)."""
     try:
         with open(path, "rb") as file:
             size = os.fstat(file.fileno()).st_size
@@ -217,12 +212,44 @@ def _read(path: str) -> summaries.Summary:
     first_line = head.raw.split(b"\n", 1)[0]
     if not head.raw or b'"isSidechain":true' in first_line or b'"isSidechain": true' in first_line:
         return NOT_LISTED
-    custom_title = (
-        tail.last("customTitle") or head.last("customTitle") or tail.last("aiTitle") or head.last("aiTitle")
-    )
+    own = _own_title(head, tail)
     first_prompt = extract_first_prompt_from_head(head.text)
-    if not (custom_title or first_prompt or tail.last("lastPrompt") or tail.last("summary")):
+    if not (own or first_prompt or tail.last("lastPrompt") or tail.last("summary")):
         return NOT_LISTED  # metadata only
-    return summaries.Summary(
-        True, extract_json_string_field(head.text, "cwd"), title_of(custom_title, first_prompt)
+    title = short(own) if own else _first_prompt_title(head.text) if first_prompt else None
+    return summaries.Summary(True, extract_json_string_field(head.text, "cwd"), title, bool(own and title))
+
+
+def _own_title(head: _Window, tail: _Window) -> str | None:
+    """Claude Code's title: a rename wins over an AI title (as in the SDK's listing), and either
+    over a summary entry (only a ``summary`` record's: the key is common in tool inputs)."""
+    return (
+        tail.last("customTitle")
+        or head.last("customTitle")
+        or tail.last("aiTitle")
+        or head.last("aiTitle")
+        or _summary_entry(tail)
+        or _summary_entry(head)
     )
+
+
+def _summary_entry(window: _Window) -> str | None:
+    if b'"type":"summary"' not in window.raw:
+        return None
+    lines = (line for line in reversed(window.text.split("\n")) if line.startswith('{"type":"summary"'))
+    return next(
+        (summary for line in lines if (summary := extract_last_json_string_field(line, "summary"))), None
+    )
+
+
+def _first_prompt_title(head: str) -> str | None:
+    """The title of the first prompt, found by the SDK's rules (its first prompt is the first
+    line it finds one in), made from the prompt as stored (the SDK's has lost its lines). A
+    command is no prompt here (the SDK falls back to its name), nor a message Claude Code wrote
+    itself (a task's end): the person's prompt after it is."""
+    for line in head.split("\n"):
+        found = extract_first_prompt_from_head(line) if "<command-name>" not in line else ""
+        if found and not found.startswith(OWN_MESSAGES):
+            # The SDK found a user entry with a message in it.
+            return from_prompt(json.loads(line)["message"].get("content") or "")
+    return None

@@ -173,6 +173,15 @@ class ClaudeRunner:
     async def _control(self, request: dict[str, Any]) -> dict[str, Any]:
         return await control_request(self._client, request)
 
+    async def mcp_status(self) -> dict[str, Any]:
+        return dict(await self._client.get_mcp_status())
+
+    async def reconnect_mcp(self, server: str) -> None:
+        await self._client.reconnect_mcp_server(server)
+
+    async def toggle_mcp(self, server: str, enabled: bool) -> None:
+        await self._client.toggle_mcp_server(server, enabled)
+
     async def interrupt(self) -> None:
         await self._client.interrupt()
 

@@ -1,6 +1,6 @@
 """What Claude Code says about itself: the models and commands it offers, and what is in effect.
 
-Two answers of Claude Code's, both untyped in the SDK, are read here into small values (observed
+Three answers of Claude Code's, untyped in the SDK, are read here into small values (observed
 on CLI 2.1.332):
 
 - its answer to the SDK's ``initialize`` request (``ClaudeSDKClient.get_server_info()``):
@@ -12,7 +12,10 @@ on CLI 2.1.332):
   and whose ``effective`` settings may disable permission modes: ``auto`` with
   ``disableAutoMode: "disable"`` (at the top or under ``permissions``), ``bypassPermissions``
   with ``permissions.disableBypassPermissionsMode: "disable"`` (Claude Code refuses a switch to
-  either then; a top-level ``disableBypassPermissionsMode`` it ignores).
+  either then; a top-level ``disableBypassPermissionsMode`` it ignores);
+- its answer to the ``mcp_status`` control request (``ClaudeSDKClient.get_mcp_status()``):
+  ``mcpServers``, each with its ``name``, ``status`` (``connected``, ``failed``, ``needs-auth``,
+  ``pending``, ``disabled``), ``tools`` and, when it failed, ``error``.
 
 ``system/commands_changed`` carries the whole command list again in the same shape. Reading is
 lenient: an entry without a usable name or value is left out, a missing field is empty, never
@@ -69,6 +72,35 @@ class Applied:
     effort: str | None
     disabled_modes: frozenset[str] = frozenset()
     """The permission modes the settings disable."""
+
+
+@dataclass(frozen=True)
+class McpServerState:
+    name: str
+    status: str
+    """``connected``, ``failed``, ``needs-auth``, ``pending`` or ``disabled``."""
+    tools: int
+    error: str | None = None
+
+
+def read_mcp_status(raw: Any) -> tuple[McpServerState, ...]:
+    """``mcp_status``'s answer (``mcpServers``), leniently: an entry without a name is left out."""
+    servers = raw.get("mcpServers") if isinstance(raw, dict) else None
+    states: list[McpServerState] = []
+    for entry in servers if isinstance(servers, list) else []:
+        name = entry.get("name") if isinstance(entry, dict) else None
+        if not isinstance(name, str) or not name:
+            continue
+        status, tools, error = entry.get("status"), entry.get("tools"), entry.get("error")
+        states.append(
+            McpServerState(
+                name,
+                status if isinstance(status, str) else "unknown",
+                len(tools) if isinstance(tools, list) else 0,
+                error if isinstance(error, str) and error else None,
+            )
+        )
+    return tuple(states)
 
 
 def read_server_info(raw: dict[str, Any]) -> ServerInfo:

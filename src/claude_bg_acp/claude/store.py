@@ -58,7 +58,7 @@ from claude_bg_acp.claude.conventions import (
     tasks_base,
     tasks_root,
 )
-from claude_bg_acp.claude.listing import StoredSession, timestamp, title_of
+from claude_bg_acp.claude.listing import StoredSession, described, timestamp
 from claude_bg_acp.claude.sdk_private import (
     TRANSCRIPT_ENTRY_TYPES,
     MessageParseError,
@@ -124,13 +124,10 @@ async def holds_prompt(session_id: str, cwd: str, message_id: str) -> bool:
     return await anyio.to_thread.run_sync(_holds_prompt, session_id, cwd, message_id)
 
 
-async def title(session_id: str, cwd: str) -> tuple[str | None, str | None]:
-    """The title Claude Code gave the conversation (a rename or an AI title), and when its
-    transcript last changed."""
-    info = await anyio.to_thread.run_sync(lambda: get_session_info(session_id, directory=cwd))
-    if info is None:
-        return None, None
-    return info.custom_title, timestamp(info.last_modified)
+async def title(session_id: str, cwd: str) -> tuple[str | None, bool, str | None]:
+    """The conversation's title as a listing shows it, whether it is Claude Code's own (a
+    rename, an AI title) rather than its first prompt's, and when its transcript last changed."""
+    return await anyio.to_thread.run_sync(_title, session_id, cwd)
 
 
 async def fork(session_id: str, cwd: str) -> str:
@@ -159,16 +156,24 @@ def _find(session_id: str) -> StoredSession:
         raise NotStored(session_id)
     info = get_session_info(session_id)
     if info is not None and info.cwd:
-        return StoredSession(
-            info.session_id,
-            info.cwd,
-            title_of(info.custom_title, info.first_prompt),
-            timestamp(info.last_modified),
-        )
+        title, _, _ = _title(session_id, info.cwd)
+        return StoredSession(info.session_id, info.cwd, title, timestamp(info.last_modified))
     files = glob.glob(os.path.join(glob.escape(projects_dir()), "*", f"{session_id}.jsonl"))
     if files:
         raise Unreadable(files[0])
     raise NotStored(session_id)
+
+
+def _title(session_id: str, cwd: str) -> tuple[str | None, bool, str | None]:
+    path = resolve_session_file(session_id, cwd) if validate_uuid(session_id) else None
+    try:
+        modified = os.stat(path).st_mtime if path is not None else None
+    except OSError:
+        modified = None
+    if path is None or modified is None:
+        return None, False, None
+    summary = described(str(path))
+    return summary.title, summary.own, timestamp(int(modified * 1000))
 
 
 def _holds_prompt(session_id: str, cwd: str, message_id: str) -> bool:

@@ -35,7 +35,7 @@ log = logging.getLogger(__name__)
 
 KEPT = 4096
 """Summaries kept: pages of many directories, at about 200 bytes each (on disk too)."""
-FORMAT = 1
+FORMAT = 2
 
 Key = tuple[int, int]
 """``(size, mtime_ns)`` of a transcript."""
@@ -48,6 +48,8 @@ class Summary:
     cwd: str | None
     """The directory its transcript names, if any."""
     title: str | None
+    own: bool = False
+    """The title is Claude Code's own (a rename, an AI title, a summary), not the first prompt's."""
 
 
 _kept: OrderedDict[str, tuple[Key, Summary]] = OrderedDict()
@@ -116,7 +118,7 @@ def save() -> None:
             return
         _changed = False
         entries = {
-            transcript: [*key, summary.listable, summary.cwd, summary.title]
+            transcript: [*key, summary.listable, summary.cwd, summary.title, summary.own]
             for transcript, (key, summary) in _kept.items()
         }
     try:
@@ -143,14 +145,16 @@ def file(environ: dict[str, str] | None = None) -> str:
 
 def _entry(entry: Any) -> tuple[Key, Summary] | None:
     """A summary as the file has it, if it is well formed."""
-    if not (isinstance(entry, list) and len(entry) == 5):
+    if not (isinstance(entry, list) and len(entry) == 6):
         return None
-    size, mtime, listable, cwd, title = entry
-    if not (type(size) is int and type(mtime) is int and isinstance(listable, bool)):
+    size, mtime, listable, cwd, title, own = entry
+    if not (
+        type(size) is int and type(mtime) is int and isinstance(listable, bool) and isinstance(own, bool)
+    ):
         return None
     if not all(value is None or isinstance(value, str) for value in (cwd, title)):
         return None
-    return (size, mtime), Summary(listable, cwd, title)
+    return (size, mtime), Summary(listable, cwd, title, own)
 
 
 def _mtime(path: str) -> int | None:

@@ -130,6 +130,16 @@ class ReadSettings:
 
 
 @dataclass(frozen=True)
+class ControlMcp:
+    """Do ``action`` (``status``, ``reconnect``, ``enable`` or ``disable``) to ``server``
+    through the SDK's MCP control requests, then read every server's state; the answer comes
+    back as ``McpAnswered`` (``core.mcp_command``)."""
+
+    action: str
+    server: str | None
+
+
+@dataclass(frozen=True)
 class StopTask:
     """Stop one background task; its own end events confirm it."""
 
@@ -182,6 +192,8 @@ class Log:
 
 
 ClientEffect = Notify | Reply | Fail | AskPermission | AskQuestions | WithdrawPermission
-ClaudeCommand = Query | Interrupt | StopTask | SetPermissionMode | SetModel | SetEffort | ReadSettings
+ClaudeCommand = (
+    Query | Interrupt | StopTask | SetPermissionMode | SetModel | SetEffort | ReadSettings | ControlMcp
+)
 """What goes to Claude Code, in order, through the runner."""
 Effect = ClientEffect | ClaudeCommand | Decide | Tail | FinishTail | ReadTitle | FindPrompt | Log

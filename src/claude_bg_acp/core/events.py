@@ -30,9 +30,9 @@ from typing import TYPE_CHECKING, Any
 
 from claude_bg_acp.acp.schema import ContentBlock
 from claude_bg_acp.claude.conventions import TaskNote
-from claude_bg_acp.claude.server_info import Applied, ServerInfo
+from claude_bg_acp.claude.server_info import Applied, McpServerState, ServerInfo
 from claude_bg_acp.closing_line import ExitInfo
-from claude_bg_acp.core.effects import Ticket
+from claude_bg_acp.core.effects import ControlMcp, Ticket
 
 if TYPE_CHECKING:
     # Only named here: the agent imports the events before the SDK is needed (see ``agent``).
@@ -279,7 +279,19 @@ class TitleRead:
     """The title the stored session has now (None: none yet), and when it last changed."""
 
     title: str | None
+    own: bool
+    """Claude Code's own title (a rename, an AI title), not its first prompt's."""
     updated_at: str | None
+
+
+@dataclass(frozen=True)
+class McpAnswered:
+    """What ``ControlMcp`` did: ``failure`` says why its action was not done, ``servers`` each
+    server's state after it (None when it could not be read)."""
+
+    command: ControlMcp
+    servers: tuple[McpServerState, ...] | None
+    failure: str | None
 
 
 @dataclass(frozen=True)
@@ -365,6 +377,7 @@ Event = (
     | PermissionAbandoned
     | ClaudeDied
     | TitleRead
+    | McpAnswered
     | PromptLookedUp
     | OutputRead
     | OutputReplaced

@@ -17,6 +17,7 @@ from typing import Any
 from claude_bg_acp.core.errors import Refusal, Refused
 
 _CONTEXT = re.compile(r'<context ref="([^"]*)">\n(.*)\n</context>', re.DOTALL)
+_MENTION = re.compile(r"@\S*")
 
 
 def to_claude_content(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -51,6 +52,15 @@ def _resource(resource: dict[str, Any]) -> dict[str, Any]:
     if "text" in resource:
         return {"type": "text", "text": f'<context ref="{uri}">\n{resource["text"]}\n</context>'}
     return {"type": "text", "text": f"@{uri}"}
+
+
+def resource_uri(text: str) -> str | None:
+    """The URI of the resource a text block of Claude's content stands for (an embedded one's
+    context, or the mention a link became: a block of its own); None for typed text."""
+    context = _CONTEXT.fullmatch(text)
+    if context:
+        return context[1]
+    return text[1:] if _MENTION.fullmatch(text) else None
 
 
 def from_claude_content(content: str | list[Any]) -> list[dict[str, Any]]:

@@ -26,8 +26,9 @@ this module routes them and never lets the parts call each other:
   and then the current state: each listed item and each child it must know of restated by its
   owner, and the state snapshot; after a replay, the working children's current state and
   ``cancel`` once it has the answer.
-- The title comes from the stored session (``Title``): read when Claude Code announces a
-  rename, after turns while none is known, and when a client attaches.
+- The title comes from a new conversation's first prompt as Claude Code gets it, and from the
+  stored session (``Title``): read when Claude Code announces a rename, after turns while
+  Claude Code has named none, and by the host when a client attaches (before its answer).
 - A prompt that would make Claude Code start a new conversation under another id (``/clear``)
   is refused: the session id is Claude Code's, and must stay so.
 - A prompt that is one of the agent's own commands (``/tasks``, ``/stop``) waits its turn as
@@ -38,7 +39,10 @@ this module routes them and never lets the parts call each other:
   settings read after switches and turns, a mode switch it refused) goes to ``Config`` and
   ``PermissionModes`` (the config options; the modes offered follow what ``Config`` read of the
   settings and the model) and to ``Commands``; streamed usage and results go to ``Usage``; the todo and
-  task tools go to the session's ``Plan`` instead of becoming tool calls.
+  task tools go to the session's ``Plan`` instead of becoming tool calls; what Claude Code says
+  of a compaction goes to ``Compaction``, which makes a tool call of it (in ``ToolUses``); a
+  ``/mcp`` prompt is done through the SDK's control requests, right before Claude Code has it,
+  and their answer replaces Claude Code's (``McpCommands``).
 
 Every fact meant for the client goes through the ``Presenter`` chosen for the client kind at
 ``session/new``: it alone decides how the session looks on the wire, and what its client is not
@@ -91,6 +95,7 @@ from claude_bg_acp.core.background import (
     WorkStatus,
 )
 from claude_bg_acp.core.commands import Commands
+from claude_bg_acp.core.compaction import COMPACT, Compaction, CompactionOpened
 from claude_bg_acp.core.config import MODE, Config, Introduction, Options, offered
 from claude_bg_acp.core.effects import (
     AskPermission,
@@ -121,6 +126,7 @@ from claude_bg_acp.core.foreground import (
 )
 from claude_bg_acp.core.foreground_shells import ForegroundShells, ShellOut
 from claude_bg_acp.core.history import History, Live
+from claude_bg_acp.core.mcp_command import McpCommands, command_of
 from claude_bg_acp.core.permission_modes import ModeChanged, PermissionModes, closed_modes
 from claude_bg_acp.core.plan import PLAN_TOOLS, Plan
 from claude_bg_acp.core.policy import Policy
@@ -180,6 +186,8 @@ class SessionCore:
         self.config = Config(session_id)
         self.commands = Commands(session_id, OWN_COMMANDS)
         self.usage = Usage(session_id)
+        self.compaction = Compaction()
+        self.mcp = McpCommands(session_id)
         self.plans: dict[str, Plan] = {}
         self.history: History | None = None
         """The replay under way, between its first part and its end."""
@@ -251,6 +259,7 @@ class SessionCore:
                 return self._present([*opened, *self.commands.tell(again=True), *confirmed])
             case ev.ClaudeResuming():
                 self.foreground.resuming()
+                self.title.stored()
                 return []
             case ev.ClaudeStarted(info, applied):
                 self.config.started(info.models, applied)
@@ -280,8 +289,10 @@ class SessionCore:
                 return self._recalled(complete)
             case ev.Resync():
                 return self._resync()
-            case ev.TitleRead(title, updated_at):
-                return self._present(self.title.read(title, updated_at))
+            case ev.TitleRead(title, own, updated_at):
+                return self._present(self.title.read(title, own, updated_at))
+            case ev.McpAnswered(command, servers, failure):
+                return self._present([self.mcp.answered(command, servers, failure)])
             case ev.PromptLookedUp(key, stored):
                 return self._foreground(self.foreground.looked_up(key, stored))
             case ev.ClaudeMessage(message):
@@ -417,12 +428,15 @@ class SessionCore:
                 return self._turn(self.foreground.cli_state, str(message.data.get("state")), now)
             if message.subtype == "session_title_changed":
                 return [ReadTitle()]
-            effects = self._settings(message.subtype, message.data)
+            effects = self._compaction(message.subtype, message.data)
+            effects += self._settings(message.subtype, message.data)
             changes = self.registry.system(message.subtype, message.data, now)
             return effects + (self._task_changes(changes, now) + self._flush(now) if changes else [])
         if isinstance(message, StreamEvent):
             self.usage.stream_event(message.event)
         effects = self._turn(lambda _: self.foreground.work_seen(), "", now)
+        if isinstance(message, AssistantMessage) and self.mcp.replaced(message.model):
+            return effects  # the agent answered the command
         if isinstance(message, AssistantMessage) and message.error is not None:
             self._turn_error = str(message.error)
             if message.error == conventions.NOT_LOGGED_IN:
@@ -451,6 +465,18 @@ class SessionCore:
         else:
             return []
         return self._present(changed) + self._settings_changed()
+
+    def _compaction(self, subtype: str, data: dict[str, Any]) -> list[Effect]:
+        """A compaction's tool call: opened and ended as Claude Code reports it."""
+        facts: list[Fact] = []
+        for step in self.compaction.system(subtype, data):
+            if isinstance(step, CompactionOpened):
+                facts += self.tool_uses.input_known(
+                    self.session_id, step.tool_use_id, COMPACT, step.tool_input, None, None
+                )
+            elif (use := self.tool_uses.get(step.tool_use_id)) is not None:
+                facts += self.tool_uses.result(use, step.failed, step.text)
+        return self._present(facts)
 
     def _turn(self, step: Callable[[str], list[ForegroundOut]], state: str, now: float) -> list[Effect]:
         """A foreground step; a turn Claude Code starts by itself, unexpected, when a wakeup is
@@ -566,6 +592,7 @@ class SessionCore:
             # A wakeup that fired started this turn (unseen at its start): its tool call is done.
             effects += self._schedules_ended(self.schedules.fired())
         self._wakeup_fired = False
+        self.mcp.turn_ended()
         errors = message.errors or ([message.result] if message.is_error and message.result else [])
         outcome = self.foreground.outcome_of(
             message.subtype, message.stop_reason, message.usage, message.is_error, errors, self._turn_error
@@ -595,6 +622,7 @@ class SessionCore:
         Unless ``fatal``, the session goes on with a new Claude Code: waiting prompts stay.
         """
         effects: list[Effect] = []
+        self.mcp.turn_ended()
         for ticket in self.questions.tickets():
             effects += self._withdraw(ticket, "Claude Code stopped")
         effects += self._children(self.subagents.lost(reason)) + self._abandon(now, stopped)
@@ -656,8 +684,7 @@ class SessionCore:
         """Each listed item and each child the client must know of as it is now, then the state
         with the list (RFD: resume restores it)."""
         restated = self._restated(self.session_id, cancellable=not self.attach.synced())
-        effects = self._present(restated) + self._present([self.foreground.snapshot()])
-        return effects + ([ReadTitle()] if self.title.wanted else [])
+        return self._present(restated) + self._present([self.foreground.snapshot()])
 
     def _restated(self, session_id: str, cancellable: bool) -> list[Fact]:
         """What ``session_id`` lists, each as it is now, and its children that the client must
@@ -906,6 +933,10 @@ class SessionCore:
     def _foreground(self, outs: list[ForegroundOut]) -> list[Effect]:
         effects: list[Effect] = []
         for out in outs:
+            if isinstance(out, Query):
+                effects += self._present(self.title.prompted(out.content))
+            if isinstance(out, Query) and (command := command_of(out.content)) is not None:
+                effects.append(command)  # done before Claude Code has the prompt
             if isinstance(out, (Fail, Interrupt, Query, FindPrompt)):
                 effects.append(out)
             elif isinstance(out, CommandDue):

@@ -1,36 +1,58 @@
-"""The conversation's title, as Claude Code names it.
+"""The conversation's title: Claude Code's where it has one, else one made from the first prompt.
 
 Claude Code names a conversation in its stored session: a rename (``/rename``, or a host's)
 announces itself with ``session_title_changed``, an AI title does not (it is only written to
-the transcript, shortly after the first prompt). So the core asks for the stored title when a
-rename is announced, after each turn while it knows none, and when a client attaches; the
-answer comes back as a ``TitleRead``. Its lifecycle:
+the transcript). So the core asks for the stored title when a rename is announced and after
+each turn while Claude Code has named none, and the host reads it when a client attaches
+(before its answer); the answer comes back as a ``TitleRead``: Claude Code's own title or, for
+a stored conversation it has not named, the one its first prompt makes. A new conversation is
+titled by its first prompt as soon as Claude Code is given it, without a model request
+(``from_prompt``): the first line the person typed, cut at a word to ``LIMIT`` characters,
+embedded context and resource links left out (a prompt of resources alone is titled by the
+first one's name). Its lifecycle:
 
-=============  ================================================  =============
-title          what happens                                      next
-=============  ================================================  =============
-``UNTITLED``   a read finds a title: the client is told          ``NAMED``
-``NAMED``      a read finds another title: the client is told    ``NAMED``
-=============  ================================================  =============
+=====================  ===============================================  ============
+title                  what happens                                     next
+=====================  ===============================================  ============
+``UNTITLED``           the first prompt, or a read of a stored one,     ``PROMPTED``
+                       makes a title: the client is told
+``UNTITLED``,          a read finds Claude Code's title: the client     ``NAMED``
+``PROMPTED``,          is told (unless it is the title told already)
+``NAMED``
+=====================  ===============================================  ============
 
-A read that finds the title already told, or none, changes nothing. The first prompt is not a
-title: the client names such a conversation itself.
+A read that finds no title, or only the first prompt's once a title is told, changes nothing;
+so does a prompt of a conversation that was stored before (``stored``): its first prompt is
+the stored one.
 """
 
 from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from typing import Any
 
 from claude_bg_acp.core.lifecycle import Lifecycle
+from claude_bg_acp.core.prompts import resource_uri
+
+LIMIT = 80
+"""The longest title a client is shown, in characters (a longer one is cut, ``…`` ending it)."""
 
 
 class TitlePhase(enum.Enum):
     UNTITLED = "untitled"
+    PROMPTED = "prompted"
+    """Titled by its first prompt: Claude Code has named it nothing yet."""
     NAMED = "named"
+    """Titled by Claude Code."""
 
 
-TITLES = Lifecycle.of("title", TitlePhase, ((TitlePhase.UNTITLED, TitlePhase.NAMED), TitlePhase.NAMED))
+TITLES = Lifecycle.of(
+    "title",
+    TitlePhase,
+    ((TitlePhase.UNTITLED,), TitlePhase.PROMPTED),
+    ((TitlePhase.UNTITLED, TitlePhase.PROMPTED, TitlePhase.NAMED), TitlePhase.NAMED),
+)
 
 
 @dataclass(frozen=True)
@@ -44,19 +66,69 @@ class Title:
     def __init__(self, session_id: str) -> None:
         self.session_id = session_id
         self.current: str | None = None
-
-    @property
-    def phase(self) -> TitlePhase:
-        return TitlePhase.UNTITLED if self.current is None else TitlePhase.NAMED
+        self.phase: TitlePhase = TitlePhase.UNTITLED
+        self._stored = False
 
     @property
     def wanted(self) -> bool:
-        """Whether a turn's end should look for one (an AI title may have been written)."""
-        return self.phase is TitlePhase.UNTITLED
+        """Whether a turn's end should look for one (Claude Code may have named it)."""
+        return self.phase is not TitlePhase.NAMED
 
-    def read(self, title: str | None, updated_at: str | None) -> list[TitleChanged]:
-        if title is None or title == self.current:
+    def stored(self) -> None:
+        """The conversation was stored before: its prompts from now on are not its first."""
+        self._stored = True
+
+    def prompted(self, content: list[dict[str, Any]]) -> list[TitleChanged]:
+        """A prompt goes to Claude Code (in its form): the first of a new conversation titles it."""
+        if self._stored or self.phase is not TitlePhase.UNTITLED:
             return []
-        TITLES.move(self.phase, TitlePhase.NAMED)
+        title = from_prompt(content)
+        if title is None:
+            return []  # a command: the next prompt may be the first one
+        return self._told(TitlePhase.PROMPTED, title, None)
+
+    def read(self, title: str | None, own: bool, updated_at: str | None) -> list[TitleChanged]:
+        """What the stored session is titled: Claude Code's own title (``own``) or its first
+        prompt's."""
+        if title is None or (not own and self.phase is not TitlePhase.UNTITLED):
+            return []
+        return self._told(TitlePhase.NAMED if own else TitlePhase.PROMPTED, title, updated_at)
+
+    def _told(self, to: TitlePhase, title: str, updated_at: str | None) -> list[TitleChanged]:
+        self.phase = TITLES.move(self.phase, to)
+        if title == self.current:
+            return []
         self.current = title
         return [TitleChanged(self.session_id, title, updated_at)]
+
+
+def from_prompt(content: str | list[Any]) -> str | None:
+    """The title a prompt makes (Claude Code's content, as sent or stored): the first line the
+    person typed, else the name of the first resource it holds; ``short``. None for a command
+    (``/name``) or a prompt without text."""
+    blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+    texts = [
+        block["text"]
+        for block in blocks
+        if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str)
+    ]
+    uris = [uri for text in texts if (uri := resource_uri(text)) is not None]
+    typed = "\n".join(text for text in texts if resource_uri(text) is None)
+    line = next((line for line in typed.splitlines() if line.strip()), None)
+    if line is None:
+        return short(uris[0].rstrip("/").rsplit("/", 1)[-1]) if uris else None
+    return None if line.lstrip().startswith("/") else short(line)
+
+
+def short(text: str) -> str | None:
+    """``text`` on one line, at most ``LIMIT`` characters: cut at a word when longer (within one
+    only when that would keep less than half). None when it is blank."""
+    line = " ".join(text.split())
+    if not line:
+        return None
+    if len(line) <= LIMIT:
+        return line
+    cut = line[:LIMIT]  # one more than is kept: a space there ends a word
+    space = cut.rfind(" ")
+    kept = cut[:space] if space > LIMIT // 2 else cut[: LIMIT - 1]
+    return kept.rstrip() + "…"

@@ -13,6 +13,11 @@ Results become text content and their images image content; a failed result beco
 now the hunks of the change with their context lines (or, with no hunks to show, the diff it
 had), located at the first changed line; a read is the file's text in a Markdown code fence
 (without ``cat -n``'s numbers), located at its first line.
+edit shows its diff (each edit of a ``MultiEdit``, the new source of a notebook cell). An MCP
+tool (``mcp__<server>__<tool>``) is titled ``server: tool``, a compaction of the conversation
+(``core.compaction``) "Compact conversation"; anything else falls back to its name and
+``other``. Results become text content and their images image content; a failed result
+becomes ``failed``.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from claude_bg_acp.claude.file_tools import Edited, FileRead, Review
+from claude_bg_acp.core.compaction import COMPACT
 from claude_bg_acp.core.transcript import Image
 from claude_bg_acp.presenters import diffs
 from claude_bg_acp.presenters.diffs import DiffForm
@@ -135,6 +141,8 @@ def _title(name: str, tool_input: dict[str, Any], path: str | None) -> str:
             if isinstance(q, dict) and _text(q, "question")
         ]
         return " / ".join(asked) or name
+    if name == COMPACT:
+        return "Compact conversation" + (" (automatic)" if tool_input.get("trigger") == "auto" else "")
     return name
 
 
