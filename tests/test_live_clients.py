@@ -283,6 +283,10 @@ def test_a_plain_clients_background_subagent_reports_on_its_tool_call(live: Live
     assert agent.status == "completed" and agent.text == "subagent one finished its work"
     assert agent.raw_output == {"output": "subagent one finished its work"}
     assert [s.status for s in agent.shown if s.t < agent.shown[-1].t][-1] == "in_progress"
+    # Claude Code's hand-off is internal metadata (the agent's id, its output file): the call
+    # shows what the subagent was asked to do until its words come.
+    assert next(s.text for s in agent.shown if s.status == "in_progress" and s.text) == "background helper"
+    assert not [s for s in agent.shown if "agentId" in s.text or ".output" in s.text]
     assert agent.shown[-1].t <= answered_at(run), "done before the held answer"
     # Its words are the tool call's, never glued to the agent's own messages.
     assert "subagent one" not in view.agent_text

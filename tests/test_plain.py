@@ -286,6 +286,8 @@ def test_a_background_subagents_report_is_its_tool_calls_result() -> None:
     ticket, _ = d.prompt("Delegate.")
     d.frames(state_changed("running"), agent.launch(), agent.started(), agent.hand_off())
     d.frames(text("It works in the background."), result())
+    (call,) = shown(d).calls()
+    assert (call.status, call.text) == ("in_progress", "background helper"), "what it was asked to do"
     d.frame(text("Looking around.", parent=agent.tool_use_id))
     d.frame(text("background helper finished its work", parent=agent.tool_use_id))
     d.frames(agent.updated("completed"), agent.notification("completed"))
@@ -297,6 +299,7 @@ def test_a_background_subagents_report_is_its_tool_calls_result() -> None:
     working = [s.text for s in call.shown if s.status == "in_progress"]
     assert working[-1] == "Looking around.\n\nbackground helper finished its work"
     assert view.agent_text == "It works in the background.It is done.", "no word of the subagent's"
+    assert not [s for s in call.shown if "agent01" in s.text], "never Claude Code's internal hand-off"
     assert [a["id"] for _, a in view.prompt_answers] == [ticket], "the held answer came once it was done"
     assert view.prompt_answers[0][0] > call.shown[-1].t
 

@@ -34,6 +34,9 @@ OBSERVED_ON = "2.1.332"
 SHELL_TOOLS = ("Bash",)
 """The tools that run a shell command: their output is terminal output."""
 
+AGENT_TOOLS = ("Agent", "Task")
+"""The tools that launch a subagent (``Task`` is its older name)."""
+
 NO_OUTPUT = "(Bash completed with no output)"
 """The whole result of a command that succeeded and printed nothing."""
 
