@@ -27,6 +27,8 @@ from claude_bg_acp.scripted_model import env_overrides
 from tests.conftest import LiveModel
 from tests.conftest import run_live as run
 from tests.support.acp_client import ClientRun
+from tests.support.driver import PLAIN_CAPABILITIES
+from tests.support.plain import PlainView
 from tests.support.processes import processes_with
 from tests.support.rules import Answered, Reattach, Seen, check_updates
 from tests.support.schema import validate_transcript
@@ -108,6 +110,25 @@ def test_a_second_agent_lists_loads_and_continues_the_first_ones_session(
     assert second.response("load")["result"]["modes"]["currentModeId"] == "default"
     assert second.prompt_responses()[-1]["result"]["stopReason"] == "end_turn"
     carries_first_conversation(live)
+
+
+def test_a_plain_client_reopens_a_background_subagent_as_it_ended(live: LiveModel, workdir: Path) -> None:
+    """Toad and the Python SDK's accumulator reopen the card as it ended live: what the subagent
+    was asked, then its report; the launch message and the answer to its notification are not
+    adjacent (a client that ignores ``messageId`` would glue them)."""
+    plain = {"capabilities": PLAIN_CAPABILITIES, "clientInfo": {"name": "toad"}}
+    first = run(live, workdir, "v1", [{"op": "prompt", "text": "[scenario:agent_bg] Delegate."}], **plain)
+    steps = [{"op": "loadSession", "id": "load", "sessionId": first.session_id()}]
+    second = run(live, workdir, "v1", steps, autoSession=False, **plain)
+    sent = sent_before_answer(second)
+    view = PlainView.replay({"jsonrpc": "2.0", "method": "session/update", "params": p} for p in sent)
+    assert not view.problems, view.problems
+    agent = view.call("background helper")
+    assert (agent.status, agent.text) == ("completed", "subagent one finished its work")
+    assert not [s for s in agent.shown if "agentId" in s.text], "never Claude Code's hand-off"
+    kinds = [p["update"]["sessionUpdate"] for p in sent]
+    said = [i for i, kind in enumerate(kinds) if kind == "agent_message_chunk"]
+    assert said[-1] - said[-2] > 1, "the subagent's work comes between its launch and its report"
 
 
 def claude_in_a_terminal(live: LiveModel, workdir: Path, prompt: str, resume: str | None = None) -> str:
