@@ -131,6 +131,51 @@ def test_a_plain_client_reopens_a_background_subagent_as_it_ended(live: LiveMode
     assert said[-1] - said[-2] > 1, "the subagent's work comes between its launch and its report"
 
 
+def test_a_session_never_prompted_opens_in_the_next_process_as_it_was_left(
+    live: LiveModel, workdir: Path
+) -> None:
+    """acpx creates a session in one process and prompts it in the next: Claude Code stores
+    nothing before the first prompt, so the agent's own record opens it, empty, in its folder
+    and mode; it is not listed (it has no conversation), and once prompted Claude Code has it."""
+    first = run(
+        live,
+        workdir,
+        "v1",
+        [
+            {
+                "op": "request",
+                "method": "session/set_mode",
+                "params": {"sessionId": "$sessionId", "modeId": "plan"},
+            }
+        ],
+    )
+    session_id = first.session_id()
+    second = run(
+        live,
+        workdir,
+        "v1",
+        [
+            {"op": "listSessions", "id": "list", "cwd": str(workdir)},
+            {"op": "loadSession", "id": "load", "sessionId": session_id},
+            {"op": "prompt", "text": "[scenario:text] Hello."},
+        ],
+        autoSession=False,
+    )
+    assert second.response("list")["sessions"] == []
+    assert sent_before_answer(second) == [], "nothing to replay"
+    assert second.response("load")["result"]["modes"]["currentModeId"] == "plan"
+    assert second.prompt_responses()[-1]["result"]["stopReason"] == "end_turn"
+    third = run(
+        live,
+        workdir,
+        "v1",
+        [{"op": "resumeSession", "id": "resume", "sessionId": session_id}],
+        autoSession=False,
+    )
+    assert third.response("resume")["result"]["modes"]["currentModeId"] == "plan", "Claude Code stored it"
+    assert not list((Path(live.env["CLAUDE_CONFIG_DIR"]) / "claude-bg-acp" / "created").glob("*.json"))
+
+
 def claude_in_a_terminal(live: LiveModel, workdir: Path, prompt: str, resume: str | None = None) -> str:
     """Claude Code run the way a terminal user runs it (one prompt, ``claude -p``, through the
     SDK's one-shot ``query``), resuming ``resume`` if given: the session id it went on with."""
