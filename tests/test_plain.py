@@ -135,6 +135,12 @@ def killed(d: CoreDriver) -> None:
     d.drained("bash01", b"", ExitInfo(None, "SIGKILL"))
 
 
+def closed(d: CoreDriver) -> None:
+    """The client closed the session (acpx does after each answer): Claude Code stops it."""
+    d.handle(ev.Close())
+    killed(d)
+
+
 def lost(d: CoreDriver) -> None:
     d.handle(ev.ClaudeDied("Claude Code exited", fatal=False))
 
@@ -144,6 +150,7 @@ def lost(d: CoreDriver) -> None:
     [
         (failed_with_code_3, "Exited with code 3.", {"exitCode": 3, "signal": None}),
         (killed, "Ended by signal SIGKILL.", {"exitCode": None, "signal": "SIGKILL"}),
+        (closed, "Stopped when the session closed.", {"exitCode": None, "signal": "SIGKILL"}),
         (lost, "Its exit is unknown.", {"exitCode": None, "signal": None}),
     ],
 )

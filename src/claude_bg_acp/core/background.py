@@ -184,6 +184,8 @@ class Item:
     recent: Recent | None = None
     """A live terminal's latest output, kept to restate it."""
     stopped_with: ExitInfo | None = None
+    closing: bool = False
+    """Its session closes, and stopped it."""
     """How its process ended when the agent stopped it (Claude Code was gone)."""
     exit: ExitInfo | None = None
     """The exit a final terminal reported (None: unknown)."""
@@ -255,6 +257,8 @@ class TerminalExited:
     tool_call_id: str
     exit: ExitInfo | None
     corrected: bool = False
+    closed: bool = False
+    """Its session's close stopped it (it did not end by itself)."""
 
 
 @dataclass(frozen=True)
@@ -586,7 +590,9 @@ class Background:
         out: list[BackgroundOut] = []
         if item.kind is Kind.TERMINAL:
             item.exit = None if unknown else exit_of(task, exit_info, item.stopped_with)
-            out.append(TerminalExited(item.session_id, item.ref, item.tool_call_id, item.exit))
+            out.append(
+                TerminalExited(item.session_id, item.ref, item.tool_call_id, item.exit, closed=item.closing)
+            )
         elif item.kind is Kind.TOOL_CALL:
             end = (
                 "cancelled"
@@ -722,6 +728,8 @@ class Background:
         out: list[BackgroundOut] = []
         for task in live:
             item = self.items.get(task.task_id)
+            if item is not None:
+                item.closing = True
             if item is None or item.stop_sent_at is None:
                 out.append(StopTask(task.task_id))
                 if item is not None:

@@ -241,14 +241,18 @@ class PlainPresenter(V1Presenter):
                 card.said.replace(card.shell.decode(fact.data), cut=True)
             case TerminalExited():
                 card.said.add(card.shell.decode(b"", True))
-                return [self._end_shell(call, card, card.said.shown(), fact.exit)]
+                return [self._end_shell(call, card, card.said.shown(), fact.exit, fact.closed)]
         return [self._update(call, card)]
 
-    def _end_shell(self, call: str, card: Card, output: str, exit: ExitInfo | None) -> ClientEffect:
+    def _end_shell(
+        self, call: str, card: Card, output: str, exit: ExitInfo | None, closed: bool
+    ) -> ClientEffect:
         code = exit.exit_code if exit is not None else None
         if exit is not None and code == 0:
             return self._end(call, card, "completed", output, exit)
-        if exit is None or (code is None and exit.signal is None):
+        if closed:  # no crash: acpx closes the agent after each answer (the signal stays raw)
+            how = "Stopped when the session closed."
+        elif exit is None or (code is None and exit.signal is None):
             how = "Its exit is unknown."
         elif exit.signal is not None:
             how = f"Ended by signal {exit.signal}."
