@@ -308,3 +308,38 @@ def test_v2_a_replay_grants_a_running_childs_cancel_only_after_its_answer(
     mirrored = [u for u in result.raw_updates(root) if u["sessionUpdate"] == "subagent_update"][-1]
     assert mirrored["state"] == {"state": "idle", "stopReason": "cancelled", "background": []}
     assert SUBAGENT_DONE not in result.agent_text(None)
+
+
+def test_v2_a_background_childs_question_after_the_turn_leaves_the_root_idle(
+    live: LiveModel, workdir: Path
+) -> None:
+    """The child asks 1.5 s after its launch, once the root's turn ended: Claude Code's
+    session-wide ``requires_action`` and ``running`` are the child's; the root stays idle until
+    the turn Claude Code starts about the child's end."""
+    result = run(
+        live,
+        workdir,
+        "v2-unstable",
+        [
+            {"op": "prompt", "text": "[scenario:agent_permission_late] Delegate."},
+            {"op": "waitIdle", "match": {"stopReason": "end_turn"}},
+            {"op": "waitForPermission"},
+            {"op": "waitIdle", "match": {"stopReason": "end_turn", "background": []}},
+        ],
+    )
+    root = result.session_id()
+    between: list[str] = []  # the root's states from the end of its turn to the child's end
+    asked = ended = False
+    for line in result.agent_messages():
+        params = line.get("params") or {}
+        update = params.get("update") or {}
+        if line.get("method") == "session/request_permission":
+            assert params["sessionId"] != root, "the child asks"
+            asked = True
+        elif update.get("sessionUpdate") == "subagent_update" and update["state"]["state"] == "idle":
+            break
+        elif params.get("sessionId") == root and update.get("sessionUpdate") == "state_update":
+            if ended:
+                between.append(update["state"])
+            ended = ended or update["state"] == "idle"
+    assert asked and ended and between == [], "the root stays idle while its child asks"

@@ -21,6 +21,7 @@ from tests.support.frames import (
     TaskSpec,
     agent_launch,
     level_entry,
+    result,
     state_changed,
     task_started,
     tasks_changed,
@@ -351,6 +352,27 @@ def test_a_turn_is_not_blocked_while_other_foreground_work_goes_on() -> None:
     assert root_states(d, ask_in(d, OUTER, 2)) == []
     assert root_states(d, ask_in(d, PEER, 3)) == ["requires_action"]
     assert root_states(d, d.answer(2, ALLOW_ONCE)) == ["running"]
+
+
+def test_a_background_childs_question_after_the_turn_leaves_the_root_idle() -> None:
+    """Claude Code's state is the whole session's: once the root's turn ended, the
+    ``requires_action`` and ``running`` around a background child's question are the child's,
+    and the root stays idle (live, Claude Code says ``idle`` only after its next result)."""
+    d = CoreDriver(2, session_id=ROOT)
+    d.prompt("delegate")
+    d.frames(state_changed("running"), HELPER.launch(), HELPER.started(), HELPER.hand_off())
+    ended = d.frames(text("It works in the background."), result())
+    assert root_states(d, ended)[-1] == "idle"
+    use, touch = "toolu_bash_agent01", {"command": "touch x"}
+    d.frame(tool_use(use, "Bash", touch, parent=HELPER.tool_use_id))
+    asked = d.frame(state_changed("requires_action")) + d.ask(1, "Bash", touch, use, "agent01")
+    answered = d.answer(1, ALLOW_ONCE) + d.frame(state_changed("running"))
+    assert root_states(d, asked + answered) == []
+    assert root_states(d, asked, HELPER.task_id) == ["requires_action"]
+    assert root_states(d, answered, HELPER.task_id) == ["running"]
+    # Its next turn is the root's again: a turn Claude Code starts shows itself.
+    assert root_states(d, d.frame(text("Something of the root's."))) == ["running"]
+    check_updates(d.notified(d.effects), 2)
 
 
 # --- later messages to a resumed child (issue 22) ----------------------------------------------

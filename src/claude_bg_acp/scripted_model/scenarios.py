@@ -548,6 +548,12 @@ agent_permission = _agent_scenario(
     _subagent(_bash("touch sub-perm.txt", "create a file"), done_delay=0.5),
 )
 
+# The same question, asked 1.5 s after the launch: the parent's turn has ended by then.
+agent_permission_late = _agent_scenario(
+    [("two", "helper that writes a file later")],
+    _subagent(_bash("touch sub-perm.txt", "create a file"), done_delay=0.5, stagger=1.5),
+)
+
 
 # The benchmarks and the demo choose their own commands: every ``<command>...</command>`` in the
 # user's latest prompt becomes one background Bash call, all in one assistant message (so one
@@ -702,6 +708,7 @@ SCENARIOS: dict[str, Scenario] = {
     "agent_bg": agent_bg,
     "agent_two": agent_two,
     "agent_permission": agent_permission,
+    "agent_permission_late": agent_permission_late,
     "agent_shell": agent_shell,
     "bg_slow_follow_up": bg_slow_follow_up,
     "max_tokens": max_tokens,
