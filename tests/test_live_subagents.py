@@ -4,6 +4,7 @@ held v1 prompts, Zed's cancel-before-prompt, and subagent sessions (v1 unstable 
 from __future__ import annotations
 
 import base64
+import itertools
 from pathlib import Path
 from typing import Any
 
@@ -343,3 +344,28 @@ def test_v2_a_background_childs_question_after_the_turn_leaves_the_root_idle(
                 between.append(update["state"])
             ended = ended or update["state"] == "idle"
     assert asked and ended and between == [], "the root stays idle while its child asks"
+
+
+def test_v2_a_stopped_childs_removal_says_running_for_claude_codes_follow_up(
+    live: LiveModel, workdir: Path
+) -> None:
+    """Claude Code starts a turn about a background subagent stopped with ``session/cancel``
+    (CLI 2.1.332, 8 of 8): the snapshot that removes the child already says ``running``; no
+    ``idle`` with an empty list comes before that turn."""
+    result = run(
+        live,
+        workdir,
+        "v2-unstable",
+        [
+            {"op": "prompt", "text": "[scenario:agent_bg] Delegate."},
+            {"op": "waitIdle", "match": {"stopReason": "end_turn"}},
+            {"op": "notify", "method": "session/cancel", "params": {"sessionId": "$lastSubagent"}},
+            {"op": "waitIdle", "match": {"background": []}},
+        ],
+    )
+    snapshots = result.state_updates()
+    removal = next(
+        now for before, now in itertools.pairwise(snapshots) if before["background"] and not now["background"]
+    )
+    assert removal["state"] == "running", snapshots
+    assert SUBAGENT_DONE not in result.agent_text(None)

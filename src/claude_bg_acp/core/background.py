@@ -23,7 +23,9 @@ each one is to the client and keeps the RFD's ordering rules:
   root's.
 - When a task ends, its terminal's file is read to the end first; then its exit (or the tool
   call's final status, or the child's end); only then the list without it.
-- A task that ended by itself makes Claude Code start a follow-up turn: ``FollowUpExpected``
+- A task that ended by itself, and work without a process however it ended (a stopped
+  Monitor or subagent: ``FOLLOWED_UP_WHEN_STOPPED``), make Claude Code start a follow-up turn:
+  ``FollowUpExpected``
   goes out as soon as Claude Code reports the end (before a terminal's file is read to its
   end), so the snapshot that removes the item already says ``running`` unless that turn is over
   by then; it names the task's run, which the follow-up turn's result names too.
@@ -115,6 +117,15 @@ class Kind(enum.Enum):
     TERMINAL = "terminal"
     TOOL_CALL = "tool_call"
     SUBAGENT = "subagent"
+
+
+FOLLOWED_UP_WHEN_STOPPED = frozenset({Kind.TOOL_CALL, Kind.SUBAGENT})
+"""The work Claude Code starts a follow-up turn about also when it was stopped (CLI 2.1.332,
+measured: a stopped background subagent 8 of 8, a stopped Monitor 8 of 8 when stopped while
+its events were coming, not after its last event's turn, 1 run; a stopped shell never): the
+``running`` of that turn comes no later than the snapshot that removes the item, rather than
+an ``idle`` with an empty list and ``running`` 60-95 ms later. Should none come, ``running``
+ends after ``FOLLOW_UP_WAIT``."""
 
 
 class ItemPhase(enum.Enum):
@@ -854,8 +865,10 @@ def _task_ended(item: Item, task: Task | None) -> list[BackgroundOut]:
 
 
 def _follow_up(item: Item, task: Task) -> list[BackgroundOut]:
-    """The follow-up turn of a task that ended by itself (not stopped by us), if one is owed."""
-    if task.end_status in FOLLOW_UP_STATUSES and item.stop_sent_at is None:
+    """The follow-up turn Claude Code starts about a task's end: of one that ended by itself,
+    and of work without a process however it ended (``FOLLOWED_UP_WHEN_STOPPED``)."""
+    by_itself = task.end_status in FOLLOW_UP_STATUSES and item.stop_sent_at is None
+    if task.end_status is not None and (by_itself or item.kind in FOLLOWED_UP_WHEN_STOPPED):
         return [FollowUpExpected(task.run_id or task.task_id)]
     return []
 
