@@ -375,6 +375,21 @@ def test_a_background_childs_question_after_the_turn_leaves_the_root_idle() -> N
     check_updates(d.notified(d.effects), 2)
 
 
+def test_cancelling_a_child_cancels_its_working_descendants_the_deepest_first() -> None:
+    """Subagent Sessions RFD: a child's cancel cascades to its active descendants, never to its
+    parent or siblings. The agent stops each itself (the deepest first, so that each stop finds
+    its subagent), whether or not Claude Code stops a subagent's own subagents with it."""
+    d = CoreDriver(2, session_id=ROOT)
+    d.prompt("delegate")
+    d.frames(state_changed("running"), OUTER.launch(), OUTER.started(), OUTER.hand_off())
+    d.frames(INNER.launch(), INNER.started(), INNER.hand_off())
+    d.frames(PEER.launch(), PEER.started(), PEER.hand_off())
+    assert d.handle(ev.CancelChild(INNER.task_id)) == [StopTask(INNER.task_id)], "not its parent"
+    assert d.handle(ev.CancelChild(OUTER.task_id)) == [StopTask(INNER.task_id), StopTask(OUTER.task_id)]
+    d.frames(INNER.updated("killed"), INNER.notification("stopped"))
+    assert d.handle(ev.CancelChild(OUTER.task_id)) == [StopTask(OUTER.task_id)], "an ended one stays so"
+
+
 # --- later messages to a resumed child (issue 22) ----------------------------------------------
 
 
