@@ -369,3 +369,42 @@ def test_v2_a_stopped_childs_removal_says_running_for_claude_codes_follow_up(
     )
     assert removal["state"] == "running", snapshots
     assert SUBAGENT_DONE not in result.agent_text(None)
+
+
+def test_v2_a_synchronous_childs_shell_is_not_listed_by_its_parent_while_it_waits(
+    live: LiveModel, workdir: Path
+) -> None:
+    """The root's turn waits on a foreground subagent whose own shell runs in the background:
+    the child is the root's foreground work then (its shell listed in its own session), and is
+    listed by the root only once it ended while its shell goes on."""
+    result = run(
+        live,
+        workdir,
+        "v2-unstable",
+        [
+            {"op": "prompt", "text": "[scenario:agent_sync_shell] Delegate and wait."},
+            {
+                "op": "waitFor",
+                "session": "*",
+                "update": "terminal_update",
+                "match": {"exitStatus": "$present"},
+            },
+            {"op": "waitBackground", "empty": True},
+        ],
+    )
+    root = result.session_id()
+    child = next(u for u in result.raw_updates(root) if u["sessionUpdate"] == "subagent_update")["sessionId"]
+    listed_child = {"type": "subagent", "sessionId": child}
+    working = True
+    listed_after: list[bool] = []
+    for update in result.raw_updates(root):
+        if update["sessionUpdate"] == "subagent_update" and update.get("state", {}).get("state") == "idle":
+            working = False
+        elif update["sessionUpdate"] == "state_update":
+            listed = listed_child in (update.get("background") or [])
+            assert not (working and listed), "listed while the root's turn waits on it"
+            listed_after += [] if working else [listed]
+    assert any(u["sessionUpdate"] == "terminal_update" for u in result.raw_updates(child)), (
+        "its shell is the child's"
+    )
+    assert True in listed_after, "listed once it ended, while its shell ran on"

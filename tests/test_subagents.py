@@ -390,6 +390,32 @@ def test_cancelling_a_child_cancels_its_working_descendants_the_deepest_first() 
     assert d.handle(ev.CancelChild(OUTER.task_id)) == [StopTask(OUTER.task_id)], "an ended one stays so"
 
 
+OUTER_SHELL = TaskSpec("shell", "bash05", parent="toolu_outer")
+
+
+def test_a_synchronous_child_with_a_shell_of_its_own_is_not_listed_while_its_parent_waits() -> None:
+    """The parent's turn waits on it: it is the parent's foreground work, its shell listed in
+    its own session; once it ended, the parent lists it for as long as its shell runs."""
+    d = CoreDriver(2, session_id=ROOT)
+    d.prompt("delegate and wait")
+    d.frames(state_changed("running"), OUTER.launch(), OUTER.started(backgrounded=False))
+    level = [OUTER.level_entry(), OUTER_SHELL.level_entry()]
+    started = d.frames(
+        OUTER_SHELL.launch(), OUTER_SHELL.started(), tasks_changed(level), OUTER_SHELL.hand_off()
+    )
+    assert lists(started, OUTER.task_id)[-1] == [{"type": "terminal", "terminalId": OUTER_SHELL.task_id}]
+    assert all(listed == [] for listed in lists(started, ROOT)), "not while the turn waits on it"
+    ended = d.frames(
+        tool_result(str(OUTER.tool_use_id), "outer is done"),
+        OUTER.updated("completed"),
+        tasks_changed([OUTER_SHELL.level_entry()]),
+        text("Done."),
+        result(),
+    )
+    assert lists(ended, ROOT)[-1] == [{"type": "subagent", "sessionId": OUTER.task_id}], "its shell runs on"
+    check_updates(d.notified(d.effects), 2)
+
+
 # --- later messages to a resumed child (issue 22) ----------------------------------------------
 
 

@@ -12,7 +12,8 @@ each one is to the client and keeps the RFD's ordering rules:
   cancellable). Work whose launching tool call already has a final status, or that no tool
   call started, gets a tool call of our own. Scheduled work is ``schedules``' business.
 - A subagent is a child session (``subagents``) when the session shows subagents as sessions,
-  listed while it runs detached or while its own list is not empty; one whose parent stays
+  listed while it runs detached, or once it ended while its own list is not empty (never
+  while its parent's turn waits on it: it is foreground work then); one whose parent stays
   unknown is work on a tool call of our own (its parent is never guessed), which ends once the
   parent is known and the child is shown. When the session
   shows subagents in the session that launched them, a subagent that runs in the background
@@ -480,7 +481,8 @@ class Background:
         return out
 
     def open_child(self, task: Task, parent_id: str) -> None:
-        """An exposed subagent, listed by its parent while it runs detached or has work of its own."""
+        """An exposed subagent, listed by its parent while it runs detached, or once it ended
+        while work of its own goes on (never while its parent waits on it)."""
         self.items[task.task_id] = Item(task, Kind.SUBAGENT, task.task_id, parent_id)
 
     def _open_terminal(
@@ -834,8 +836,11 @@ class Background:
 
     def _entry(self, item: Item) -> Listed | None:
         if item.kind is Kind.SUBAGENT:
-            running = not item.final and item.task.backgrounded is not False
-            return Listed("subagent", item.ref) if running or self.listed(item.ref) else None
+            # While it works in the foreground its parent waits on it: foreground work, not
+            # listed (its own work is listed in its session); once it ended, its work goes on.
+            if not item.final:
+                return Listed("subagent", item.ref) if item.task.backgrounded is not False else None
+            return Listed("subagent", item.ref) if self.listed(item.ref) else None
         if item.final:
             return None
         if item.kind is Kind.TERMINAL:
