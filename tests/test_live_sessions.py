@@ -176,6 +176,21 @@ def test_a_session_never_prompted_opens_in_the_next_process_as_it_was_left(
     assert not list((Path(live.env["CLAUDE_CONFIG_DIR"]) / "claude-bg-acp" / "created").glob("*.json"))
 
 
+def test_v2_an_unprompted_session_resumes_in_the_next_process_with_an_empty_replay(
+    live: LiveModel, workdir: Path
+) -> None:
+    session_id = run(live, workdir, "v2", []).session_id()
+    resume = {"op": "resumeSession", "id": "resume", "sessionId": session_id, "replayFrom": {"type": "start"}}
+    prompt = {"op": "prompt", "text": "[scenario:text] Hello."}
+    second = run(live, workdir, "v2", [resume, prompt, {"op": "waitIdle"}], autoSession=False)
+    replayed = [params["update"] for params in sent_before_answer(second)]
+    assert replayed == [
+        {"sessionUpdate": "replay_complete"},
+        {"sessionUpdate": "state_update", "state": "idle", "background": []},
+    ], "the replay's end marked on an empty history"
+    assert "Hello from the scripted model." in second.agent_text()
+
+
 def claude_in_a_terminal(live: LiveModel, workdir: Path, prompt: str, resume: str | None = None) -> str:
     """Claude Code run the way a terminal user runs it (one prompt, ``claude -p``, through the
     SDK's one-shot ``query``), resuming ``resume`` if given: the session id it went on with."""
