@@ -184,6 +184,47 @@ def test_without_child_sessions_a_subagents_work_shows_in_its_parent(
     )
 
 
+def test_a_background_subagent_replayed_in_its_parent_ends_as_it_did_live(
+    conversation: ev.StoredConversation,
+) -> None:
+    """Its Agent call shows what it was asked, then its words, and ends with its report (the
+    notification's ``<result>``), as live; never Claude Code's hand-off."""
+    driver, effects = recalled("v1-plain", conversation)
+    root = driver.updates_of(effects)
+    agent = [u for u in root if u.get("toolCallId") == "toolu_3b4123d56758dc63a96aef79"]
+    assert [u["status"] for u in agent] == ["in_progress"] * 3 + ["completed"]
+    assert agent[-1]["content"][0]["content"]["text"] == "subagent one finished its work"
+    assert agent[-1]["rawOutput"] == {"output": "subagent one finished its work"}
+    assert "agentId" not in json.dumps(root)
+
+
+def test_work_whose_notification_the_replay_never_reaches_is_told_before_its_end(
+    conversation: ev.StoredConversation,
+) -> None:
+    """The notes come with the first part; should the message that carried one not be replayed,
+    what waited for it is told before the replay's end is marked."""
+    kept = [m for m in conversation.messages if f"<task-id>{CHILD}</task-id>" not in str(m.content)]
+    assert len(kept) == len(conversation.messages) - 1
+    driver, effects = recalled("v1-plain", dataclasses.replace(conversation, messages=kept))
+    agent = driver.updates_of(effects)
+    ended = [u for u in agent if u.get("toolCallId") == "toolu_3b4123d56758dc63a96aef79"][-1]
+    assert ended["status"] == "completed" and "subagent one finished" in json.dumps(ended["content"])
+
+
+@pytest.mark.parametrize("client", list(CLIENTS))
+def test_a_background_subagents_work_is_replayed_between_its_launch_and_its_notification(
+    client: str, conversation: ev.StoredConversation
+) -> None:
+    """Live, the parent said it launched the subagent before the subagent worked, and answered
+    its notification after: replayed in another order, the two messages would be adjacent, and
+    a client that ignores ``messageId`` glues them ("…I will report back.BG_DONE_ACK…")."""
+    driver, effects = recalled(client, conversation)
+    sent = json.dumps([update for _, update in driver.notified(effects)])
+    launched = sent.index("I will report back.")
+    assert launched < sent.index("from-subagent") < sent.rindex("BG_DONE_ACK")
+    assert launched < sent.index("subagent one finished its work") < sent.rindex("BG_DONE_ACK")
+
+
 def test_a_recall_leaves_live_work_to_the_live_session(conversation: ev.StoredConversation) -> None:
     """The client re-attaches while the shell of the first turn still runs: the replay does not
     end it, and the current state restates it with its output so far, cancellable, then lists it."""

@@ -59,3 +59,28 @@ def test_acpx_prints_the_background_shell_with_every_line_and_its_end(
     assert printed.index(f"[tool] {shell} ({status})") < printed.index("[done] end_turn")
     assert "Command running in background" not in printed
     assert "[exited with code" not in printed
+
+
+def test_acpx_closing_the_agent_stops_a_shell_without_calling_it_a_crash(
+    live: LiveModel, workdir: Path
+) -> None:
+    """acpx closes the agent once the prompt is answered: a shell that outlives the turn is
+    stopped by that close, and what acpx prints says so (the signal stays in ``rawOutput``)."""
+    ensure_acpx()
+    version = VERSIONS[-1]
+    node = node_for(version)
+    if node is None:
+        pytest.skip(f"acpx {version} needs a newer Node.js, and npm has no Node.js build for this system")
+    shell = "echo started; sleep 30"
+    run = run_acpx(
+        version,
+        node,
+        [AGENT],
+        live.env,
+        workdir,
+        f"[scenario:bg_from_prompt] Start this. <command>{shell}</command>",
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    ended = [block for block in tool_blocks(run.stdout) if block.title == shell and block.status == "failed"]
+    assert ended and ended[-1].output[-1] == "Stopped when the session closed.", run.stdout
+    assert "Ended by signal" not in run.stdout

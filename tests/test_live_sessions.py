@@ -27,6 +27,8 @@ from claude_bg_acp.scripted_model import env_overrides
 from tests.conftest import LiveModel
 from tests.conftest import run_live as run
 from tests.support.acp_client import ClientRun
+from tests.support.driver import PLAIN_CAPABILITIES
+from tests.support.plain import PlainView
 from tests.support.processes import processes_with
 from tests.support.rules import Answered, Reattach, Seen, check_updates
 from tests.support.schema import validate_transcript
@@ -115,6 +117,85 @@ def test_a_second_agent_lists_loads_and_continues_the_first_ones_session(
     assert second.response("load")["result"]["modes"]["currentModeId"] == "default"
     assert second.prompt_responses()[-1]["result"]["stopReason"] == "end_turn"
     carries_first_conversation(live)
+
+
+def test_a_plain_client_reopens_a_background_subagent_as_it_ended(live: LiveModel, workdir: Path) -> None:
+    """Toad and the Python SDK's accumulator reopen the card as it ended live: what the subagent
+    was asked, then its report; the launch message and the answer to its notification are not
+    adjacent (a client that ignores ``messageId`` would glue them)."""
+    plain = {"capabilities": PLAIN_CAPABILITIES, "clientInfo": {"name": "toad"}}
+    first = run(live, workdir, "v1", [{"op": "prompt", "text": "[scenario:agent_bg] Delegate."}], **plain)
+    steps = [{"op": "loadSession", "id": "load", "sessionId": first.session_id()}]
+    second = run(live, workdir, "v1", steps, autoSession=False, **plain)
+    sent = sent_before_answer(second)
+    view = PlainView.replay({"jsonrpc": "2.0", "method": "session/update", "params": p} for p in sent)
+    assert not view.problems, view.problems
+    agent = view.call("background helper")
+    assert (agent.status, agent.text) == ("completed", "subagent one finished its work")
+    assert not [s for s in agent.shown if "agentId" in s.text], "never Claude Code's hand-off"
+    kinds = [p["update"]["sessionUpdate"] for p in sent]
+    said = [i for i, kind in enumerate(kinds) if kind == "agent_message_chunk"]
+    assert said[-1] - said[-2] > 1, "the subagent's work comes between its launch and its report"
+
+
+def test_a_session_never_prompted_opens_in_the_next_process_as_it_was_left(
+    live: LiveModel, workdir: Path
+) -> None:
+    """acpx creates a session in one process and prompts it in the next: Claude Code stores
+    nothing before the first prompt, so the agent's own record opens it, empty, in its folder
+    and mode; it is not listed (it has no conversation), and once prompted Claude Code has it."""
+    first = run(
+        live,
+        workdir,
+        "v1",
+        [
+            {
+                "op": "request",
+                "method": "session/set_mode",
+                "params": {"sessionId": "$sessionId", "modeId": "plan"},
+            }
+        ],
+    )
+    session_id = first.session_id()
+    second = run(
+        live,
+        workdir,
+        "v1",
+        [
+            {"op": "listSessions", "id": "list", "cwd": str(workdir)},
+            {"op": "loadSession", "id": "load", "sessionId": session_id},
+            {"op": "prompt", "text": "[scenario:text] Hello."},
+        ],
+        autoSession=False,
+    )
+    assert second.response("list")["sessions"] == []
+    assert sent_before_answer(second) == [], "nothing to replay"
+    assert second.response("load")["result"]["modes"]["currentModeId"] == "plan"
+    assert second.prompt_responses()[-1]["result"]["stopReason"] == "end_turn"
+    third = run(
+        live,
+        workdir,
+        "v1",
+        [{"op": "resumeSession", "id": "resume", "sessionId": session_id}],
+        autoSession=False,
+    )
+    assert third.response("resume")["result"]["modes"]["currentModeId"] == "plan", "Claude Code stored it"
+    assert not list((Path(live.env["CLAUDE_CONFIG_DIR"]) / "claude-bg-acp" / "created").glob("*.json"))
+
+
+def test_v2_an_unprompted_session_resumes_in_the_next_process_with_an_empty_replay(
+    live: LiveModel, workdir: Path
+) -> None:
+    session_id = run(live, workdir, "v2", []).session_id()
+    resume = {"op": "resumeSession", "id": "resume", "sessionId": session_id, "replayFrom": {"type": "start"}}
+    prompt = {"op": "prompt", "text": "[scenario:text] Hello."}
+    second = run(live, workdir, "v2", [resume, prompt, {"op": "waitIdle"}], autoSession=False)
+    replayed = [params["update"] for params in sent_before_answer(second)]
+    assert replayed == [
+        {"sessionUpdate": "replay_complete"},
+        {"sessionUpdate": "state_update", "state": "idle", "background": []},
+    ], "the replay's end marked on an empty history"
+    assert "Hello from the scripted model." in second.agent_text()
 
 
 def claude_in_a_terminal(live: LiveModel, workdir: Path, prompt: str, resume: str | None = None) -> str:

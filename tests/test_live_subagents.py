@@ -4,6 +4,7 @@ held v1 prompts, Zed's cancel-before-prompt, and subagent sessions (v1 unstable 
 from __future__ import annotations
 
 import base64
+import itertools
 from pathlib import Path
 from typing import Any
 
@@ -308,3 +309,102 @@ def test_v2_a_replay_grants_a_running_childs_cancel_only_after_its_answer(
     mirrored = [u for u in result.raw_updates(root) if u["sessionUpdate"] == "subagent_update"][-1]
     assert mirrored["state"] == {"state": "idle", "stopReason": "cancelled", "background": []}
     assert SUBAGENT_DONE not in result.agent_text(None)
+
+
+def test_v2_a_background_childs_question_after_the_turn_leaves_the_root_idle(
+    live: LiveModel, workdir: Path
+) -> None:
+    """The child asks 1.5 s after its launch, once the root's turn ended: Claude Code's
+    session-wide ``requires_action`` and ``running`` are the child's; the root stays idle until
+    the turn Claude Code starts about the child's end."""
+    result = run(
+        live,
+        workdir,
+        "v2-unstable",
+        [
+            {"op": "prompt", "text": "[scenario:agent_permission_late] Delegate."},
+            {"op": "waitIdle", "match": {"stopReason": "end_turn"}},
+            {"op": "waitForPermission"},
+            {"op": "waitIdle", "match": {"stopReason": "end_turn", "background": []}},
+        ],
+    )
+    root = result.session_id()
+    between: list[str] = []  # the root's states from the end of its turn to the child's end
+    asked = ended = False
+    for line in result.agent_messages():
+        params = line.get("params") or {}
+        update = params.get("update") or {}
+        if line.get("method") == "session/request_permission":
+            assert params["sessionId"] != root, "the child asks"
+            asked = True
+        elif update.get("sessionUpdate") == "subagent_update" and update["state"]["state"] == "idle":
+            break
+        elif params.get("sessionId") == root and update.get("sessionUpdate") == "state_update":
+            if ended:
+                between.append(update["state"])
+            ended = ended or update["state"] == "idle"
+    assert asked and ended and between == [], "the root stays idle while its child asks"
+
+
+def test_v2_a_stopped_childs_removal_says_running_for_claude_codes_follow_up(
+    live: LiveModel, workdir: Path
+) -> None:
+    """Claude Code starts a turn about a background subagent stopped with ``session/cancel``
+    (CLI 2.1.332, 8 of 8): the snapshot that removes the child already says ``running``; no
+    ``idle`` with an empty list comes before that turn."""
+    result = run(
+        live,
+        workdir,
+        "v2-unstable",
+        [
+            {"op": "prompt", "text": "[scenario:agent_bg] Delegate."},
+            {"op": "waitIdle", "match": {"stopReason": "end_turn"}},
+            {"op": "notify", "method": "session/cancel", "params": {"sessionId": "$lastSubagent"}},
+            {"op": "waitIdle", "match": {"background": []}},
+        ],
+    )
+    snapshots = result.state_updates()
+    removal = next(
+        now for before, now in itertools.pairwise(snapshots) if before["background"] and not now["background"]
+    )
+    assert removal["state"] == "running", snapshots
+    assert SUBAGENT_DONE not in result.agent_text(None)
+
+
+def test_v2_a_synchronous_childs_shell_is_not_listed_by_its_parent_while_it_waits(
+    live: LiveModel, workdir: Path
+) -> None:
+    """The root's turn waits on a foreground subagent whose own shell runs in the background:
+    the child is the root's foreground work then (its shell listed in its own session), and is
+    listed by the root only once it ended while its shell goes on."""
+    result = run(
+        live,
+        workdir,
+        "v2-unstable",
+        [
+            {"op": "prompt", "text": "[scenario:agent_sync_shell] Delegate and wait."},
+            {
+                "op": "waitFor",
+                "session": "*",
+                "update": "terminal_update",
+                "match": {"exitStatus": "$present"},
+            },
+            {"op": "waitBackground", "empty": True},
+        ],
+    )
+    root = result.session_id()
+    child = next(u for u in result.raw_updates(root) if u["sessionUpdate"] == "subagent_update")["sessionId"]
+    listed_child = {"type": "subagent", "sessionId": child}
+    working = True
+    listed_after: list[bool] = []
+    for update in result.raw_updates(root):
+        if update["sessionUpdate"] == "subagent_update" and update.get("state", {}).get("state") == "idle":
+            working = False
+        elif update["sessionUpdate"] == "state_update":
+            listed = listed_child in (update.get("background") or [])
+            assert not (working and listed), "listed while the root's turn waits on it"
+            listed_after += [] if working else [listed]
+    assert any(u["sessionUpdate"] == "terminal_update" for u in result.raw_updates(child)), (
+        "its shell is the child's"
+    )
+    assert True in listed_after, "listed once it ended, while its shell ran on"

@@ -136,6 +136,12 @@ def killed(d: CoreDriver) -> None:
     d.drained("bash01", b"", ExitInfo(None, "SIGKILL"))
 
 
+def closed(d: CoreDriver) -> None:
+    """The client closed the session (acpx does after each answer): Claude Code stops it."""
+    d.handle(ev.Close())
+    killed(d)
+
+
 def lost(d: CoreDriver) -> None:
     d.handle(ev.ClaudeDied("Claude Code exited", fatal=False))
 
@@ -145,6 +151,7 @@ def lost(d: CoreDriver) -> None:
     [
         (failed_with_code_3, "Exited with code 3.", {"exitCode": 3, "signal": None}),
         (killed, "Ended by signal SIGKILL.", {"exitCode": None, "signal": "SIGKILL"}),
+        (closed, "Stopped when the session closed.", {"exitCode": None, "signal": "SIGKILL"}),
         (lost, "Its exit is unknown.", {"exitCode": None, "signal": None}),
     ],
 )
@@ -287,6 +294,8 @@ def test_a_background_subagents_report_is_its_tool_calls_result() -> None:
     ticket, _ = d.prompt("Delegate.")
     d.frames(state_changed("running"), agent.launch(), agent.started(), agent.hand_off())
     d.frames(text("It works in the background."), result())
+    (call,) = shown(d).calls()
+    assert (call.status, call.text) == ("in_progress", "background helper"), "what it was asked to do"
     d.frame(text("Looking around.", parent=agent.tool_use_id))
     d.frame(text("background helper finished its work", parent=agent.tool_use_id))
     d.frames(agent.updated("completed"), agent.notification("completed"))
@@ -298,6 +307,7 @@ def test_a_background_subagents_report_is_its_tool_calls_result() -> None:
     working = [s.text for s in call.shown if s.status == "in_progress"]
     assert working[-1] == "Looking around.\n\nbackground helper finished its work"
     assert view.agent_text == "It works in the background.It is done.", "no word of the subagent's"
+    assert not [s for s in call.shown if "agent01" in s.text], "never Claude Code's internal hand-off"
     assert [a["id"] for _, a in view.prompt_answers] == [ticket], "the held answer came once it was done"
     assert view.prompt_answers[0][0] > call.shown[-1].t
 

@@ -21,6 +21,7 @@ from tests.support.frames import (
     TaskSpec,
     agent_launch,
     level_entry,
+    result,
     state_changed,
     task_started,
     tasks_changed,
@@ -351,6 +352,68 @@ def test_a_turn_is_not_blocked_while_other_foreground_work_goes_on() -> None:
     assert root_states(d, ask_in(d, OUTER, 2)) == []
     assert root_states(d, ask_in(d, PEER, 3)) == ["requires_action"]
     assert root_states(d, d.answer(2, ALLOW_ONCE)) == ["running"]
+
+
+def test_a_background_childs_question_after_the_turn_leaves_the_root_idle() -> None:
+    """Claude Code's state is the whole session's: once the root's turn ended, the
+    ``requires_action`` and ``running`` around a background child's question are the child's,
+    and the root stays idle (live, Claude Code says ``idle`` only after its next result)."""
+    d = CoreDriver(2, session_id=ROOT)
+    d.prompt("delegate")
+    d.frames(state_changed("running"), HELPER.launch(), HELPER.started(), HELPER.hand_off())
+    ended = d.frames(text("It works in the background."), result())
+    assert root_states(d, ended)[-1] == "idle"
+    use, touch = "toolu_bash_agent01", {"command": "touch x"}
+    d.frame(tool_use(use, "Bash", touch, parent=HELPER.tool_use_id))
+    asked = d.frame(state_changed("requires_action")) + d.ask(1, "Bash", touch, use, "agent01")
+    answered = d.answer(1, ALLOW_ONCE) + d.frame(state_changed("running"))
+    assert root_states(d, asked + answered) == []
+    assert root_states(d, asked, HELPER.task_id) == ["requires_action"]
+    assert root_states(d, answered, HELPER.task_id) == ["running"]
+    # Its next turn is the root's again: a turn Claude Code starts shows itself.
+    assert root_states(d, d.frame(text("Something of the root's."))) == ["running"]
+    check_updates(d.notified(d.effects), 2)
+
+
+def test_cancelling_a_child_cancels_its_working_descendants_the_deepest_first() -> None:
+    """Subagent Sessions RFD: a child's cancel cascades to its active descendants, never to its
+    parent or siblings. The agent stops each itself (the deepest first, so that each stop finds
+    its subagent), whether or not Claude Code stops a subagent's own subagents with it."""
+    d = CoreDriver(2, session_id=ROOT)
+    d.prompt("delegate")
+    d.frames(state_changed("running"), OUTER.launch(), OUTER.started(), OUTER.hand_off())
+    d.frames(INNER.launch(), INNER.started(), INNER.hand_off())
+    d.frames(PEER.launch(), PEER.started(), PEER.hand_off())
+    assert d.handle(ev.CancelChild(INNER.task_id)) == [StopTask(INNER.task_id)], "not its parent"
+    assert d.handle(ev.CancelChild(OUTER.task_id)) == [StopTask(INNER.task_id), StopTask(OUTER.task_id)]
+    d.frames(INNER.updated("killed"), INNER.notification("stopped"))
+    assert d.handle(ev.CancelChild(OUTER.task_id)) == [StopTask(OUTER.task_id)], "an ended one stays so"
+
+
+OUTER_SHELL = TaskSpec("shell", "bash05", parent="toolu_outer")
+
+
+def test_a_synchronous_child_with_a_shell_of_its_own_is_not_listed_while_its_parent_waits() -> None:
+    """The parent's turn waits on it: it is the parent's foreground work, its shell listed in
+    its own session; once it ended, the parent lists it for as long as its shell runs."""
+    d = CoreDriver(2, session_id=ROOT)
+    d.prompt("delegate and wait")
+    d.frames(state_changed("running"), OUTER.launch(), OUTER.started(backgrounded=False))
+    level = [OUTER.level_entry(), OUTER_SHELL.level_entry()]
+    started = d.frames(
+        OUTER_SHELL.launch(), OUTER_SHELL.started(), tasks_changed(level), OUTER_SHELL.hand_off()
+    )
+    assert lists(started, OUTER.task_id)[-1] == [{"type": "terminal", "terminalId": OUTER_SHELL.task_id}]
+    assert all(listed == [] for listed in lists(started, ROOT)), "not while the turn waits on it"
+    ended = d.frames(
+        tool_result(str(OUTER.tool_use_id), "outer is done"),
+        OUTER.updated("completed"),
+        tasks_changed([OUTER_SHELL.level_entry()]),
+        text("Done."),
+        result(),
+    )
+    assert lists(ended, ROOT)[-1] == [{"type": "subagent", "sessionId": OUTER.task_id}], "its shell runs on"
+    check_updates(d.notified(d.effects), 2)
 
 
 # --- later messages to a resumed child (issue 22) ----------------------------------------------

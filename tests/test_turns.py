@@ -992,3 +992,41 @@ def test_a_turn_error_does_not_leak_into_the_next_turn(new_driver: NewDriver) ->
     d.frames(state_changed("running"), *max_output_tokens())
     ticket, _ = d.prompt("second")
     assert answers(run_turn(d)) == [Reply(ticket, {"stopReason": "end_turn", "usage": ACP_USAGE})]
+
+
+# --- a stop the client asked for, and Claude Code's follow-up turn (issue 29) --------------------
+
+STOPPED_MONITOR = TaskSpec("monitor", "mon09", description="tick watcher")
+STOPPED_AGENT = TaskSpec("agent", "agent09", tool_use_id="toolu_stopped_agent", description="helper")
+
+
+def stop_monitor(d: CoreDriver) -> list[Effect]:
+    return d.handle(ev.CancelToolCall(ROOT, str(STOPPED_MONITOR.tool_use_id)))
+
+
+def stop_agent(d: CoreDriver) -> list[Effect]:
+    return d.handle(ev.CancelChild(STOPPED_AGENT.task_id))
+
+
+@pytest.mark.parametrize(
+    ("work", "stop"), [(STOPPED_MONITOR, stop_monitor), (STOPPED_AGENT, stop_agent)], ids=["monitor", "agent"]
+)
+def test_stopped_work_without_a_process_is_removed_with_the_running_of_its_follow_up(
+    work: TaskSpec, stop: Callable[[CoreDriver], list[Effect]], new_driver: NewDriver
+) -> None:
+    """CLI 2.1.332 starts a turn about a stopped Monitor or background subagent (a stopped shell
+    it does not): the snapshot that removes the item says ``running``, rather than ``idle`` with
+    an empty list and ``running`` 60-95 ms later."""
+    d = new_driver(2)
+    d.prompt("Start it.")
+    d.frames(state_changed("running"), work.launch(), tasks_changed([work.level_entry()]), work.started())
+    d.frames(work.hand_off(), text("Started."), result(), state_changed("idle"))
+    assert [s for s, _ in states(stop(d))] == []
+    ended = d.frames(work.updated("killed"), work.notification("stopped"), tasks_changed([]))
+    removal = next(u for u in state_updates(ended) if u.background == [])
+    assert removal.state == "running"
+    after = d.frames(
+        state_changed("running"), text("It was stopped."), follow_up_result(), state_changed("idle")
+    )
+    assert states(after) == [("idle", "end_turn")]
+    check_transcript(d, d.effects, "v2")

@@ -82,6 +82,7 @@ from claude_bg_acp.acp.schema import (
     parse_params,
     versioned,
 )
+from claude_bg_acp.claude import created
 from claude_bg_acp.core import events as ev
 from claude_bg_acp.prewarm import Prewarm
 from claude_bg_acp.stdio import Endpoint
@@ -174,6 +175,9 @@ class Agent:
         self._prewarm = Prewarm()
         self._opens: dict[str, anyio.Lock] = {}
         """By session id: held while a request finds or starts that session."""
+        self._unprompted: set[str] = set()
+        """Sessions open here that Claude Code has not stored yet: their record (``created``)
+        follows the options chosen, until their first prompt."""
 
     async def on_request(self, method: str, params: object, request_id: jsonrpc.RequestId) -> object:
         if self._client is None and method != "initialize":
@@ -247,18 +251,34 @@ class Agent:
         if self._parent_of(params.session_id) is not None:
             raise RpcError(jsonrpc.INVALID_REQUEST, "A subagent session cannot be prompted")
         key = params.idempotency_key if isinstance(params, KeyedPromptParams) else None
-        return await self._session(params.session_id).prompt(params.prompt, key, request_id)
+        answer = await self._session(params.session_id).prompt(params.prompt, key, request_id)
+        if params.session_id in self._unprompted:  # Claude Code stores it from now on
+            self._unprompted.discard(params.session_id)
+            await anyio.to_thread.run_sync(created.forget, params.session_id)
+        return answer
 
     async def _set_mode(self, params: SetModeParams, request_id: jsonrpc.RequestId) -> dict[str, Any]:
         self._session(params.session_id).handle(ev.ChooseMode(params.mode_id))
+        await self._record(params.session_id)
         return {}
 
     async def _set_config_option(
         self, params: SetConfigOptionParams, request_id: jsonrpc.RequestId
     ) -> object:
-        return await self._session(params.session_id).answer(
+        answer = await self._session(params.session_id).answer(
             lambda ticket: ev.ChooseOption(ticket, params.config_id, params.value)
         )
+        await self._record(params.session_id)
+        return answer
+
+    async def _record(self, session_id: str) -> None:
+        """Record a session Claude Code does not store yet as it is now (``created``)."""
+        session = self._sessions.get(session_id)
+        if session_id not in self._unprompted or session is None:
+            return
+        config = session.core.config
+        choices = created.Choices(session.core.modes.current, config.chosen_model, config.chosen_effort)
+        await anyio.to_thread.run_sync(created.record, session_id, session.cwd, choices)
 
     async def _cancel_terminal(
         self, params: CancelTerminalParams, request_id: jsonrpc.RequestId
@@ -325,6 +345,8 @@ class Agent:
             raise session.start_error
         if first:
             self._remember(session)
+        self._unprompted.add(session_id)
+        await self._record(session_id)
         return {"sessionId": session.session_id, **self._opened(session, request_id)}
 
     async def _open(
@@ -357,13 +379,20 @@ class Agent:
             if session is None:
                 stored = await self._stored(session_id)
                 _same_directory(session_id, stored.cwd, params.cwd)
-                session = self._start_session(session_id, params, await self._resuming(session_id, params))
+                choices = stored.choices if isinstance(stored, created.Created) else None
+                starting = await self._resuming(session_id, params, choices)
+                session = self._start_session(session_id, params, starting)
+                if choices is not None:
+                    self._unprompted.add(session_id)
             else:
                 session = self._session(session_id)  # unless it failed
                 _same_directory(session_id, session.cwd, params.cwd)
         from claude_bg_acp.claude import store
 
-        history = store.conversation(session_id, session.cwd) if replay else None
+        history = None
+        if replay:
+            stored_yet = session_id not in self._unprompted
+            history = store.conversation(session_id, session.cwd) if stored_yet else _nothing()
         await (self._attached(session, history) if resumed else session.attach(history))
         return self._opened(session, request_id)
 
@@ -395,7 +424,9 @@ class Agent:
         open_here = session_id in self._sessions or session_id in self._failures
         if open_here:
             await self._close_session(session_id)
-        if not await store.delete(session_id) and not open_here:
+        recorded = await anyio.to_thread.run_sync(created.forget, session_id)
+        self._unprompted.discard(session_id)
+        if not await store.delete(session_id) and not open_here and not recorded:
             raise RpcError(RESOURCE_NOT_FOUND, f"Unknown session {session_id}", {"sessionId": session_id})
         return {}
 
@@ -429,13 +460,17 @@ class Agent:
             )
         return True
 
-    async def _stored(self, session_id: str) -> StoredSession:
+    async def _stored(self, session_id: str) -> StoredSession | created.Created:
+        """Claude Code's stored session, else one this agent created that was never prompted."""
         await anyio.to_thread.run_sync(_import_store)
         from claude_bg_acp.claude import store
 
         try:
             return await store.find(session_id)
         except store.NotStored:
+            record = await anyio.to_thread.run_sync(created.find, session_id)
+            if record is not None:
+                return record
             raise RpcError(
                 RESOURCE_NOT_FOUND, f"Unknown session {session_id}", {"sessionId": session_id}
             ) from None
@@ -455,10 +490,13 @@ class Agent:
             if not lock.locked():  # nobody waits for it
                 self._opens.pop(session_id, None)
 
-    async def _resuming(self, session_id: str, params: NewSessionParams[Any]) -> ClaudeRunner:
-        """Claude Code started on the stored conversation, and the rest of the Claude side
-        imported meanwhile."""
-        starting = await self._start_claude(session_id, params, resume=True)
+    async def _resuming(
+        self, session_id: str, params: NewSessionParams[Any], fresh: created.Choices | None = None
+    ) -> ClaudeRunner:
+        """Claude Code started on the stored conversation (on a new one by that id with the
+        ``fresh`` choices, for a session created earlier and never prompted), and the rest of
+        the Claude side imported meanwhile."""
+        starting = await self._start_claude(session_id, params, resume=fresh is None, choices=fresh)
         try:
             await anyio.to_thread.run_sync(_import_claude_side)
         except BaseException:
@@ -479,7 +517,11 @@ class Agent:
         self._remember(session)
 
     async def _start_claude(
-        self, session_id: str, params: NewSessionParams[Any], resume: bool = False
+        self,
+        session_id: str,
+        params: NewSessionParams[Any],
+        resume: bool = False,
+        choices: created.Choices | None = None,
     ) -> ClaudeRunner:
         """Start Claude Code for a session to come: ``resume`` its stored conversation, else a
         new one by that id."""
@@ -495,6 +537,7 @@ class Agent:
             params.additional_directories,
             resume=resume,
             project_settings=await anyio.to_thread.run_sync(settings_may_act, params.cwd),
+            choices=choices,
         )
         self._tg.start_soon(runner.start)
         return runner
@@ -718,3 +761,9 @@ def _import_claude_runner() -> None:
 
 def _import_claude_side() -> None:
     import claude_bg_acp.session_host  # noqa: F401
+
+
+async def _nothing() -> AsyncGenerator[ev.StoredConversation, None]:
+    """The history of a session Claude Code has not stored yet: none (replayed, it is empty)."""
+    return
+    yield

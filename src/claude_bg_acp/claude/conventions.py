@@ -34,6 +34,9 @@ OBSERVED_ON = "2.1.332"
 SHELL_TOOLS = ("Bash",)
 """The tools that run a shell command: their output is terminal output."""
 
+AGENT_TOOLS = ("Agent", "Task")
+"""The tools that launch a subagent (``Task`` is its older name)."""
+
 NO_OUTPUT = "(Bash completed with no output)"
 """The whole result of a command that succeeded and printed nothing."""
 
@@ -87,6 +90,16 @@ def hand_off(tool_input: dict[str, Any], text: str, is_error: bool, structured: 
     if isinstance(structured, dict):
         return handed if structured.get("backgroundTaskId") == handed.task_id else None
     return handed if tool_input.get("run_in_background") is True else None
+
+
+def agent_launched(structured: Any) -> HandOff | None:
+    """The background subagent an Agent tool result launched: its stored form says
+    ``status: async_launched`` and names the agent (its task id), the words do not match
+    ``HANDOFF``."""
+    if not isinstance(structured, dict) or structured.get("status") != "async_launched":
+        return None
+    agent, output = structured.get("agentId"), structured.get("outputFile")
+    return HandOff(agent, output if isinstance(output, str) else "") if isinstance(agent, str) else None
 
 
 # --- the summary of a task notification -------------------------------------------------------
@@ -215,6 +228,8 @@ class TaskNote:
     tool_use_id: str | None
     status: str | None
     summary: str | None
+    result: str | None = None
+    """A subagent's report (its last message; the ``summary`` only names the agent)."""
 
 
 def task_notes(text: str) -> list[TaskNote]:
@@ -223,7 +238,13 @@ def task_notes(text: str) -> list[TaskNote]:
         task_id = _tag(block, "task-id")
         if task_id:
             notes.append(
-                TaskNote(task_id, _tag(block, "tool-use-id"), _tag(block, "status"), _tag(block, "summary"))
+                TaskNote(
+                    task_id,
+                    _tag(block, "tool-use-id"),
+                    _tag(block, "status"),
+                    _tag(block, "summary"),
+                    _tag(block, "result"),
+                )
             )
     return notes
 

@@ -49,6 +49,7 @@ from claude_agent_sdk.types import (
 
 from claude_bg_acp.acp.schema import McpServer
 from claude_bg_acp.claude import lifeline, orphans
+from claude_bg_acp.claude.created import Choices
 from claude_bg_acp.claude.options import build_transport, session_options
 from claude_bg_acp.claude.sdk_private import MessageParseError, control_request, parse_message, raw_frames
 from claude_bg_acp.platform import host
@@ -239,11 +240,13 @@ def starting(
     add_dirs: list[str] | None,
     resume: bool = False,
     project_settings: bool = True,
+    choices: Choices | None = None,
 ) -> ClaudeRunner:
     """A session's runner, to start before the session that will own it exists: with the
-    options a session first starts with (mode ``default``, Claude Code's own model and effort),
-    on the stored conversation of that id if it ``resume``s, else on a new one by that id;
-    with the folder's own settings unless the folder is yet to be trusted (``claude.trust``)."""
+    options a session first starts with (mode ``default``, Claude Code's own model and effort,
+    unless ``choices`` (a session created earlier, never prompted) say otherwise), on the
+    stored conversation of that id if it ``resume``s, else on a new one by that id; with the
+    folder's own settings unless the folder is yet to be trusted (``claude.trust``)."""
     options = session_options(
         cwd,
         None,
@@ -254,6 +257,9 @@ def starting(
         session_id=None if resume else session_id,
         project_settings=project_settings,
     )
+    if choices is not None:
+        options.permission_mode = choices.mode  # type: ignore[assignment]
+        options.model, options.effort = choices.model, choices.effort  # type: ignore[assignment]
     return ClaudeRunner(options)
 
 

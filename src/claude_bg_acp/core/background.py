@@ -12,7 +12,8 @@ each one is to the client and keeps the RFD's ordering rules:
   cancellable). Work whose launching tool call already has a final status, or that no tool
   call started, gets a tool call of our own. Scheduled work is ``schedules``' business.
 - A subagent is a child session (``subagents``) when the session shows subagents as sessions,
-  listed while it runs detached or while its own list is not empty; one whose parent stays
+  listed while it runs detached, or once it ended while its own list is not empty (never
+  while its parent's turn waits on it: it is foreground work then); one whose parent stays
   unknown is work on a tool call of our own (its parent is never guessed), which ends once the
   parent is known and the child is shown. When the session
   shows subagents in the session that launched them, a subagent that runs in the background
@@ -23,7 +24,9 @@ each one is to the client and keeps the RFD's ordering rules:
   root's.
 - When a task ends, its terminal's file is read to the end first; then its exit (or the tool
   call's final status, or the child's end); only then the list without it.
-- A task that ended by itself makes Claude Code start a follow-up turn: ``FollowUpExpected``
+- A task that ended by itself, and work without a process however it ended (a stopped
+  Monitor or subagent: ``FOLLOWED_UP_WHEN_STOPPED``), make Claude Code start a follow-up turn:
+  ``FollowUpExpected``
   goes out as soon as Claude Code reports the end (before a terminal's file is read to its
   end), so the snapshot that removes the item already says ``running`` unless that turn is over
   by then; it names the task's run, which the follow-up turn's result names too.
@@ -117,6 +120,15 @@ class Kind(enum.Enum):
     SUBAGENT = "subagent"
 
 
+FOLLOWED_UP_WHEN_STOPPED = frozenset({Kind.TOOL_CALL, Kind.SUBAGENT})
+"""The work Claude Code starts a follow-up turn about also when it was stopped (CLI 2.1.332,
+measured: a stopped background subagent 8 of 8, a stopped Monitor 8 of 8 when stopped while
+its events were coming, not after its last event's turn, 1 run; a stopped shell never): the
+``running`` of that turn comes no later than the snapshot that removes the item, rather than
+an ``idle`` with an empty list and ``running`` 60-95 ms later. Should none come, ``running``
+ends after ``FOLLOW_UP_WAIT``."""
+
+
 class ItemPhase(enum.Enum):
     LIVE = "live"
     DRAINING = "draining"
@@ -184,6 +196,8 @@ class Item:
     recent: Recent | None = None
     """A live terminal's latest output, kept to restate it."""
     stopped_with: ExitInfo | None = None
+    closing: bool = False
+    """Its session closes, and stopped it."""
     """How its process ended when the agent stopped it (Claude Code was gone)."""
     exit: ExitInfo | None = None
     """The exit a final terminal reported (None: unknown)."""
@@ -255,6 +269,8 @@ class TerminalExited:
     tool_call_id: str
     exit: ExitInfo | None
     corrected: bool = False
+    closed: bool = False
+    """Its session's close stopped it (it did not end by itself)."""
 
 
 @dataclass(frozen=True)
@@ -465,7 +481,8 @@ class Background:
         return out
 
     def open_child(self, task: Task, parent_id: str) -> None:
-        """An exposed subagent, listed by its parent while it runs detached or has work of its own."""
+        """An exposed subagent, listed by its parent while it runs detached, or once it ended
+        while work of its own goes on (never while its parent waits on it)."""
         self.items[task.task_id] = Item(task, Kind.SUBAGENT, task.task_id, parent_id)
 
     def _open_terminal(
@@ -586,7 +603,9 @@ class Background:
         out: list[BackgroundOut] = []
         if item.kind is Kind.TERMINAL:
             item.exit = None if unknown else exit_of(task, exit_info, item.stopped_with)
-            out.append(TerminalExited(item.session_id, item.ref, item.tool_call_id, item.exit))
+            out.append(
+                TerminalExited(item.session_id, item.ref, item.tool_call_id, item.exit, closed=item.closing)
+            )
         elif item.kind is Kind.TOOL_CALL:
             end = (
                 "cancelled"
@@ -726,6 +745,8 @@ class Background:
         out: list[BackgroundOut] = []
         for task in live:
             item = self.items.get(task.task_id)
+            if item is not None:
+                item.closing = True
             if item is None or item.stop_sent_at is None:
                 out.append(StopTask(task.task_id))
                 if item is not None:
@@ -819,8 +840,11 @@ class Background:
 
     def _entry(self, item: Item) -> Listed | None:
         if item.kind is Kind.SUBAGENT:
-            running = not item.final and item.task.backgrounded is not False
-            return Listed("subagent", item.ref) if running or self.listed(item.ref) else None
+            # While it works in the foreground its parent waits on it: foreground work, not
+            # listed (its own work is listed in its session); once it ended, its work goes on.
+            if not item.final:
+                return Listed("subagent", item.ref) if item.task.backgrounded is not False else None
+            return Listed("subagent", item.ref) if self.listed(item.ref) else None
         if item.final:
             return None
         if item.kind is Kind.TERMINAL:
@@ -850,8 +874,10 @@ def _task_ended(item: Item, task: Task | None) -> list[BackgroundOut]:
 
 
 def _follow_up(item: Item, task: Task) -> list[BackgroundOut]:
-    """The follow-up turn of a task that ended by itself (not stopped by us), if one is owed."""
-    if task.end_status in FOLLOW_UP_STATUSES and item.stop_sent_at is None:
+    """The follow-up turn Claude Code starts about a task's end: of one that ended by itself,
+    and of work without a process however it ended (``FOLLOWED_UP_WHEN_STOPPED``)."""
+    by_itself = task.end_status in FOLLOW_UP_STATUSES and item.stop_sent_at is None
+    if task.end_status is not None and (by_itself or item.kind in FOLLOWED_UP_WHEN_STOPPED):
         return [FollowUpExpected(task.run_id or task.task_id)]
     return []
 

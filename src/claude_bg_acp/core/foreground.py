@@ -46,6 +46,11 @@ A result whose ``origin`` names a task notification belongs to a follow-up turn,
 prompt; Claude Code lists the prompts a result covers (``user_message_uuids``), so a prompt it
 took into a turn it started itself is settled by that turn's result.
 
+Claude Code's own state is the whole session's: with nothing in the foreground, its
+``requires_action`` is a background subagent's question, and the ``running`` after the answer
+is no turn either (``asked_aside``); the child's session shows that question, the root stays
+``idle``.
+
 The state a client sees is ``running`` in every phase but ``IDLE``, ``CLOSED`` and a ``hidden``
 turn (``requires_action`` while a foreground permission question is open), ``idle`` otherwise
 with the stop reason of the last result. A result ends the phase at once, so ``idle`` follows the
@@ -319,6 +324,10 @@ class Foreground:
         """While ``DUE``: when the held turn is released if no follow-up turn started."""
         self.restarted = False
         """A new Claude Code took over the stored conversation and has shown no work yet."""
+        self.asked_aside = False
+        """Claude Code said ``requires_action`` while the foreground was idle: a background
+        subagent's question (Claude Code's state is the whole session's), and the ``running``
+        after its answer is no turn either."""
 
     @property
     def busy(self) -> bool:
@@ -391,6 +400,8 @@ class Foreground:
 
     def cli_state(self, state: str) -> list[ForegroundOut]:
         out: list[ForegroundOut] = []
+        if state in ("running", "requires_action") and self._aside(state):
+            return []
         if state in ("running", "requires_action"):
             out += self._claude_turn()
         elif state == "idle":
@@ -403,6 +414,16 @@ class Foreground:
             if not self._hold_needed():
                 return self._release() + self._report()
         return out + self._report()
+
+    def _aside(self, state: str) -> bool:
+        """A state that is a background subagent's question, not a turn: ``requires_action``
+        while nothing runs in the foreground (a turn of the root's starts ``running``, or with
+        output), and the ``running`` that answers it. Output of the main conversation still
+        starts a turn (``work_seen``)."""
+        idle = self.phase is TurnPhase.IDLE and self.hold is HoldPhase.NONE
+        aside = idle and (state == "requires_action" or self.asked_aside)
+        self.asked_aside = aside and state == "requires_action"
+        return aside
 
     def withdraw(self, ticket: Ticket) -> list[ForegroundOut]:
         withdrawn: list[ForegroundOut] = [

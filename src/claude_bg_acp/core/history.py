@@ -11,9 +11,13 @@ what history cannot say differs:
 
 - a background shell is a terminal that has ended: opened, what is left of its output, and its
   exit (the file's closing line, else the notification; unknown when neither says); work
-  without a process is a tool call with the status its notification gives. Work went to the
-  background when Claude Code says so (``conventions.hand_off``), never by the words of a
-  result: a foreground command that prints the hand-off sentence is an ordinary tool call;
+  without a process (a Monitor; a subagent shown in its parent) is handed off as live, and
+  ends with the status and summary (a subagent's: its report) its notification gives, where
+  that notification comes: what a background subagent did comes between its launch and its
+  notification, as it happened live, not before the message that launched it. Work went to
+  the background when Claude Code says so (``conventions.hand_off``, ``agent_launched``),
+  never by the words of a result: a foreground command that prints the hand-off sentence is an
+  ordinary tool call;
 - a child is announced without controls (``cancel`` belongs to live children), its own
   messages follow, and it ends as its notification says, or idle with no stop reason when
   nothing does (it is not running: the Claude Code that ran it is gone); then its replay's end
@@ -53,9 +57,13 @@ from claude_agent_sdk.types import AssistantMessage, UserMessage
 from claude_bg_acp.claude import conventions
 from claude_bg_acp.core.attaching import ReplayCompleted
 from claude_bg_acp.core.background import (
+    TOOL_STATUS,
+    FinalStatus,
     TerminalExited,
     TerminalOpened,
     TerminalOutput,
+    WorkEnded,
+    WorkOpened,
     exit_of,
 )
 from claude_bg_acp.core.events import StoredChild, StoredConversation, StoredMessage, StoredOutput
@@ -129,6 +137,8 @@ HistoryFact = (
     | ChildFact
     | ReplayCompleted
     | PlanChanged
+    | WorkOpened
+    | WorkEnded
 )
 
 
@@ -150,6 +160,9 @@ class History:
         self._children: dict[str, StoredChild] = {}
         self._root = Transcript(root_id)
         self._missing: list[str] = []
+        self._until_noted: dict[str, list[HistoryFact]] = {}
+        """By task id: what of background work happened while it ran (a subagent's messages,
+        its end), told where Claude Code's notification of its end comes."""
 
     def replay(self, conversation: StoredConversation) -> list[HistoryFact]:
         """The facts of a part of the conversation (the first has the notes and the children)."""
@@ -158,6 +171,12 @@ class History:
         for note in conversation.notes:
             self.ended[note.task_id] = _ended_task(note)
         return self._messages(self._root, conversation.messages, child=False)
+
+    def unnoted(self) -> list[HistoryFact]:
+        """What waits for a notification the replay did not come to (before its end)."""
+        facts = [fact for waiting in self._until_noted.values() for fact in waiting]
+        self._until_noted.clear()
+        return facts
 
     def incomplete(self) -> list[HistoryIncomplete]:
         """What the replay lacked, once it is over."""
@@ -180,6 +199,7 @@ class History:
                         session_id, fact, planned=not child or session_id != self.root_id
                     )
             elif isinstance(message, UserMessage):
+                facts += self._noted(stored.content)
                 results = transcript.tool_results(message)
                 for result in results:
                     facts += self._result(session_id, result)
@@ -213,8 +233,16 @@ class History:
         return facts
 
     def _child(self, child: StoredChild, tool: ToolUse) -> list[HistoryFact]:
+        """A child's conversation; a background one's after its launch, when it ended
+        (``_until_noted``), as it happened."""
+        later = (
+            tool.tool_input.get("run_in_background") is True
+            and child.agent_id in self.ended
+            and child.agent_id not in self.live.children
+        )
         if not self.children_shown:
-            return self._messages(Transcript(self.root_id), child.messages, child=True)
+            said = self._messages(Transcript(self.root_id), child.messages, child=True)
+            return self._when_noted(child.agent_id, said) if later else said
         task = self.ended.get(child.agent_id) or Task(child.agent_id, "local_agent")
         task.tool_use_id = child.tool_use_id
         announced = self.subagents.announce(task, tool)
@@ -224,10 +252,20 @@ class History:
             replace(fact, cancellable=False) if isinstance(fact, ChildAnnounced) else fact
             for fact in announced
         ]
-        facts += self._messages(Transcript(child.agent_id), child.messages, child=True)
+        work = self._messages(Transcript(child.agent_id), child.messages, child=True)
         if child.agent_id not in self.live.children:
-            facts += self.subagents.ended(task)
-        return [*facts, ReplayCompleted(child.agent_id)]
+            work += self.subagents.ended(task)
+        work.append(ReplayCompleted(child.agent_id))
+        return facts + (self._when_noted(child.agent_id, work) if later else work)
+
+    def _when_noted(self, task_id: str, facts: list[HistoryFact]) -> list[HistoryFact]:
+        self._until_noted.setdefault(task_id, []).extend(facts)
+        return []
+
+    def _noted(self, content: Any) -> list[HistoryFact]:
+        """What waited for the notifications a message of Claude Code's brings."""
+        notes = conventions.task_notes(content) if isinstance(content, str) else []
+        return [fact for note in notes for fact in self._until_noted.pop(note.task_id, [])]
 
     def _result(self, session_id: str, result: ToolResulted) -> list[HistoryFact]:
         plan = self.plans.get(session_id)
@@ -238,6 +276,10 @@ class History:
             return []
         self._child_kept(use, result)
         handed = conventions.hand_off(use.tool_input, result.text, result.is_error, result.structured)
+        if handed is None and not result.is_error and not self.children_shown:
+            # A subagent shown in its parent works on its Agent call (a child session's call
+            # ends at the launch).
+            handed = conventions.agent_launched(result.structured)
         if handed is None:
             return list(
                 self.tool_uses.result(
@@ -248,11 +290,14 @@ class History:
         task = self.ended.get(handed.task_id)
         live = handed.task_id in self.live.tasks
         if not use.shell:
+            handoff = ToolCallHandedOff(session_id, use.call_id, result.text, None, "in_progress")
             if live:
-                return [ToolCallHandedOff(session_id, use.call_id, result.text, None, "in_progress")]
-            summary = f"\n\n{task.summary}" if task is not None and task.summary else ""
-            failed = task is not None and task.end_status == "failed"
-            return [ToolCallFinished(session_id, use.call_id, failed, result.text + summary)]
+                return [handoff]
+            if task is not None:  # it ends where its notification comes, as it did live
+                end = WorkEnded(session_id, use.call_id, _final(task), task.summary)
+                self._when_noted(handed.task_id, [end])
+                return [WorkOpened(session_id, use.call_id, "in_progress"), handoff]
+            return [ToolCallFinished(session_id, use.call_id, False, result.text)]
         handoff = ToolCallHandedOff(session_id, use.call_id, result.text, handed.task_id, "in_progress")
         if live:
             return [handoff]
@@ -289,9 +334,15 @@ class History:
 
 
 def _ended_task(note: conventions.TaskNote) -> Task:
-    task = Task(note.task_id, tool_use_id=note.tool_use_id, summary=note.summary, phase=TaskPhase.ENDED)
+    """A subagent's summary is its report, as the live notification's (``summary_is_report``)."""
+    summary = note.result or note.summary
+    task = Task(note.task_id, tool_use_id=note.tool_use_id, summary=summary, phase=TaskPhase.ENDED)
     task.status = NOTE_STATUSES.get(note.status or "", task.status)
     return task
+
+
+def _final(task: Task) -> FinalStatus:
+    return TOOL_STATUS.get(task.end_status or "", "completed")
 
 
 def _prompt(content: Any) -> list[dict[str, Any]] | None:

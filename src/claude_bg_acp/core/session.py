@@ -654,7 +654,8 @@ class SessionCore:
         """The replay's end, marked when all of it was sent; then the working children it did
         not announce, what it lacked, and what was said live meanwhile."""
         history, self.history = self.history, None
-        facts: list[Fact] = [ReplayCompleted(self.session_id)] if complete else []
+        facts: list[Fact] = [*history.unnoted()] if history is not None else []
+        facts += [ReplayCompleted(self.session_id)] if complete else []
         if history is not None:
             for session_id, plan in history.plans.items():
                 self.plans.setdefault(session_id, plan)  # the task tools fold into what is known

@@ -320,10 +320,18 @@ class Subagents:
         ]
 
     def cancel(self, session_id: str) -> list[StopTask]:
+        """Stop the child and its working descendants (the Subagent Sessions RFD: the cancel
+        cascades), the deepest first: each stop finds its subagent still there, whether or
+        not Claude Code stops a subagent's own subagents with it."""
         child = self.children.get(session_id)
         if child is None:
             raise Refused(Refusal.UNKNOWN, f"unknown session {session_id}")
-        return [StopTask(child.task.task_id)] if child.state in WORKING else []
+        return [StopTask(each.task.task_id) for each in self._subtree(child) if each.state in WORKING]
+
+    def _subtree(self, child: Child) -> list[Child]:
+        """``child`` after its descendants, the deepest first."""
+        below = [c for c in self.children.values() if c.parent_id == child.session_id]
+        return [*(each for c in below for each in self._subtree(c)), child]
 
     def child_launched_by(self, tool_use_id: str) -> str | None:
         """The child session whose subagent the Agent tool use ``tool_use_id`` launched."""

@@ -489,13 +489,13 @@ def _monitor_calls(turn: Turn) -> list[Call]:
 monitor = _tool_then_text(_monitor_calls, "Watching the ticks.")
 
 
-def _agent_call(turn: Turn, tag: str, description: str) -> Call:
+def _agent_call(turn: Turn, tag: str, description: str, background: bool = True) -> Call:
     prompt = f"[scenario:{turn.scenario}] [subagent:{tag}] [launch:{turn.step}] Do the small job and report."
     return turn.agent_tool_name(), {
         "description": description,
         "prompt": prompt,
         "subagent_type": "general-purpose",
-        "run_in_background": True,
+        "run_in_background": background,
     }
 
 
@@ -525,9 +525,11 @@ def _tag_rank(tag: str | None) -> int:
 SUBAGENT_TAGS = ("one", "two", "three")
 
 
-def _agent_scenario(tags: list[tuple[str, str]], sub: Scenario, after_delay: float = 0.0) -> Scenario:
+def _agent_scenario(
+    tags: list[tuple[str, str]], sub: Scenario, after_delay: float = 0.0, background: bool = True
+) -> Scenario:
     parent = _tool_then_text(
-        lambda turn: [_agent_call(turn, tag, desc) for tag, desc in tags],
+        lambda turn: [_agent_call(turn, tag, desc, background) for tag, desc in tags],
         DELEGATED,
         after_delay,
     )
@@ -559,9 +561,24 @@ agent_shell = _agent_scenario(
     ),
 )
 
+# The same subagent in the foreground: its parent's turn waits on it, its shell outlives it.
+agent_sync_shell = _agent_scenario(
+    [("one", "synchronous helper with a shell")],
+    _subagent(
+        _bash("echo child-shell-one; sleep 2; echo child-shell-two", "child shell", True), done_delay=0.5
+    ),
+    background=False,
+)
+
 agent_permission = _agent_scenario(
     [("one", "helper that writes a file")],
     _subagent(_bash("touch sub-perm.txt", "create a file"), done_delay=0.5),
+)
+
+# The same question, asked 1.5 s after the launch: the parent's turn has ended by then.
+agent_permission_late = _agent_scenario(
+    [("two", "helper that writes a file later")],
+    _subagent(_bash("touch sub-perm.txt", "create a file"), done_delay=0.5, stagger=1.5),
 )
 
 
@@ -765,7 +782,9 @@ SCENARIOS: dict[str, Scenario] = {
     "agent_bg": agent_bg,
     "agent_two": agent_two,
     "agent_permission": agent_permission,
+    "agent_permission_late": agent_permission_late,
     "agent_shell": agent_shell,
+    "agent_sync_shell": agent_sync_shell,
     "bg_slow_follow_up": bg_slow_follow_up,
     "max_tokens": max_tokens,
     "bg_from_prompt": bg_from_prompt,
