@@ -77,7 +77,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from claude_bg_acp.claude.conventions import KILLED_SIGNAL, SHELL_TOOLS, summary_exit_code
-from claude_bg_acp.closing_line import ExitInfo
+from claude_bg_acp.closing_line import ExitInfo, ShellEnd
 from claude_bg_acp.core.effects import FinishTail, Log, StopTask, Tail, Ticket
 from claude_bg_acp.core.errors import Refusal, Refused
 from claude_bg_acp.core.lifecycle import Lifecycle
@@ -560,7 +560,8 @@ class Background:
                 return []
             item.phase = ITEMS.move(item.phase, ItemPhase.DRAINING)
             follow = self._follow(item, task.output_file)
-            return [*follow, FinishTail(task.task_id), *_task_ended(item, task), *_follow_up(item, task)]
+            end = ShellEnd(task.end_status, summary_exit_code(task.summary))
+            return [*follow, FinishTail(task.task_id, end), *_task_ended(item, task), *_follow_up(item, task)]
         return self._finalize(item, None, now) + _follow_up(item, task)
 
     def drained(

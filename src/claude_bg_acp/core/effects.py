@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from claude_bg_acp.closing_line import ShellEnd
 from claude_bg_acp.core.errors import Failure
 
 if TYPE_CHECKING:
@@ -128,9 +129,11 @@ class Tail:
 
 @dataclass(frozen=True)
 class FinishTail:
-    """Read ``task_id``'s file to its end now, report the rest and how it exited, then stop."""
+    """Read ``task_id``'s file to its end now, report the rest and how it exited, then stop.
+    ``end``: what Claude Code said of the task's end, which its closing line must agree with."""
 
     task_id: str
+    end: ShellEnd = field(default_factory=ShellEnd)
 
 
 @dataclass(frozen=True)
