@@ -15,7 +15,9 @@ from tests.conftest import LiveModel
 from tests.support.acp_client import ClientRun, run_client
 from tests.support.driver import PLAIN_CAPABILITIES
 from tests.support.plain import PlainView
-from tests.test_live_lifecycle import check_schema, prompt, start, wait_update
+from tests.support.schema import validate_transcript
+from tests.support.stdio_agent import StdioAgent
+from tests.test_live_lifecycle import V2_INIT, check_schema, prompt, start, wait_update
 
 pytestmark = pytest.mark.live
 
@@ -79,3 +81,45 @@ def test_a_plain_client_shows_the_real_exit_and_every_line(case: str, live: Live
     printed = command.split("; ")[1].removeprefix("echo ").strip("'")
     assert (card.status, card.raw_output) == (status, {"output": card.text, "exitCode": code, "signal": None})
     assert card.text.startswith(f"first\n{printed}\n")
+
+
+# --- a session closed and opened again at once ------------------------------------------------------
+
+V1_INIT = {"protocolVersion": 1, "clientCapabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_a_session_opened_right_behind_its_close_is_open(
+    live: LiveModel, workdir: Path, version: int
+) -> None:
+    """``session/close`` then ``session/resume`` (v1: ``session/load``) in one write: the open
+    waits for the close, then resumes the stored conversation, which goes on."""
+    agent = StdioAgent(env=live.env, allow=True)
+    try:
+        agent.call(0, "initialize", V1_INIT if version == 1 else V2_INIT)
+        new = {"cwd": str(workdir), "mcpServers": []}
+        session_id = agent.call(1, "session/new", new)["result"]["sessionId"]
+        turn(agent, 2, session_id, "Hello?", version)
+        method = "session/load" if version == 1 else "session/resume"
+        opening = {"sessionId": session_id, **new}
+        agent.send_raw(frame(3, "session/close", {"sessionId": session_id}) + frame(4, method, opening))
+        assert agent.response(3, timeout=30)["result"] == {}
+        assert "result" in agent.response(4, timeout=60)
+        turn(agent, 5, session_id, "Still there?", version)
+    finally:
+        assert agent.close() == 0
+    violations = validate_transcript(agent.lines, agent.sent, version)
+    assert not violations, "\n".join(violations)
+
+
+def turn(agent: StdioAgent, request_id: int, session_id: str, text: str, version: int) -> None:
+    """A prompt whose turn ran to its end (v1 answers then; v2 answers at once, idle tells)."""
+    params = {"sessionId": session_id, "prompt": [{"type": "text", "text": f"[scenario:text] {text}"}]}
+    assert "result" in agent.call(request_id, "session/prompt", params, timeout=30)
+    if version == 2:
+        wait_update(agent, "state_update", state="idle", stopReason="end_turn")
+
+
+def frame(request_id: int, method: str, params: dict[str, Any]) -> bytes:
+    call = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+    return json.dumps(call).encode() + b"\n"

@@ -551,6 +551,12 @@ class Agent:
         return session.answer_fields()
 
     async def _close_session(self, session_id: str) -> dict[str, Any]:
+        # As one that opens it: a load or resume sent right behind the close waits for it to end,
+        # then resumes the stored conversation (else it re-attached to the closing session).
+        async with self._opening(session_id):
+            return await self._closed(session_id)
+
+    async def _closed(self, session_id: str) -> dict[str, Any]:
         session = self._sessions.get(session_id)
         failed = session.failure is not None if session is not None else session_id in self._failures
         if not failed:  # a session that failed stops what it started by itself
