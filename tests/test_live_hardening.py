@@ -6,6 +6,7 @@ against the official schema."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from tests.support.stdio_agent import StdioAgent
 from tests.test_live_lifecycle import V2_INIT, check_schema, prompt, start, wait_update
 
 pytestmark = pytest.mark.live
+UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
 def answer(request_id: int, option: str) -> bytes:
@@ -123,3 +125,26 @@ def turn(agent: StdioAgent, request_id: int, session_id: str, text: str, version
 def frame(request_id: int, method: str, params: dict[str, Any]) -> bytes:
     call = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
     return json.dumps(call).encode() + b"\n"
+
+
+# --- a fork that fails -----------------------------------------------------------------------------
+
+
+def test_a_fork_claude_code_cannot_start_leaves_nothing(live: LiveModel, workdir: Path) -> None:
+    """Claude Code cannot start on the copy (its command line passes the E2BIG limit): the
+    error names the session forked, and the copy is gone (not listed, not stored)."""
+    agent, session_id = start(live, workdir)
+    prompt(agent, 2, session_id, "[scenario:text] Hello?")
+    wait_update(agent, "state_update", state="idle", stopReason="end_turn")
+    variables = [{"name": f"VARIABLE_{i}", "value": "x" * 16} for i in range(20_000)]
+    server = {"type": "stdio", "name": "big", "command": "/bin/true", "args": [], "env": variables}
+    params = {"sessionId": session_id, "cwd": str(workdir), "mcpServers": [server]}
+    error = agent.call(3, "session/fork", params, timeout=60)["error"]
+    assert f"the fork of session {session_id}" in error["message"] and "(E2BIG)" in error["message"]
+    listed = agent.call(4, "session/list", {"cwd": str(workdir)})["result"]["sessions"]
+    assert [s["sessionId"] for s in listed] == [session_id]
+    stored = list(Path(live.env["CLAUDE_CONFIG_DIR"]).glob("projects/*/*.jsonl"))
+    assert [p.stem for p in stored] == [session_id]
+    assert set(UUID.findall(json.dumps(error))) <= {session_id}, "no id but the session's"
+    assert agent.close() == 0
+    check_schema(agent)
