@@ -6,19 +6,31 @@ against the official schema."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from claude_bg_acp.platform import host
 from tests.conftest import LiveModel
 from tests.support.acp_client import ClientRun, run_client
 from tests.support.driver import PLAIN_CAPABILITIES
 from tests.support.plain import PlainView
+from tests.support.processes import survivors
 from tests.support.schema import validate_transcript
 from tests.support.stdio_agent import StdioAgent
-from tests.test_live_lifecycle import V2_INIT, check_schema, prompt, start, wait_update
+from tests.test_live_lifecycle import (
+    V2_INIT,
+    check_schema,
+    marker,
+    prompt,
+    start,
+    wait_running,
+    wait_update,
+)
 
 pytestmark = pytest.mark.live
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
@@ -148,3 +160,20 @@ def test_a_fork_claude_code_cannot_start_leaves_nothing(live: LiveModel, workdir
     assert set(UUID.findall(json.dumps(error))) <= {session_id}, "no id but the session's"
     assert agent.close() == 0
     check_schema(agent)
+
+
+# --- a daemon a shell left behind -------------------------------------------------------------------
+
+DAEMON = "sleep 4244"
+"""What a background shell leaves running: in a session of its own, with no descriptor open."""
+
+
+@pytest.mark.skipif(not host().linux, reason="the lifeline finds marked processes in /proc")
+def test_a_daemon_a_shell_left_goes_with_a_sigkilled_agent(live: LiveModel, workdir: Path) -> None:
+    agent, session_id = start(live, workdir)
+    command = f"setsid -f sh -c 'exec {DAEMON}' 0<&- 1>&- 2>&-; echo daemon-started"
+    prompt(agent, 2, session_id, f"[scenario:bg_from_prompt] Go. <command>{command}</command>")
+    wait_running(live, DAEMON)
+    os.kill(agent.proc.pid, signal.SIGKILL)
+    agent.proc.wait(timeout=10)
+    assert not survivors(marker(live), grace=10), "the daemon outlived a SIGKILLed agent"
