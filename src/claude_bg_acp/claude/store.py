@@ -7,6 +7,10 @@ beside it. The SDK's session functions read and change those files. They are pla
 file I/O, so each call here runs in a worker thread; and they find the files through
 ``CLAUDE_CONFIG_DIR`` in this process's environment, which is the environment the CLI gets too.
 
+What it reads of the store it reads only from regular files (``store_files``): a FIFO, a device
+or a link named as a conversation is refused (``Unreadable``) before an SDK reader opens it,
+and its work runs in the store's own bounded threads (``store_files.run``).
+
 It knows nothing of ACP: it answers with sessions (id, cwd, title, last change) and with
 conversations in the form the core replays (``StoredConversation``), the SDK's own parser
 having made typed messages of the stored ones, with Claude Code's structured form of each tool
@@ -155,7 +159,10 @@ async def delete(session_id: str) -> bool:
 
 def _only_regular(session_id: str) -> None:
     """Raise ``Unreadable`` when a file named as the conversation in the store is not a regular
-    file (a FIFO would block the SDK's readers, a link lead anywhere); nothing is opened."""
+    file (a FIFO would block the SDK's readers, a link lead anywhere); nothing is opened. An id
+    that is none names no file (the SDK refuses it)."""
+    if not validate_uuid(session_id):
+        return
     for path in _named(session_id):
         if not store_files.regular(path):
             raise Unreadable(path)
@@ -167,14 +174,12 @@ def _named(session_id: str) -> list[str]:
 
 
 def _info(session_id: str, cwd: str | None) -> Any:
-    if validate_uuid(session_id):
-        _only_regular(session_id)
+    _only_regular(session_id)
     return get_session_info(session_id, directory=cwd)
 
 
 def _fork(session_id: str, cwd: str) -> str:
-    if validate_uuid(session_id):
-        _only_regular(session_id)
+    _only_regular(session_id)
     return fork_session(session_id, directory=cwd).session_id
 
 
