@@ -750,7 +750,10 @@ class Background:
                 out += self._finalize(item, None, now)
             else:
                 item.phase = ITEMS.move(item.phase, ItemPhase.DRAINING)
-                out += [FinishTail(item.task.task_id), *_task_ended(item, None)]
+                out += [
+                    FinishTail(item.task.task_id, _end_of_stop(item.stopped_with)),
+                    *_task_ended(item, None),
+                ]
         return out
 
     def forget(self) -> None:
@@ -831,6 +834,15 @@ class Background:
             return []
         item.path = path
         return [Tail(item.task.task_id, path)]
+
+
+def _end_of_stop(stopped: ExitInfo) -> ShellEnd:
+    """The end the agent's own stop of a shell tells, which a closing line must agree with."""
+    if stopped.signal is not None:
+        return ShellEnd("killed")
+    if stopped.exit_code is None:
+        return ShellEnd()
+    return ShellEnd("completed" if stopped.exit_code == 0 else "failed", stopped.exit_code)
 
 
 def _task_ended(item: Item, task: Task | None) -> list[BackgroundOut]:
