@@ -110,7 +110,6 @@ def json_shapes() -> Iterator[Case]:
     for name, data in [
         ("invalid UTF-8", b'\xff\xfe{"jsonrpc":"2.0","id":"unanswered","method":"initialize"}'),
         ("NUL bytes", b"\x00\x01\x02"),
-        ("UTF-8 byte order mark", b'\xef\xbb\xbf{"jsonrpc":"2.0","id":"unanswered","method":"x"}'),
         ("UTF-16", '{"jsonrpc":"2.0","id":"unanswered","method":"x"}'.encode("utf-16")),
         ("overlong UTF-8", b'{"jsonrpc":"2.0","id":"unanswered","method":"\xc0\xaf"}'),
         ("UTF-8 encoded surrogate", b'{"jsonrpc":"2.0","id":"unanswered","method":"\xed\xa0\x80"}'),
@@ -132,6 +131,8 @@ def json_shapes() -> Iterator[Case]:
     yield Case("only whitespace", b" \t \r\n")
     data, request_id = request("no/such_method")
     yield Case("a CRLF line end", data[:-1] + b"\r\n", ((request_id, NOT_FOUND),))
+    data, request_id = request("no/such_method")
+    yield Case("a UTF-8 byte order mark before it", b"\xef\xbb\xbf" + data, ((request_id, NOT_FOUND),))
     yield Case(
         "duplicate keys: the last wins",
         raw('{"jsonrpc":"2.0","id":"dup-1","id":"dup-2","method":"x"}'),

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from claude_bg_acp.closing_line import ExitInfo
+from claude_bg_acp.closing_line import ExitInfo, ShellEnd
 from claude_bg_acp.core import events as ev
 from claude_bg_acp.core.effects import Effect, Fail, FinishTail
 from tests.support.driver import CoreDriver, as_jsonrpc
@@ -73,7 +73,7 @@ def test_a_shell_a_crashed_claude_code_left_running_reports_how_the_agent_stoppe
     d = with_a_running_shell()
     died = d.handle(ev.ClaudeDied("Claude Code failed", False, {SHELL.task_id: SIGTERM}), 1.0)
     # Its file is read to the end first: it stays listed, and no exit is told yet.
-    assert FinishTail(SHELL.task_id) in died
+    assert FinishTail(SHELL.task_id, ShellEnd("killed")) in died
     assert exits(d, died) == []
     assert all(lst == [{"type": "terminal", "terminalId": SHELL.task_id}] for lst in lists(d, died))
     drained = d.drained(SHELL.task_id, b"tick 2\n")
@@ -142,7 +142,7 @@ def test_the_close_reads_a_shell_the_agent_stopped_to_its_end() -> None:
     closing = d.handle(ev.Close(), 1.0)
     assert exits(d, closing) == []
     timed_out = d.handle(ev.CloseTimedOut({SHELL.task_id: SIGTERM}), 0.3)
-    assert FinishTail(SHELL.task_id) in timed_out and exits(d, timed_out) == []
+    assert FinishTail(SHELL.task_id, ShellEnd("killed")) in timed_out and exits(d, timed_out) == []
     assert not d.core.settled
     drained = d.drained(SHELL.task_id)
     assert exits(d, drained) == [{"exitCode": None, "signal": "SIGTERM"}]

@@ -1,10 +1,12 @@
-"""The lifeline: where no parent-death signal is, a Claude Code still stops when its agent dies.
+"""The lifeline: a Claude Code, and all it started, still stop when its agent dies.
 
-A small Python process plays the agent (in the portable mode, as on macOS): it starts two
-``sleep`` processes in sessions of their own, as the SDK starts Claude Code, ties both to the
-lifeline and unties one again (as the runner does once it has reaped a Claude Code). Then it is
-SIGKILLed, which runs none of its cleanup. The live side is ``test_live_lifecycle``'s SIGKILL test
-in the portable run.
+A small Python process plays the agent (on Linux, and in the portable mode, as on macOS): it
+starts two ``sleep`` processes in sessions of their own, as the SDK starts Claude Code, ties
+both to the lifeline and unties one again (as the runner does once it has reaped a Claude Code),
+and starts a third that carries its mark, as everything a Claude Code starts does, in a session
+of its own with no descriptor of the agent's (a daemon a task started), which on Linux goes too.
+Then it is SIGKILLed, which runs none of its cleanup. The live side is
+``test_live_lifecycle``'s SIGKILL test and ``test_live_hardening``'s daemon.
 """
 
 from __future__ import annotations
@@ -25,15 +27,23 @@ from tests.support.processes import processes_with, running
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="looks at /proc")
 
 AGENT = """
-import subprocess, sys, time
-from claude_bg_acp.claude import lifeline
+import os, subprocess, sys, time
+from claude_bg_acp.claude import lifeline, orphans
 
 tied = subprocess.Popen(["sleep", "60"], start_new_session=True)
 untied = subprocess.Popen(["sleep", "60"], start_new_session=True)
 lifeline.tie(tied.pid)
 lifeline.tie(untied.pid)
 lifeline.untie(untied.pid)
-print(tied.pid, untied.pid, flush=True)
+marked = subprocess.Popen(
+    ["sleep", "60"],
+    env={**os.environ, orphans.OWNER_ENV: lifeline.owner()},
+    start_new_session=True,
+    stdin=subprocess.DEVNULL,
+    stdout=subprocess.DEVNULL,
+    stderr=subprocess.DEVNULL,
+)
+print(tied.pid, untied.pid, marked.pid, flush=True)
 time.sleep(60)
 """
 
@@ -47,8 +57,9 @@ def wait_until(condition: Callable[[], bool], timeout: float = 10.0) -> bool:
     return False
 
 
-def start_agent(portable: bool) -> tuple[subprocess.Popen[str], int, int, str]:
-    """The agent, its tied and its untied process, and a marker every process it starts carries."""
+def start_agent(portable: bool) -> tuple[subprocess.Popen[str], list[int], str]:
+    """The agent, its tied, untied and marked process, and a marker every process it starts
+    carries."""
     token = uuid.uuid4().hex
     env = {**os.environ, "LIFELINE_TEST": token}
     env.pop(PORTABLE_ENV, None)
@@ -56,33 +67,23 @@ def start_agent(portable: bool) -> tuple[subprocess.Popen[str], int, int, str]:
         env[PORTABLE_ENV] = "1"
     agent = subprocess.Popen([sys.executable, "-c", AGENT], stdout=subprocess.PIPE, text=True, env=env)
     assert agent.stdout is not None
-    tied, untied = map(int, agent.stdout.readline().split())
-    return agent, tied, untied, f"LIFELINE_TEST={token}"
+    return agent, list(map(int, agent.stdout.readline().split())), f"LIFELINE_TEST={token}"
 
 
-def test_a_killed_agent_takes_what_it_tied_along_and_nothing_else() -> None:
-    agent, tied, untied, marker = start_agent(portable=True)
+@pytest.mark.parametrize("portable", [False, True], ids=["linux", "portable"])
+def test_a_killed_agent_takes_what_it_tied_and_marked_along_and_nothing_else(portable: bool) -> None:
+    agent, (tied, untied, marked), marker = start_agent(portable)
     try:
-        assert running(tied) and running(untied)
+        assert running(tied) and running(untied) and running(marked)
         agent.kill()
         agent.wait(5)
         assert wait_until(lambda: not running(tied)), "the tied process outlived its agent"
-        # The watcher is done once only the untied process carries the agent's environment.
-        assert wait_until(lambda: set(processes_with(marker)) == {untied}), processes_with(marker)
+        # The watcher is done once only what it leaves carries the agent's environment: the
+        # untied process, and in the portable mode (macOS has no /proc) the marked one.
+        left = {untied, marked} if portable else {untied}
+        assert wait_until(lambda: set(processes_with(marker)) == left), processes_with(marker)
         assert running(untied)
     finally:
-        for pid in (tied, untied):
+        for pid in (tied, untied, marked):
             if running(pid):
                 os.kill(pid, signal.SIGKILL)
-
-
-def test_on_linux_there_is_no_watcher() -> None:
-    """Linux has the parent-death signal: the lifeline starts nothing there."""
-    agent, tied, untied, marker = start_agent(portable=False)
-    try:
-        assert set(processes_with(marker)) == {agent.pid, tied, untied}
-    finally:
-        agent.kill()
-        agent.wait(5)
-        for pid in (tied, untied):
-            os.kill(pid, signal.SIGKILL)

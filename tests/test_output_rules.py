@@ -18,6 +18,7 @@ from claude_bg_acp.closing_line import (
     MAX_TRAILER,
     PREFIX_GRACE,
     ExitInfo,
+    ShellEnd,
     TrailerGate,
     parse_closing_line,
 )
@@ -214,6 +215,21 @@ def test_a_closing_line_followed_by_output_is_output() -> None:
     assert gate.feed(b"a\n[exited with code 0]\n") == b"a"
     assert gate.feed(b"more") == b"\n[exited with code 0]\nmore"
     assert gate.close() == (b"", None)
+
+
+def test_a_closing_line_counts_only_if_the_tasks_end_confirms_it() -> None:
+    """A command can print a closing line: the task's end (its status, the code its summary
+    names) decides whether the last one is Claude Code's; if not, it is output."""
+    exited_0, exited_3, unknown = ExitInfo(0, None), ExitInfo(3, None), ExitInfo(None, None)
+    killed = ExitInfo(None, KILLED_SIGNAL)
+    assert ShellEnd("failed", 3).confirms(exited_3) and not ShellEnd("failed", 3).confirms(exited_0)
+    assert ShellEnd("failed").confirms(exited_3) and ShellEnd("failed").confirms(unknown)
+    assert ShellEnd("completed").confirms(exited_0) and not ShellEnd("completed").confirms(killed)
+    assert ShellEnd("killed").confirms(killed) and not ShellEnd("stopped").confirms(exited_0)
+    assert not ShellEnd().confirms(exited_0), "no end told: nothing confirms a line"
+    gate = TrailerGate()
+    assert gate.feed(b"a\n[exited with code 0]\n") == b"a"
+    assert gate.close(ShellEnd("failed", 3).confirms) == (b"\n[exited with code 0]\n", None)
 
 
 @given(

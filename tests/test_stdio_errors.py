@@ -6,6 +6,7 @@ malformed input), then proves that a later ``initialize`` + ``session/new`` stil
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -115,3 +116,24 @@ def test_agent_survives_bad_input_and_serves_sessions(agent: StdioAgent, workdir
     assert closed["result"] == {}
     prompt = {"sessionId": session["result"]["sessionId"], "prompt": [{"type": "text", "text": "hi"}]}
     assert error_of(agent.call(5, "session/prompt", prompt)) == -32002  # closed means gone
+
+
+INIT = b'"method":"initialize","params":' + json.dumps(V1_INIT).encode() + b"}\n"
+LIST = b'"method":"session/list","params":{}}\n'
+
+
+def test_a_number_without_a_fraction_is_an_id_answered_as_its_integer(agent: StdioAgent) -> None:
+    """``1.0`` and ``1e3`` are JSON's integers written otherwise; a fraction is no id."""
+    agent.send_raw(b'{"jsonrpc":"2.0","id":1.0,' + INIT)
+    assert agent.response(1)["result"]["protocolVersion"] == 1 and type(agent.lines[-1]["id"]) is int
+    agent.send_raw(b'{"jsonrpc":"2.0","id":1e3,' + LIST)
+    assert agent.response(1000)["result"]["sessions"] == []
+    agent.send_raw(b'{"jsonrpc":"2.0","id":1.5,' + LIST)
+    assert error_of(agent.response(None)) == -32600
+
+
+def test_a_byte_order_mark_at_the_start_of_a_line_is_ignored(agent: StdioAgent) -> None:
+    agent.send_raw(b'\xef\xbb\xbf{"jsonrpc":"2.0","id":1,' + INIT)
+    assert agent.response(1)["result"]["protocolVersion"] == 1
+    agent.send_raw(b'\xef\xbb\xbf{"jsonrpc":"2.0","id":"two",' + LIST)
+    assert agent.response("two")["result"]["sessions"] == []

@@ -410,8 +410,15 @@ class Agent:
         except store.NotStored:
             message = f"Session {params.session_id} has no stored conversation to fork yet"
             raise RpcError(RESOURCE_NOT_FOUND, message, {"sessionId": params.session_id}) from None
-        session = self._start_session(fork_id, params, await self._resuming(fork_id, params))
-        await self._attached(session)
+        try:
+            session = self._start_session(fork_id, params, await self._resuming(fork_id, params))
+            await self._attached(session)
+        except BaseException as exc:
+            with anyio.CancelScope(shield=True):
+                await store.delete(fork_id)  # a fork that failed leaves no copy behind
+            if isinstance(exc, RpcError):
+                raise _failed_fork(exc, params.session_id, fork_id) from None
+            raise
         return {"sessionId": fork_id, **self._opened(session, request_id)}
 
     async def _delete(self, params: SessionParams, request_id: jsonrpc.RequestId) -> dict[str, Any]:
@@ -596,6 +603,12 @@ class Agent:
         return session.answer_fields()
 
     async def _close_session(self, session_id: str) -> dict[str, Any]:
+        # As one that opens it: a load or resume sent right behind the close waits for it to end,
+        # then resumes the stored conversation (else it re-attached to the closing session).
+        async with self._opening(session_id):
+            return await self._closed(session_id)
+
+    async def _closed(self, session_id: str) -> dict[str, Any]:
         session = self._sessions.get(session_id)
         failed = session.failure is not None if session is not None else session_id in self._failures
         if not failed:  # a session that failed stops what it started by itself
@@ -745,6 +758,14 @@ def _same_directory(session_id: str, cwd: str, requested: str) -> None:
     if os.path.realpath(cwd) != os.path.realpath(requested):
         message = f"Invalid params: cwd: session {session_id} belongs to {cwd}, not {requested}"
         raise RpcError(jsonrpc.INVALID_PARAMS, message)
+
+
+def _failed_fork(error: RpcError, session_id: str, fork_id: str) -> RpcError:
+    """Why a fork failed, told of the session forked: the copy it names is gone."""
+    message = error.message.replace(f"session {fork_id}", f"the fork of session {session_id}")
+    message = message.replace(fork_id, f"the fork of {session_id}")
+    data = {**error.data, "sessionId": session_id} if isinstance(error.data, dict) else error.data
+    return RpcError(error.code, message, data)
 
 
 def _import_listing() -> None:

@@ -20,15 +20,18 @@ rest is still recognised as one (the editor then shows one newline too many, nev
 A longer prefix (``\n[exi``) is rare in real output, so it gets the long :data:`PREFIX_GRACE`,
 which outlasts every half-done write measured.
 
-Trade-off: output that itself ends with a line exactly like a closing line, in a file the CLI
-has not closed yet, is taken for a closing line by :meth:`TrailerGate.close`. The CLI always
-appends its own line after the output, so this only matters when a task is finished before its
-closing line is written.
+A command can print a line exactly like a closing line, and Claude Code tells a task's end
+before its closing line reaches the file: at that moment the forged line is the file's last.
+So a live task's closing line counts only if the task's end confirms it (:class:`ShellEnd`: its
+status, and the exit code its summary names); one that does not is output, and the real line
+is waited for. Left: a forged line that agrees with the real end is taken for it (the exit is
+right; that one line of output is not shown).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from claude_bg_acp.claude.conventions import (
@@ -41,6 +44,9 @@ from claude_bg_acp.claude.conventions import (
     MAX_CODE_DIGITS,
     UNKNOWN_CODE,
 )
+
+STOPPED = frozenset({"killed", "stopped"})
+"""The end statuses of a task whose process was killed: its closing line is ``[killed]``."""
 
 MAX_TRAILER = MAX_CLOSING_LINE
 """The most bytes a :class:`TrailerGate` ever withholds."""
@@ -59,6 +65,28 @@ class ExitInfo:
 
     exit_code: int | None
     signal: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ShellEnd:
+    """What Claude Code said of a shell task's end: its final status (None: it said nothing,
+    as when the agent stopped the process itself) and the exit code its summary names."""
+
+    status: str | None = None
+    exit_code: int | None = None
+
+    def confirms(self, exit_info: ExitInfo) -> bool:
+        """Whether a closing line saying ``exit_info`` is the one this end had Claude Code write
+        (``[killed]`` for a stopped task, ``[exited with code N]`` for the others)."""
+        if self.status is None:
+            return False
+        if exit_info.signal is not None:
+            return self.status in STOPPED
+        if self.status in STOPPED:
+            return False
+        if self.exit_code is not None:
+            return exit_info.exit_code == self.exit_code
+        return (exit_info.exit_code == 0) == (self.status == "completed")
 
 
 def _is_code_prefix(text: bytes) -> bool:
@@ -162,10 +190,11 @@ class TrailerGate:
         self._at_start = held == b"\n"
         return held
 
-    def close(self) -> tuple[bytes, ExitInfo | None]:
-        """End of the file: return the output still held and the parsed closing line, if any."""
+    def close(self, confirms: Callable[[ExitInfo], bool] | None = None) -> tuple[bytes, ExitInfo | None]:
+        """End of the file: return the output still held and the parsed closing line, if any
+        (and if ``confirms`` it, when given: else the line is output)."""
         held, self._held = self._held, b""
         exit_info = parse_closing_line(held, self._at_start)
-        if exit_info is None:
+        if exit_info is None or (confirms is not None and not confirms(exit_info)):
             return held, None
         return b"", exit_info

@@ -49,7 +49,7 @@ from claude_bg_acp.claude import store
 from claude_bg_acp.claude.conventions import tasks_base, tasks_root
 from claude_bg_acp.claude.options import may_bypass_permissions
 from claude_bg_acp.claude.runner import ClaudeRunner
-from claude_bg_acp.closing_line import ExitInfo
+from claude_bg_acp.closing_line import ExitInfo, ShellEnd
 from claude_bg_acp.core import events as ev
 from claude_bg_acp.core.effects import (
     AskPermission,
@@ -408,9 +408,9 @@ class SessionHost:
                 self._bridge.decide(effect)
             case Tail(task_id, path):
                 self._tailer.follow(task_id, path)
-            case FinishTail(task_id):
+            case FinishTail(task_id, end):
                 self._draining.add(task_id)
-                self._task_group.start_soon(self._finish_tail, task_id, effect.closing_line)
+                self._task_group.start_soon(self._finish_tail, task_id, end, effect.closing_line)
             case ReadTitle():
                 self._task_group.start_soon(self._read_title)
             case FindPrompt(key, message_id):
@@ -468,12 +468,14 @@ class SessionHost:
             # neither the ticker nor a close is told (that would cost more than relaying it).
             await self._outbox.relay(effects)
 
-    async def _finish_tail(self, task_id: str, closing_line: bool) -> None:
+    async def _finish_tail(self, task_id: str, end: ShellEnd, closing_line: bool) -> None:
         """Relay the rest of a finished task's file (with backpressure), then how it exited."""
         ended = ev.OutputEnded(task_id, b"", None)
         trailer_wait = TRAILER_WAIT if closing_line and self._supervisor.claude_running else 0.0
         try:
-            async for event in self._tailer.drain(task_id, trailer_timeout=trailer_wait):
+            async for event in self._tailer.drain(
+                task_id, trailer_timeout=trailer_wait, confirms=end.confirms
+            ):
                 if isinstance(event, Final):
                     ended = ev.OutputEnded(task_id, event.remaining, event.exit)
                     break

@@ -6,7 +6,8 @@ arrival order. Writes never wait (asyncio buffers what the pipe cannot take yet)
 interleave; each ``send`` returns once the pipe has room for more. A handler may ask for something
 to run right after its result is written (``after_reply``): what must reach the client after the
 answer, not before.
-Requests we send (``session/request_permission``) wait for the response with the same id. A
+Requests we send (``session/request_permission``) wait for the response with the same id; the
+first response decides, and any later one with that id is ignored (and logged). A
 line that is not JSON, not UTF-8, nested too deeply, or larger than ``max_line`` gets an error
 answer (with the request's id whenever it can be read: ``jsonrpc.decode``) and is otherwise
 dropped; the endpoint keeps reading, and no exception raised by one message (decoding it,
@@ -236,6 +237,11 @@ class Endpoint:
         pending = self._pending.get(response.id) if response.id is not None else None
         if pending is None:
             log.warning("response to unknown request id %r ignored", response.id)
+            return
+        if pending.response is not None:
+            # The first answer decides: a second one ("reject" then "allow" back to back) would
+            # otherwise replace it before the request's task wakes up to read it.
+            log.warning("second response to request id %r ignored", response.id)
             return
         pending.response = response
         pending.done.set()

@@ -70,7 +70,7 @@ import logging
 import math
 import os
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import TypeAlias
 
@@ -309,27 +309,31 @@ class OutputTailer:
         if followed is not None:
             followed.close()
 
-    async def drain(self, key: str, *, trailer_timeout: float = 0.0) -> AsyncIterator[TailEvent | Final]:
+    async def drain(
+        self, key: str, *, trailer_timeout: float = 0.0, confirms: Callable[[ExitInfo], bool] | None = None
+    ) -> AsyncIterator[TailEvent | Final]:
         """Read the file to its end now and stop following it: the rest as events, then ``Final``.
 
         The rest comes in chunks of at most ``chunk_size`` bytes (a snapshot when more than
         ``backlog_limit`` are unread), so memory stays flat however much a task wrote just
         before it ended; ``Final.remaining`` is only what the closing-line rule held back. With
         ``trailer_timeout`` > 0, first wait up to that many seconds for the CLI's closing line to
-        appear. Raises ``KeyError`` for a key that is not followed.
+        appear. ``confirms``: whether a closing line is the one the task's end had Claude Code
+        write (a command may print one of its own); one that is not is output, and the wait goes
+        on for the real one. Raises ``KeyError`` for a key that is not followed.
         """
         followed = self._follows[key]
         if followed.fd is None and not followed.refused:
             self._open(followed)
         if trailer_timeout > 0 and followed.fd is not None:
-            await self._await_closing_line(followed, trailer_timeout)
+            await self._await_closing_line(followed, trailer_timeout, confirms)
             if self._follows.get(key) is not followed:
                 raise KeyError(key)
         self._drop(key)
         try:
             while (event := self._drain_step(followed)) is not None:
                 yield event
-            rest, exit_info = followed.gate.close()
+            rest, exit_info = followed.gate.close(confirms)
             yield Final(key, followed.pending + rest, exit_info)
         finally:
             followed.close()
@@ -547,14 +551,16 @@ class OutputTailer:
             log.warning("cannot read output file %s", followed.path, exc_info=True)
         return None
 
-    async def _await_closing_line(self, followed: _Followed, timeout: float) -> None:
+    async def _await_closing_line(
+        self, followed: _Followed, timeout: float, confirms: Callable[[ExitInfo], bool] | None
+    ) -> None:
         with anyio.move_on_after(timeout):
-            while not self._has_closing_line(followed):
+            while not self._has_closing_line(followed, confirms):
                 followed.changed = anyio.Event()
                 await followed.changed.wait()
 
     @staticmethod
-    def _has_closing_line(followed: _Followed) -> bool:
+    def _has_closing_line(followed: _Followed, confirms: Callable[[ExitInfo], bool] | None) -> bool:
         if followed.fd is None:
             return False
         try:
@@ -563,7 +569,7 @@ class OutputTailer:
             return False
         gate = TrailerGate(at_start=whole)
         gate.feed(tail)
-        return gate.close()[1] is not None
+        return gate.close(confirms)[1] is not None
 
     # -- bookkeeping -------------------------------------------------------------------------
 

@@ -335,7 +335,9 @@ def _relocate(message: str, where: str) -> str:
 
 
 def _is_request_id(value: Any) -> bool:
-    return (isinstance(value, int) and not isinstance(value, bool)) or isinstance(value, str)
+    # 1.0 and 1e3 are integers to JSON Schema (and so to the schema's "integer" id).
+    integral = isinstance(value, float) and value.is_integer()
+    return (isinstance(value, int) and not isinstance(value, bool)) or isinstance(value, str) or integral
 
 
 def validate_agent_message(

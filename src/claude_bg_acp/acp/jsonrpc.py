@@ -2,7 +2,9 @@
 
 ``classify`` turns one decoded line into a ``Request``, ``Notification`` or ``Response``, or
 raises ``RpcError`` with the code the spec asks for; the endpoint answers that error with the
-request's id when it could be read, else ``null``. Handlers raise ``RpcError`` to answer with
+request's id when it could be read, else ``null``. An id is a string or an integer; a number
+without a fraction (``1.0``, ``1e3``) is the integer it equals (``scan.request_id_of``). A
+line may start with a UTF-8 byte-order mark, which is ignored. Handlers raise ``RpcError`` to answer with
 an error; any other exception becomes -32603 without its traceback.
 
 A call nested deeper than ``MAX_DEPTH`` is refused (-32600): every layer of the agent (the
@@ -20,7 +22,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from claude_bg_acp.acp.scan import scan
+from claude_bg_acp.acp.scan import request_id_of, scan
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -85,7 +87,8 @@ class MalformedMessage(RpcError):
 
 def decode(line: bytes) -> Any:
     try:
-        text = line.decode("utf-8")
+        # A byte-order mark some writers put first is no part of the message.
+        text = line.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as exc:
         raise MalformedMessage(PARSE_ERROR, f"Parse error: invalid UTF-8 ({exc.reason})") from None
     try:
@@ -104,8 +107,7 @@ def decode(line: bytes) -> Any:
 def classify(payload: Any) -> Message:
     if not isinstance(payload, dict):
         raise MalformedMessage(INVALID_REQUEST, "Invalid Request: expected a JSON object")
-    raw_id = payload.get("id")
-    request_id = raw_id if _is_id(raw_id) else None
+    request_id = request_id_of(payload.get("id"))
     if payload.get("jsonrpc") != "2.0":
         raise MalformedMessage(INVALID_REQUEST, 'Invalid Request: "jsonrpc" must be "2.0"', request_id)
     if "method" in payload:
@@ -150,10 +152,6 @@ def _deeper_than(value: Any, limit: int) -> bool:
             return True
         pending.extend((child, depth + 1) for child in children)
     return False
-
-
-def _is_id(value: Any) -> bool:
-    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
 
 
 def encode(message: dict[str, Any]) -> bytes:

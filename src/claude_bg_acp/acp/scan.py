@@ -21,8 +21,11 @@ import json
 import re
 from dataclasses import dataclass
 from enum import Enum, auto
+from typing import Any
 
 RequestId = int | str
+INT64 = 2**63
+"""A numeric id is an int64 (the schema's); a float beyond it has lost its digits anyway."""
 
 _SPACE = re.compile(r"[ \t\n\r]*")
 _STRING = re.compile(r'"[^"\\\x00-\x1f]*(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})[^"\\\x00-\x1f]*)*"')
@@ -143,12 +146,26 @@ def _close_arrays(text: str, position: int, stack: list[str]) -> int:
     return closes.end()
 
 
+def request_id_of(value: Any) -> RequestId | None:
+    """The id a message carries, as its answer names it: a string, or an integer. A number
+    without a fraction (``1.0``, ``1e3``) is the integer it equals, as JSON has it; anything
+    else (a fraction, a boolean, null) is no id."""
+    if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
+        return value
+    if isinstance(value, float) and value.is_integer() and abs(value) < INT64:
+        return int(value)
+    return None
+
+
 def _request_id(token: str) -> RequestId | None:
     if token.startswith('"'):
         value: str = json.loads(token)
         return value
     if _INTEGER.fullmatch(token) is None:
-        return None  # a fraction, an exponent, true, false or null: no id
+        try:
+            return request_id_of(float(token))  # an exponent, a fraction
+        except ValueError:
+            return None  # true, false or null: no id
     try:
         return int(token)
     except ValueError:

@@ -21,7 +21,8 @@ renamed it) is read again and listed with its new title and time.
 Memory: the name, size and time of every transcript of the directory (the order needs them
 all), the head and tail of one transcript at a time, and the summaries kept (a bounded number).
 
-``listed`` reads in a worker thread (plain blocking file I/O).
+Only regular files are read, none through a link (``store_files``): a FIFO or a link named like
+a transcript is left out. ``listed`` reads in a thread of the store's (plain blocking file I/O).
 """
 
 from __future__ import annotations
@@ -33,10 +34,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from itertools import islice
 from pathlib import Path
+from stat import S_ISDIR, S_ISREG
 
-import anyio
-
-from claude_bg_acp.claude import summaries
+from claude_bg_acp.claude import store_files, summaries
 from claude_bg_acp.claude.conventions import OWN_MESSAGES
 from claude_bg_acp.claude.sdk_private import (
     LITE_READ_BUF_SIZE,
@@ -108,7 +108,7 @@ NOT_LISTED = summaries.Summary(False, None, None)
 
 async def listed(cwd: str | None, after: Position | None, count: int) -> list[StoredSession]:
     """``page``, in a worker thread."""
-    return await anyio.to_thread.run_sync(page, cwd, after, count)
+    return await store_files.run(lambda: page(cwd, after, count))
 
 
 def page(cwd: str | None, after: Position | None, count: int) -> list[StoredSession]:
@@ -160,7 +160,7 @@ def _candidates(cwd: str | None) -> Iterator[_Candidate]:
             yield from _transcripts(project_dir, canonical)
         return
     try:
-        projects = [entry for entry in get_projects_dir().iterdir() if entry.is_dir()]
+        projects = [entry for entry in get_projects_dir().iterdir() if _directory(entry)]
     except OSError:
         return
     for project_dir in projects:
@@ -177,11 +177,20 @@ def _transcripts(project_dir: Path, project: str | None) -> Iterator[_Candidate]
         if session_id is None:
             continue
         try:
-            stat = entry.stat()
+            stat = entry.stat(follow_symlinks=False)
         except OSError:
             continue
+        if not S_ISREG(stat.st_mode):
+            continue  # a FIFO would block its reader, a link lead anywhere
         key = (stat.st_size, stat.st_mtime_ns)
         yield _Candidate(entry.path, session_id, int(stat.st_mtime * 1000), key, project)
+
+
+def _directory(path: Path) -> bool:
+    try:
+        return S_ISDIR(path.lstat().st_mode)
+    except OSError:
+        return False
 
 
 def _summary(candidate: _Candidate) -> summaries.Summary:
@@ -201,7 +210,7 @@ def described(path: str) -> summaries.Summary:
     tag, the time of the first message). The title is Claude Code's own (``_own_title``), else
     the one the first prompt makes (``core.titles.from_prompt``)."""
     try:
-        with open(path, "rb") as file:
+        with os.fdopen(store_files.open_regular(path), "rb") as file:
             size = os.fstat(file.fileno()).st_size
             head = _Window(file.read(LITE_READ_BUF_SIZE))
             if size > LITE_READ_BUF_SIZE:

@@ -7,8 +7,9 @@ in the order they are given. A frame Claude Code marks as a replay (``isReplay``
 model switch, a compaction's) repeats what the conversation has, and is not delivered. ``stop``
 ends the CLI in bounded time: its input closes (it exits by itself once nothing runs), then
 SIGTERM, then SIGKILL. The CLI and everything it starts carry the runner's ``owner`` token in
-their environment, which tells its orphans apart (``orphans``, on Linux); elsewhere its process
-is handed to the ``lifeline`` while it runs, which stops it should the agent die.
+their environment, which tells its orphans apart (``orphans``, on Linux); its process is handed
+to the ``lifeline`` while it runs, which stops it (and on Linux whatever carries the agent's
+part of the token) should the agent die.
 
 Claude Code may be started before the session that will own the runner exists (its start is
 most of a first session's wait, and its resume most of a stored one's): ``start`` begins
@@ -31,7 +32,6 @@ import errno
 import functools
 import logging
 import signal
-import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import replace
 from typing import Any
@@ -62,7 +62,7 @@ DISCONNECT_BOUND = 15.0
 class ClaudeRunner:
     def __init__(self, options: ClaudeAgentOptions, attest_trust: bool = False) -> None:
         """``attest_trust``: the user trusted the folder, which Claude Code is to record."""
-        self.owner = uuid.uuid4().hex
+        self.owner = lifeline.owner()
         self.on_message: Callable[[Message], None] = _unread
         self.can_use_tool: CanUseTool = _unowned
         options = replace(
@@ -226,7 +226,7 @@ class ClaudeRunner:
             self._tied = None
 
     def _tie(self) -> None:
-        """Claude Code is to stop if the agent dies (``lifeline``: where no parent-death signal is)."""
+        """Claude Code is to stop if the agent dies (``lifeline``)."""
         self._tied = self._transport.process
         if self._tied is not None:
             lifeline.tie(self._tied.pid)

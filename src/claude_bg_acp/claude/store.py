@@ -7,6 +7,10 @@ beside it. The SDK's session functions read and change those files. They are pla
 file I/O, so each call here runs in a worker thread; and they find the files through
 ``CLAUDE_CONFIG_DIR`` in this process's environment, which is the environment the CLI gets too.
 
+What it reads of the store it reads only from regular files (``store_files``): a FIFO, a device
+or a link named as a conversation is refused (``Unreadable``) before an SDK reader opens it,
+and its work runs in the store's own bounded threads (``store_files.run``).
+
 It knows nothing of ACP: it answers with sessions (id, cwd, title, last change) and with
 conversations in the form the core replays (``StoredConversation``), the SDK's own parser
 having made typed messages of the stored ones, with Claude Code's structured form of each tool
@@ -45,10 +49,10 @@ from collections.abc import AsyncGenerator, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-import anyio
 from claude_agent_sdk.types import AssistantMessage, ToolUseBlock, UserMessage
 from pydantic_core import from_json
 
+from claude_bg_acp.claude import store_files
 from claude_bg_acp.claude.conventions import (
     TaskNote,
     hand_off,
@@ -104,45 +108,44 @@ class Unreadable(LookupError):
 async def find(session_id: str) -> StoredSession:
     """The stored session of that id, in whichever project it is; raises ``NotStored`` or
     ``Unreadable``."""
-    return await anyio.to_thread.run_sync(_find, session_id)
+    return await store_files.run(lambda: _find(session_id))
 
 
 async def exists(session_id: str, cwd: str) -> bool:
-    return await anyio.to_thread.run_sync(lambda: get_session_info(session_id, directory=cwd) is not None)
+    return await store_files.run(lambda: _info(session_id, cwd) is not None)
 
 
 async def conversation(session_id: str, cwd: str) -> AsyncGenerator[StoredConversation, None]:
     """The stored conversation in parts, in order, each read in a worker thread when asked for."""
     parts = _parts(session_id, cwd)
-    while (part := await anyio.to_thread.run_sync(next, parts, None)) is not None:
+    while (part := await store_files.run(lambda: next(parts, None))) is not None:
         yield part
 
 
 async def holds_prompt(session_id: str, cwd: str, message_id: str) -> bool:
     """Whether the conversation's transcript holds the user message ``message_id`` (on whichever
     branch); raises ``OSError`` when the transcript is there but cannot be read."""
-    return await anyio.to_thread.run_sync(_holds_prompt, session_id, cwd, message_id)
+    return await store_files.run(lambda: _holds_prompt(session_id, cwd, message_id))
 
 
 async def title(session_id: str, cwd: str) -> tuple[str | None, bool, str | None]:
     """The conversation's title as a listing shows it, whether it is Claude Code's own (a
     rename, an AI title) rather than its first prompt's, and when its transcript last changed."""
-    return await anyio.to_thread.run_sync(_title, session_id, cwd)
+    return await store_files.run(lambda: _title(session_id, cwd))
 
 
 async def fork(session_id: str, cwd: str) -> str:
     """Copy the conversation under a new id (Claude Code titles it "<title> (fork)")."""
     try:
-        result = await anyio.to_thread.run_sync(lambda: fork_session(session_id, directory=cwd))
+        return await store_files.run(lambda: _fork(session_id, cwd))
     except FileNotFoundError:
         raise NotStored(session_id) from None
-    return result.session_id
 
 
 async def delete(session_id: str) -> bool:
     """Delete the conversation and its subagents' transcripts; False when none was stored."""
     try:
-        await anyio.to_thread.run_sync(lambda: delete_session(session_id))
+        await store_files.run(lambda: delete_session(session_id))
     except (FileNotFoundError, ValueError):
         return False
     return True
@@ -151,14 +154,40 @@ async def delete(session_id: str) -> bool:
 # --- in the worker thread -----------------------------------------------------------------------
 
 
+def _only_regular(session_id: str) -> None:
+    """Raise ``Unreadable`` when a file named as the conversation in the store is not a regular
+    file (a FIFO would block the SDK's readers, a link lead anywhere); nothing is opened. An id
+    that is none names no file (the SDK refuses it)."""
+    if not validate_uuid(session_id):
+        return
+    for path in _named(session_id):
+        if not store_files.regular(path):
+            raise Unreadable(path)
+
+
+def _named(session_id: str) -> list[str]:
+    """Every file of the store named as the conversation, in any project."""
+    return glob.glob(os.path.join(glob.escape(projects_dir()), "*", f"{session_id}.jsonl"))
+
+
+def _info(session_id: str, cwd: str | None) -> Any:
+    _only_regular(session_id)
+    return get_session_info(session_id, directory=cwd)
+
+
+def _fork(session_id: str, cwd: str) -> str:
+    _only_regular(session_id)
+    return fork_session(session_id, directory=cwd).session_id
+
+
 def _find(session_id: str) -> StoredSession:
     if not _is_uuid(session_id):
         raise NotStored(session_id)
-    info = get_session_info(session_id)
+    info = _info(session_id, None)
     if info is not None and info.cwd:
         title, _, _ = _title(session_id, info.cwd)
         return StoredSession(info.session_id, info.cwd, title, timestamp(info.last_modified))
-    files = glob.glob(os.path.join(glob.escape(projects_dir()), "*", f"{session_id}.jsonl"))
+    files = _named(session_id)
     if files:
         raise Unreadable(files[0])
     raise NotStored(session_id)
@@ -182,7 +211,7 @@ def _holds_prompt(session_id: str, cwd: str, message_id: str) -> bool:
         return False  # nothing is stored before the first prompt
     named = message_id.encode()
     try:
-        with open(path, "rb") as transcript:
+        with os.fdopen(store_files.open_regular(str(path)), "rb") as transcript:
             for line in transcript:
                 if named not in line:
                     continue
@@ -215,7 +244,10 @@ def _parts(session_id: str, cwd: str, size: int = PART_SIZE) -> Iterator[StoredC
 def _conversation_entries(session_id: str, cwd: str) -> list[Entry]:
     """The conversation's messages as its transcript holds them, in order (what the SDK's
     ``get_session_messages`` reads, with every field kept)."""
-    content = read_session_file(session_id, cwd) if validate_uuid(session_id) else None
+    if not validate_uuid(session_id):
+        return []
+    _only_regular(session_id)
+    content = read_session_file(session_id, cwd)
     if not content:
         return []
     return [entry for entry in build_conversation_chain(_entries(content)) if is_visible_message(entry)]
@@ -262,9 +294,10 @@ def _children(session_id: str, cwd: str) -> tuple[list[StoredChild], list[TaskNo
     notes: list[TaskNote] = []
     for agent_id, path in found.items():
         try:
-            content = path.read_text(encoding="utf-8")
-            meta = read_agent_metadata_sidecar(path)
-        except OSError:
+            content = store_files.read_regular(str(path)).decode("utf-8")
+            sidecar = path.with_name(path.name.removesuffix(".jsonl") + ".meta.json")
+            meta = read_agent_metadata_sidecar(path) if store_files.regular(str(sidecar)) else None
+        except (OSError, UnicodeDecodeError):
             continue
         launched_by, _ = parent_ids_from_agent_metadata(meta)
         chain = [

@@ -10,8 +10,11 @@ it starts), in ``claude-bg-acp/session-summaries.json`` in Claude Code's config 
 to its store. That file is only ever an aid: read when it changed since this process last saw
 it (``refresh``), written whole after a listing read transcripts (``save``) to a temporary file
 then renamed over it (a reader sees the old one or the new one, never half of one), mode 0600
-as Claude Code's transcripts are. A file that cannot be read, is not this one's format, or holds
-a malformed entry is ignored (entry by entry); one that cannot be written is not written.
+as Claude Code's transcripts are, in ASCII. It is read and written under the store's rules
+(``store_files``): read only if it is a regular file (no FIFO, device or link) of at most
+``MAX_FILE`` bytes, written only in a directory that is not a link. A file that cannot be read,
+is not this one's format, or holds a malformed entry is ignored (entry by entry); one that
+cannot be written is not written.
 Another agent process may write it meanwhile: the last writer's summaries stay, and a summary
 lost that way is read again from its transcript.
 
@@ -23,12 +26,12 @@ from __future__ import annotations
 import json
 import logging
 import os
-import tempfile
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
+from claude_bg_acp.claude import store_files
 from claude_bg_acp.claude.conventions import projects_dir
 
 log = logging.getLogger(__name__)
@@ -36,6 +39,9 @@ log = logging.getLogger(__name__)
 KEPT = 4096
 """Summaries kept: pages of many directories, at about 200 bytes each (on disk too)."""
 FORMAT = 2
+MAX_FILE = 16 << 20
+"""Bytes the file may hold: ``KEPT`` summaries with long paths and titles. A larger one is no
+file of ours (or no longer worth its reading): it is not read, and the next save replaces it."""
 
 Key = tuple[int, int]
 """``(size, mtime_ns)`` of a transcript."""
@@ -87,10 +93,11 @@ def refresh() -> None:
     if mtime is None or _seen.get(path) == mtime:
         return
     try:
-        with open(path, encoding="utf-8") as kept:
-            content = json.load(kept)
+        content = json.loads(store_files.read_regular(path, MAX_FILE))
     except (OSError, ValueError):
-        log.debug("session summaries in %s not read", path, exc_info=True)
+        log.warning("session summaries in %s not read (they are made again)", path, exc_info=True)
+        with _lock:
+            _seen[path] = mtime
         return
     entries = (
         content.get("summaries") if isinstance(content, dict) and content.get("format") == FORMAT else None
@@ -121,18 +128,12 @@ def save() -> None:
             transcript: [*key, summary.listable, summary.cwd, summary.title, summary.own]
             for transcript, (key, summary) in _kept.items()
         }
+    # ASCII: a lone surrogate (a prompt can hold one) is escaped, as JSON allows, not refused.
+    data = json.dumps({"format": FORMAT, "summaries": entries}, ensure_ascii=True).encode()
     try:
-        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-        descriptor, temporary = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".summaries-")
-        try:
-            with os.fdopen(descriptor, "w", encoding="utf-8") as out:
-                json.dump({"format": FORMAT, "summaries": entries}, out, ensure_ascii=False)
-            os.replace(temporary, path)
-        except BaseException:
-            os.unlink(temporary)
-            raise
+        store_files.write_atomically(os.path.dirname(path), os.path.basename(path), data)
     except OSError:
-        log.debug("session summaries not written to %s", path, exc_info=True)
+        log.warning("session summaries not written to %s", path, exc_info=True)
         return
     with _lock:
         _seen[path] = _mtime(path)
@@ -159,6 +160,6 @@ def _entry(entry: Any) -> tuple[Key, Summary] | None:
 
 def _mtime(path: str) -> int | None:
     try:
-        return os.stat(path).st_mtime_ns
+        return os.lstat(path).st_mtime_ns
     except OSError:
         return None

@@ -80,7 +80,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from claude_bg_acp.claude.conventions import KILLED_SIGNAL, SHELL_TOOLS, summary_exit_code
-from claude_bg_acp.closing_line import ExitInfo
+from claude_bg_acp.closing_line import ExitInfo, ShellEnd
 from claude_bg_acp.core.effects import FinishTail, Log, StopTask, Tail, Ticket
 from claude_bg_acp.core.errors import Refusal, Refused
 from claude_bg_acp.core.lifecycle import Lifecycle
@@ -577,7 +577,8 @@ class Background:
                 return []
             item.phase = ITEMS.move(item.phase, ItemPhase.DRAINING)
             follow = self._follow(item, task.output_file)
-            return [*follow, FinishTail(task.task_id), *_task_ended(item, task), *_follow_up(item, task)]
+            end = ShellEnd(task.end_status, summary_exit_code(task.summary))
+            return [*follow, FinishTail(task.task_id, end), *_task_ended(item, task), *_follow_up(item, task)]
         return self._finalize(item, None, now) + _follow_up(item, task)
 
     def drained(
@@ -774,7 +775,10 @@ class Background:
                 out += self._finalize(item, None, now)
             else:
                 item.phase = ITEMS.move(item.phase, ItemPhase.DRAINING)
-                out += [FinishTail(item.task.task_id), *_task_ended(item, None)]
+                out += [
+                    FinishTail(item.task.task_id, _end_of_stop(item.stopped_with)),
+                    *_task_ended(item, None),
+                ]
         return out
 
     def forget(self) -> None:
@@ -858,6 +862,15 @@ class Background:
             return []
         item.path = path
         return [Tail(item.task.task_id, path)]
+
+
+def _end_of_stop(stopped: ExitInfo) -> ShellEnd:
+    """The end the agent's own stop of a shell tells, which a closing line must agree with."""
+    if stopped.signal is not None:
+        return ShellEnd("killed")
+    if stopped.exit_code is None:
+        return ShellEnd()
+    return ShellEnd("completed" if stopped.exit_code == 0 else "failed", stopped.exit_code)
 
 
 def _task_ended(item: Item, task: Task | None) -> list[BackgroundOut]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from claude_bg_acp.closing_line import ShellEnd
 from claude_bg_acp.core.errors import Failure
 
 if TYPE_CHECKING:
@@ -156,9 +157,11 @@ class Tail:
 
 @dataclass(frozen=True)
 class FinishTail:
-    """Read ``task_id``'s file to its end now, report the rest and how it exited, then stop."""
+    """Read ``task_id``'s file to its end now, report the rest and how it exited, then stop.
+    ``end``: what Claude Code said of the task's end, which its closing line must agree with."""
 
     task_id: str
+    end: ShellEnd = field(default_factory=ShellEnd)
     closing_line: ClassVar[bool] = True
     """Claude Code may still append its closing line: worth a moment's wait."""
 
