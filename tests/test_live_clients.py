@@ -273,7 +273,9 @@ def test_a_plain_clients_monitor_stays_in_progress_until_it_ends(live: LiveModel
     assert not view.problems, view.problems
     card = view.call(title)
     at_answer = [s for s in card.shown if s.t <= answered_at(run)][-1]
-    assert at_answer.status == "in_progress" and at_answer.text.startswith("Monitor started")
+    # What it watches, never Claude Code's words to the model (its task id, how to wait).
+    assert (at_answer.status, at_answer.text) == ("in_progress", "tick watcher")
+    assert not shown_hand_offs(u for _, u in updates_with_times(run))
     assert card.status == "completed" and card.shown[-1].t > answered_at(run)
 
 
