@@ -48,6 +48,7 @@ from tests.support.driver import (
     stored_conversation,
 )
 from tests.support.frames import result, text
+from tests.support.handoff import shown_hand_offs
 
 RECORDING = "conversation"
 SHELL = "bash01"
@@ -77,6 +78,14 @@ def test_replay_matches_golden(client: str, conversation: ev.StoredConversation)
     _, effects = recalled(client, conversation)
     golden = FIXTURES / "golden" / "recalled" / f"{RECORDING}.{client}.jsonl"
     assert_golden(golden, [effect_json(e, RECORDED_SESSION) for e in effects])
+
+
+@pytest.mark.parametrize("client", list(CLIENTS))
+def test_a_replay_shows_no_hand_off(client: str, conversation: ev.StoredConversation) -> None:
+    """A background shell's and a subagent's launch show what they were asked to do, never
+    Claude Code's words to the model (its output file's path, the agent's id), as live."""
+    _, effects = recalled(client, conversation)
+    assert not shown_hand_offs(effect.update.wire() for effect in effects if isinstance(effect, Notify))
 
 
 def test_a_prompt_is_found_in_the_stored_conversation_only_where_it_is_stored(tmp_path: Path) -> None:

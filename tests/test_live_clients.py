@@ -33,6 +33,7 @@ from tests.conftest import LiveModel
 from tests.support.acp_client import ClientRun, run_client
 from tests.support.air import ASYNC_TASKS, air_capabilities
 from tests.support.driver import PLAIN_CAPABILITIES
+from tests.support.handoff import shown_hand_offs
 from tests.support.plain import PlainView
 from tests.support.zed import ZED_CAPABILITIES, ZED_CLIENT_INFO, ZedView
 
@@ -185,6 +186,7 @@ def test_every_kind_of_client_sees_the_shell_live_and_its_exit(
     output = seen[-1][1]
     assert [n for n, _ in stamped_lines(output)] == list(range(1, LINES + 1)), "every line, once, whole"
     assert exit == (0, None)
+    assert not shown_hand_offs(u for _, u in updates_with_times(run)), "never the output file's path"
     assert len(seen) > 5 and seen[0][0] < seen[-1][0] - 1.0, "the lines came while the shell ran"
     p50 = p50_ms(run, seen)
     record_property("write_to_client_p50_ms", round(p50, 1))
@@ -213,6 +215,7 @@ def test_an_air_client_follows_the_shell_as_an_async_task(live: LiveModel, workd
     (ended,) = [i for i, u in enumerate(tasks) if u.get("state") == "completed"]
     named = next(i for i, u in enumerate(tasks) if "outputFilePath" in u)
     assert named < ended and tasks[0]["taskType"] == "shell"
+    assert not shown_hand_offs(run.raw_updates()), "the path is the async task's, not the card's"
     output = Path(told["outputFilePath"]).read_bytes()
     lines = output[: output.index(b"\n", output.index(f"line-{LINES} ".encode())) + 1]
     assert [n for n, _ in stamped_lines(lines)] == list(range(1, LINES + 1)), "every line, once, whole"
@@ -270,7 +273,9 @@ def test_a_plain_clients_monitor_stays_in_progress_until_it_ends(live: LiveModel
     assert not view.problems, view.problems
     card = view.call(title)
     at_answer = [s for s in card.shown if s.t <= answered_at(run)][-1]
-    assert at_answer.status == "in_progress" and at_answer.text.startswith("Monitor started")
+    # What it watches, never Claude Code's words to the model (its task id, how to wait).
+    assert (at_answer.status, at_answer.text) == ("in_progress", "tick watcher")
+    assert not shown_hand_offs(u for _, u in updates_with_times(run))
     assert card.status == "completed" and card.shown[-1].t > answered_at(run)
 
 

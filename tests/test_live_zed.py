@@ -109,6 +109,14 @@ def test_a_background_subagents_work_is_shown(live: LiveModel, workdir: Path) ->
     # Zed reads child sessions only in a draft form outside the v1 schema: the subagent's work is
     # in the session that launched it, next to its Agent tool call, before the held answer.
     assert [c.title for c in view.calls()] == ["background helper", "echo from-subagent"]
+    # Its card shows what it was asked to do, never Claude Code's hand-off (internal metadata
+    # naming the agent's id and output file).
+    agent = view.calls("background helper")[0]
+    assert (agent.status, agent.content, agent.raw_output) == (
+        "completed",
+        [{"type": "content", "content": {"type": "text", "text": "background helper"}}],
+        {"output": "background helper"},
+    )
     terminal = shell_terminal(view, "echo from-subagent")
     assert (terminal.text, terminal.exit) == ("from-subagent", (0, None))
     assert "subagent one finished its work" in view.thread().text()

@@ -279,7 +279,8 @@ def test_a_monitor_stays_in_progress_until_it_ends() -> None:
     d.frames(text("Watching."), result())
     view = shown(d)
     (call,) = view.calls()
-    assert call.status == "in_progress" and call.text.startswith("Monitor started (task mon01")
+    # What it watches, never Claude Code's words to the model (its task id, how to wait).
+    assert (call.status, call.text) == ("in_progress", "tick watcher")
     d.frames(monitor.updated("completed"), monitor.notification("completed"))
     (call,) = shown(d).calls()
     assert call.status == "completed"

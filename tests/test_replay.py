@@ -30,8 +30,11 @@ from tests.support.driver import (
     effect_json,
     load_frames,
 )
+from tests.support.handoff import shown_hand_offs
 
 SCENARIOS = sorted(path.stem for path in (FIXTURES / "sdk_events").glob("*.jsonl"))
+HANDING_OFF = [s for s in SCENARIOS if s.startswith(("agent_", "bg_", "monitor", "two_shells"))]
+"""The scenarios whose tools send work to the background."""
 SESSION_ID = "session-replay"
 """The root session of every golden (it seeds the prompts' uuids, so it is part of them)."""
 
@@ -47,6 +50,16 @@ def replay(scenario: str, client: str) -> list[dict[str, object]]:
 @pytest.mark.parametrize("scenario", SCENARIOS)
 def test_replay_matches_golden(scenario: str, client: str) -> None:
     assert_golden(FIXTURES / "golden" / f"{scenario}.{client}.jsonl", replay(scenario, client))
+
+
+@pytest.mark.parametrize("client", list(CLIENTS))
+@pytest.mark.parametrize("scenario", HANDING_OFF)
+def test_no_client_is_shown_claude_codes_hand_off(scenario: str, client: str) -> None:
+    """A call that sent its work to the background shows what it was asked to do, never Claude
+    Code's words to the model (issue 29, defect 1: they name the task's id and output file)."""
+    updates = [update for line in replay(scenario, client) if isinstance(update := line.get("notify"), dict)]
+    assert not shown_hand_offs(updates)
+    assert any(update.get("sessionUpdate") in ("tool_call", "tool_call_update") for update in updates)
 
 
 class Recorder:

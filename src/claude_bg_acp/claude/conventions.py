@@ -34,9 +34,6 @@ OBSERVED_ON = "2.1.332"
 SHELL_TOOLS = ("Bash",)
 """The tools that run a shell command: their output is terminal output."""
 
-AGENT_TOOLS = ("Agent", "Task")
-"""The tools that launch a subagent (``Task`` is its older name)."""
-
 NO_OUTPUT = "(Bash completed with no output)"
 """The whole result of a command that succeeded and printed nothing."""
 
@@ -100,6 +97,19 @@ def agent_launched(structured: Any) -> HandOff | None:
         return None
     agent, output = structured.get("agentId"), structured.get("outputFile")
     return HandOff(agent, output if isinstance(output, str) else "") if isinstance(agent, str) else None
+
+
+LAUNCH_NOTE = "Running in the background."
+"""What a launch shows when its tool input has no description."""
+
+
+def launch_note(tool_input: Mapping[str, Any]) -> str:
+    """What a tool call that sent its work to the background shows in place of Claude Code's
+    hand-off: what it was asked to do (its description). The hand-off's words are for the model
+    (an Agent's says itself it is internal metadata not to be shown): they name the task's id
+    and the absolute path of its output file, and tell the model how to wait."""
+    description = tool_input.get("description")
+    return description if isinstance(description, str) and description.strip() else LAUNCH_NOTE
 
 
 # --- the summary of a task notification -------------------------------------------------------

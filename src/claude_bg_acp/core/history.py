@@ -276,29 +276,31 @@ class History:
             return []
         self._child_kept(use, result)
         handed = conventions.hand_off(use.tool_input, result.text, result.is_error, result.structured)
+        launched = conventions.agent_launched(result.structured)
         if handed is None and not result.is_error and not self.children_shown:
             # A subagent shown in its parent works on its Agent call (a child session's call
             # ends at the launch).
-            handed = conventions.agent_launched(result.structured)
+            handed = launched
+        # A launch shows what it was asked to do, never the hand-off's words (as live).
+        note = conventions.launch_note(use.tool_input)
         if handed is None:
+            text = note if launched is not None else result.text
             return list(
-                self.tool_uses.result(
-                    use, result.is_error, result.text, result.images, False, result.structured
-                )
+                self.tool_uses.result(use, result.is_error, text, result.images, False, result.structured)
             )
         self.tool_uses.finish(use.call_id)
         task = self.ended.get(handed.task_id)
         live = handed.task_id in self.live.tasks
         if not use.shell:
-            handoff = ToolCallHandedOff(session_id, use.call_id, result.text, None, "in_progress")
+            handoff = ToolCallHandedOff(session_id, use.call_id, note, None, "in_progress")
             if live:
                 return [handoff]
             if task is not None:  # it ends where its notification comes, as it did live
                 end = WorkEnded(session_id, use.call_id, _final(task), task.summary)
                 self._when_noted(handed.task_id, [end])
                 return [WorkOpened(session_id, use.call_id, "in_progress"), handoff]
-            return [ToolCallFinished(session_id, use.call_id, False, result.text)]
-        handoff = ToolCallHandedOff(session_id, use.call_id, result.text, handed.task_id, "in_progress")
+            return [ToolCallFinished(session_id, use.call_id, False, note)]
+        handoff = ToolCallHandedOff(session_id, use.call_id, note, handed.task_id, "in_progress")
         if live:
             return [handoff]
         return self._ended_terminal(session_id, use, handed.task_id, task, handoff)

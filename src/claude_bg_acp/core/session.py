@@ -739,8 +739,9 @@ class SessionCore:
             use.handed_off = True
             if target.terminal_id is not None:
                 self.tool_uses.finish(use.call_id)
+            note = conventions.launch_note(use.tool_input)  # never the hand-off's words
             handoff = ToolCallHandedOff(
-                use.session_id, use.call_id, fact.text, target.terminal_id, target.status, fact.is_error
+                use.session_id, use.call_id, note, target.terminal_id, target.status, fact.is_error
             )
             return effects + self._present([handoff])
         if not fact.is_error:
@@ -751,8 +752,10 @@ class SessionCore:
                 self.tool_uses.detach(use.call_id)
                 handoff = ToolCallHandedOff(use.session_id, use.call_id, fact.text, None, "pending")
                 return effects + self._present([handoff]) + self._publish()
+        launched = handed is not None or conventions.agent_launched(fact.structured) is not None
+        text = conventions.launch_note(use.tool_input) if launched else fact.text
         finished = self.tool_uses.result(
-            use, fact.is_error, fact.text, fact.images, handed is not None, fact.structured
+            use, fact.is_error, text, fact.images, handed is not None, fact.structured
         )
         return effects + self._shells(self.shells.results(finished))
 

@@ -26,9 +26,9 @@ it runs, in the standard v1 form every one of them reads:
   turn (Zed does, on a cancelled one) takes it back.
 - Work without a process (a Monitor, a workflow, a background subagent shown in the session
   that launched it) stays ``in_progress`` on its tool call (``paused`` is not v1's) until it
-  ends, then ``completed`` or ``failed`` with Claude Code's summary as its content. A
-  background subagent's call shows what it was asked to do (its description), never Claude
-  Code's hand-off (internal metadata with the agent's id and output file). What a
+  ends, then ``completed`` or ``failed`` with Claude Code's summary as its content. Until
+  its work says more, its call shows what it was asked to do (its description), never Claude
+  Code's hand-off (words for the model, naming the task's id and its output file). What a
   subagent says while it works is its Agent tool call's content, never the agent's message
   (a client that ignores ``messageId`` would glue it to the next message), and its report
   (its last message, which Claude Code's summary repeats) is the call's final content. The
@@ -48,7 +48,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from claude_bg_acp.acp.updates import ToolCall
-from claude_bg_acp.claude.conventions import AGENT_TOOLS
 from claude_bg_acp.closing_line import ExitInfo
 from claude_bg_acp.core.background import (
     TerminalExited,
@@ -99,11 +98,6 @@ class Card:
     report: str = ""
     """The text of that message: the subagent's report once it is done (Claude Code's summary
     of a subagent is its last message, and the end of its task is told before the summary)."""
-    asked: str | None = None
-    """What a subagent launched on it was asked to do (its description): what the call shows
-    once the subagent works in the background, until its words come. Claude Code's result
-    then is internal metadata it says must not be shown to the user (the agent's id, the
-    path of its output file)."""
 
     @property
     def live(self) -> bool:
@@ -150,8 +144,6 @@ class PlainPresenter(V1Presenter):
                 card = self._cards[call] = Card(fact.session_id, "", "other")
         if isinstance(fact, ToolCallRunning):  # its input names it
             card.title, card.kind = update.title or card.title, update.kind or card.kind
-            if fact.name in AGENT_TOOLS:
-                card.asked = tool_views.describe(fact.name, fact.tool_input).title
         if card.live or card.said is not None:
             # Its work runs already (its shell's task came first, or a replay): it stays so.
             update.title, update.kind, update.status = card.title, card.kind, "in_progress"
@@ -170,8 +162,8 @@ class PlainPresenter(V1Presenter):
         if card.shell is not None:
             return []  # in progress since its input came, its content the shell's output
         if card.said is None:
-            card.said = Window()  # the result says what goes on, but a subagent's hand-off
-            card.said.add(fact.text if card.asked is None else card.asked)
+            card.said = Window()  # what it was asked to do, until its work says more
+            card.said.add(fact.text)
         return [self._update(call, card)]
 
     # --- background shells ----------------------------------------------------------------------
