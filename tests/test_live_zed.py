@@ -19,7 +19,10 @@ EXITED = {"op": "waitFor", "update": "tool_call_update", "match": {"_meta": {"te
 """Wait until some terminal has exited."""
 
 
-def as_zed(live: LiveModel, workdir: Path, steps: list[dict[str, Any]]) -> tuple[ClientRun, ZedView]:
+def as_zed(
+    live: LiveModel, workdir: Path, steps: list[dict[str, Any]], **extra: Any
+) -> tuple[ClientRun, ZedView]:
+    """``extra``: more of the script (``permission``: how questions are answered)."""
     run = run_client(
         {
             "agent": live.agent(),
@@ -28,6 +31,7 @@ def as_zed(live: LiveModel, workdir: Path, steps: list[dict[str, Any]]) -> tuple
             "clientInfo": ZED_CLIENT_INFO,
             "cwd": str(workdir),
             "steps": steps,
+            **extra,
         },
         timeout=60,
     )

@@ -67,9 +67,17 @@ class Recorder:
         return self.presenter.answer_fields(options)
 
     def permission_request(
-        self, session_id: str, tool_call_id: str, tool_name: str, tool_input: dict[str, Any], shown: bool
+        self,
+        session_id: str,
+        tool_call_id: str,
+        tool_name: str,
+        tool_input: dict[str, Any],
+        choices: Any,
+        shown: bool,
     ) -> dict[str, Any]:
-        return self.presenter.permission_request(session_id, tool_call_id, tool_name, tool_input, shown)
+        return self.presenter.permission_request(
+            session_id, tool_call_id, tool_name, tool_input, choices, shown
+        )
 
 
 def stated(scenario: str, client: str) -> list[Fact]:

@@ -25,7 +25,6 @@ from claude_agent_sdk.types import (
     PermissionResult,
     PermissionResultAllow,
     PermissionResultDeny,
-    PermissionUpdate,
     ToolPermissionContext,
 )
 
@@ -36,14 +35,6 @@ from claude_bg_acp.stdio import Endpoint
 from claude_bg_acp.waiter import Waiter
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class ClaudeQuestion:
-    """A permission question of Claude Code's, waiting for the core's decision."""
-
-    waiter: Waiter
-    suggestions: list[PermissionUpdate]
 
 
 @dataclass
@@ -63,7 +54,7 @@ class PermissionBridge:
         self._endpoint = endpoint
         self._handle = handle
         self._tickets = tickets
-        self._questions: dict[Ticket, ClaudeQuestion] = {}
+        self._questions: dict[Ticket, Waiter] = {}
         self._asks: dict[Ticket, Ask] = {}
 
     async def asked(
@@ -71,10 +62,15 @@ class PermissionBridge:
     ) -> PermissionResult:
         """Claude Code's question (the runner's ``can_use_tool``), answered with the core's decision."""
         ticket = next(self._tickets)
-        question = self._questions[ticket] = ClaudeQuestion(Waiter(), list(context.suggestions))
-        self._handle(ev.PermissionAsked(ticket, tool_name, tool_input, context.tool_use_id, context.agent_id))
+        waiter = self._questions[ticket] = Waiter()
+        suggestions = tuple(context.suggestions)
+        self._handle(
+            ev.PermissionAsked(
+                ticket, tool_name, tool_input, context.tool_use_id, context.agent_id, suggestions
+            )
+        )
         try:
-            result: PermissionResult = await question.waiter.wait()
+            result: PermissionResult = await waiter.wait()
             return result
         except anyio.get_cancelled_exc_class():
             # Claude Code withdrew the question (or went away): so does the client's prompt.
@@ -84,17 +80,15 @@ class PermissionBridge:
             self._questions.pop(ticket, None)
 
     def decide(self, effect: Decide) -> None:
-        question = self._questions.get(effect.ticket)
-        if question is None:
+        waiter = self._questions.get(effect.ticket)
+        if waiter is None:
             return
         result: PermissionResult
         if effect.allow:
-            result = PermissionResultAllow(
-                updated_permissions=question.suggestions if effect.always else None
-            )
+            result = PermissionResultAllow(updated_permissions=list(effect.updates) or None)
         else:
             result = PermissionResultDeny(message=effect.message, interrupt=effect.interrupt)
-        question.waiter.settle(result)
+        waiter.settle(result)
 
     async def ask(self, effect: AskPermission) -> None:
         """Ask the client, and tell the core the answer unless the request was withdrawn."""

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 from claude_bg_acp.core.errors import Failure
 
 if TYPE_CHECKING:
+    from claude_agent_sdk.types import PermissionUpdate
+
     from claude_bg_acp.acp.updates import SessionUpdate
 
 Ticket = int
@@ -66,7 +68,8 @@ class Decide:
 
     ticket: Ticket
     allow: bool
-    always: bool = False
+    updates: tuple[PermissionUpdate, ...] = ()
+    """The permission updates Claude Code is to apply with the allow (the chosen option's)."""
     message: str = ""
     interrupt: bool = False
 

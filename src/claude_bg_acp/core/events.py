@@ -36,7 +36,7 @@ from claude_bg_acp.core.effects import Ticket
 
 if TYPE_CHECKING:
     # Only named here: the agent imports the events before the SDK is needed (see ``agent``).
-    from claude_agent_sdk.types import Message
+    from claude_agent_sdk.types import Message, PermissionUpdate
 
 # --- the client -------------------------------------------------------------------------------
 
@@ -253,6 +253,8 @@ class PermissionAsked:
     tool_use_id: str | None
     agent_id: str | None
     """The subagent asking, or None for the main conversation."""
+    suggestions: tuple[PermissionUpdate, ...] = ()
+    """What Claude Code suggests applying so as not to ask again."""
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ it is built.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 from claude_bg_acp.core.attaching import ReplayCompleted
@@ -35,6 +36,7 @@ from claude_bg_acp.core.effects import ClientEffect
 from claude_bg_acp.core.foreground import PromptFact, StateReported
 from claude_bg_acp.core.history import ChildMessageRecalled, HistoryIncomplete, PromptRecalled
 from claude_bg_acp.core.permission_modes import ModeChanged
+from claude_bg_acp.core.permission_options import Choice
 from claude_bg_acp.core.plan import PlanChanged
 from claude_bg_acp.core.policy import Policy
 from claude_bg_acp.core.schedules import ScheduleEnded
@@ -105,8 +107,15 @@ class Presenter(Protocol):
         ...
 
     def permission_request(
-        self, session_id: str, tool_call_id: str, tool_name: str, tool_input: dict[str, Any], shown: bool
+        self,
+        session_id: str,
+        tool_call_id: str,
+        tool_name: str,
+        tool_input: dict[str, Any],
+        choices: Sequence[Choice],
+        shown: bool,
     ) -> dict[str, Any]:
-        """The params of ``session/request_permission`` for a tool use; ``shown``: its tool call
+        """The params of ``session/request_permission`` for a tool use, offering ``choices``;
+        ``shown``: its tool call
         was shown already (the request updates it; else it creates it, ``pending``)."""
         ...

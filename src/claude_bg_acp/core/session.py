@@ -107,6 +107,7 @@ from claude_bg_acp.core.errors import Failing, Failure, Refusal, Refused
 from claude_bg_acp.core.foreground import Foreground, ForegroundOut, TurnPhase, WaitingPrompt
 from claude_bg_acp.core.history import History, Live
 from claude_bg_acp.core.permission_modes import ModeChanged, PermissionModes, closed_modes
+from claude_bg_acp.core.permission_options import choices
 from claude_bg_acp.core.plan import PLAN_TOOLS, Plan
 from claude_bg_acp.core.policy import Policy
 from claude_bg_acp.core.presenting import Fact, Presenter
@@ -127,7 +128,6 @@ from claude_bg_acp.core.transcript import (
 )
 from claude_bg_acp.core.usage import Usage
 
-ALLOW_ONCE, ALLOW_ALWAYS, REJECT_ONCE = "allow_once", "allow_always", "reject_once"
 BUFFER_LIMIT = 1000
 """Messages kept per subagent that is not exposed yet (its parent is unknown)."""
 
@@ -795,7 +795,9 @@ class SessionCore:
     def _asked(self, asked: ev.PermissionAsked) -> list[Effect]:
         session_id = self.subagents.session_of_agent(asked.agent_id)
         foreground = asked.agent_id is None
-        self.questions.ask(asked.ticket, session_id, foreground)
+        modes = [mode["id"] for mode in self.modes.available(self._closed_modes)]
+        offered = tuple(choices(asked.tool_name, asked.suggestions, modes))
+        self.questions.ask(asked.ticket, session_id, foreground, offered)
         known = self.tool_uses.get(asked.tool_use_id)
         if known is None and asked.tool_use_id:
             self._asked_in[asked.tool_use_id] = session_id  # a child's not exposed yet: the root
@@ -804,7 +806,7 @@ class SessionCore:
         # the model's call had one: the person deciding should see what the model asked for.
         tool_input = asked.tool_input or (known.tool_input if known else {})
         params = self.presenter.permission_request(
-            session_id, tool_call_id, asked.tool_name, tool_input, shown=known is not None
+            session_id, tool_call_id, asked.tool_name, tool_input, offered, shown=known is not None
         )
         self.subagents.asking(session_id, opened=True)
         return [AskPermission(asked.ticket, params), *self._blocking()]
@@ -813,9 +815,11 @@ class SessionCore:
         """``option_id`` is None when the client cancelled the question."""
         if ticket not in self.questions:
             return []
-        allow = option_id in (ALLOW_ONCE, ALLOW_ALWAYS)
-        message = "" if allow else "The user rejected this tool use"
-        decision = Decide(ticket, allow, always=option_id == ALLOW_ALWAYS, message=message)
+        choice = self.questions.chosen(ticket, option_id)
+        if choice is None or not choice.allows:
+            decision = Decide(ticket, False, message="The user rejected this tool use")
+        else:
+            decision = Decide(ticket, True, choice.updates)
         return [decision, *self._forget_question(ticket, QuestionPhase.ANSWERED)]
 
     def _withdraw(self, ticket: Ticket, why: str) -> list[Effect]:

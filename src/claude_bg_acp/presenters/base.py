@@ -13,6 +13,7 @@ business.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, ClassVar, Literal, assert_never
 
 from claude_bg_acp.acp.schema import ContentBlock
@@ -59,6 +60,7 @@ from claude_bg_acp.core.foreground import (
 )
 from claude_bg_acp.core.history import ChildMessageRecalled, HistoryIncomplete, PromptRecalled
 from claude_bg_acp.core.permission_modes import ModeChanged
+from claude_bg_acp.core.permission_options import Choice
 from claude_bg_acp.core.plan import PlanChanged
 from claude_bg_acp.core.policy import Policy
 from claude_bg_acp.core.presenting import Fact
@@ -82,12 +84,6 @@ from claude_bg_acp.core.transcript import MessageChunk
 from claude_bg_acp.core.usage import UsageReported
 from claude_bg_acp.presenters import tool_views
 
-ALLOW_ONCE, ALLOW_ALWAYS, REJECT_ONCE = "allow_once", "allow_always", "reject_once"
-PERMISSION_OPTIONS = [
-    {"optionId": ALLOW_ONCE, "name": "Allow", "kind": "allow_once"},
-    {"optionId": ALLOW_ALWAYS, "name": "Always allow", "kind": "allow_always"},
-    {"optionId": REJECT_ONCE, "name": "Reject", "kind": "reject_once"},
-]
 CANCEL: dict[str, Any] = {"cancel": {}}
 EFFORT_NAMES = {"xhigh": "Extra high"}
 HISTORY_INCOMPLETE = "Part of this session's history is not stored"
@@ -230,7 +226,13 @@ class BasePresenter:
         return [Notify(fact.session_id, notice)]
 
     def permission_request(
-        self, session_id: str, tool_call_id: str, tool_name: str, tool_input: dict[str, Any], shown: bool
+        self,
+        session_id: str,
+        tool_call_id: str,
+        tool_name: str,
+        tool_input: dict[str, Any],
+        choices: Sequence[Choice],
+        shown: bool,
     ) -> dict[str, Any]:
         call = self.call_fields(tool_call_id, tool_name, tool_input)
         if not shown:
@@ -238,7 +240,8 @@ class BasePresenter:
             # as it is (statuses never go back to pending); a first-seen one is created pending.
             call["status"] = "pending"
         params = self.permission_subject(call, tool_views.describe(tool_name, tool_input).title)
-        params.update(sessionId=session_id, options=PERMISSION_OPTIONS)
+        options = [{"optionId": c.option_id, "name": c.name, "kind": c.kind} for c in choices]
+        params.update(sessionId=session_id, options=options)
         return params
 
     def call_fields(self, tool_call_id: str, name: str, tool_input: dict[str, Any]) -> dict[str, Any]:
