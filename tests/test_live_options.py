@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from claude_bg_acp.scripted_model.scenarios import PLAN
-from tests.conftest import LiveModel
+from tests.conftest import LiveModel, run_live
 from tests.support.acp_client import ClientRun
 from tests.test_live_zed import as_zed
 
@@ -87,3 +87,39 @@ def test_leaving_plan_mode_sets_the_mode_the_option_names(
     # Claude Code reports the switch; the next turn starts in that mode and tells nothing new.
     assert modes_told(run) == [*([before] if before != "default" else []), "plan", mode]
     assert run.response("after")["result"]["stopReason"] == "end_turn"
+
+
+def toggle(value: object) -> dict[str, Any]:
+    params = {"sessionId": "$sessionId", "configId": "fast_mode", "value": value}
+    if isinstance(value, bool):
+        params["type"] = "boolean"
+    return {"op": "request", "id": "fast", "method": "session/set_config_option", "params": params}
+
+
+def speeds(live: LiveModel) -> dict[str, Any]:
+    """The speed each prompt's model requests asked for, by the prompt's words."""
+    asked: dict[str, Any] = {}
+    for request in live.model.messages_requests():
+        words = json.dumps(request.body["messages"])
+        latest = next((w for w in ("after", "before") if f"[scenario:text] {w}" in words), None)
+        if latest is not None:
+            asked[latest] = request.body.get("speed")
+    return asked
+
+
+@pytest.mark.parametrize(("zed", "on"), [(True, True), (False, "on")])
+def test_fast_mode_is_a_toggle_that_reaches_claude_code(
+    live: LiveModel, workdir: Path, zed: bool, on: object
+) -> None:
+    """Zed declares boolean options and gets a switch; a client that does not (here one that
+    declares nothing) gets an on/off select. Either way Claude Code's next request is fast."""
+    steps = [prompt("before", "[scenario:text] before"), toggle(on), prompt("after", "[scenario:text] after")]
+    if zed:
+        run, _ = as_zed(live, workdir, steps)
+    else:
+        run = run_live(live, workdir, "v1", steps)
+    [fast] = [o for o in run.response("newSession")["result"]["configOptions"] if o["id"] == "fast_mode"]
+    assert (fast["type"], fast["currentValue"]) == (("boolean", False) if zed else ("select", "off"))
+    [now] = [o for o in run.response("fast")["result"]["configOptions"] if o["id"] == "fast_mode"]
+    assert now["currentValue"] == on
+    assert speeds(live) == {"before": None, "after": "fast"}

@@ -66,6 +66,7 @@ from claude_bg_acp.core.effects import (
     ReadTitle,
     Reply,
     SetEffort,
+    SetFast,
     SetModel,
     SetPermissionMode,
     StopTask,
@@ -404,6 +405,7 @@ class SessionHost:
                 | SetPermissionMode()
                 | SetModel()
                 | SetEffort()
+                | SetFast()
                 | ReadSettings()
             ):
                 self._supervisor.command(effect)

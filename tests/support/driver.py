@@ -234,10 +234,11 @@ class CoreDriver:
         model: str | None = None,
         effort: str | None = None,
         disabled: frozenset[str] = frozenset(),
+        fast: bool = False,
     ) -> list[Effect]:
         """Claude Code started: its initialize answer, and what it has in effect (``disabled``:
-        the permission modes its settings disable)."""
-        applied = Applied(model, effort, disabled)
+        the permission modes its settings disable; ``fast``: fast mode is on)."""
+        applied = Applied(model, effort, disabled, fast)
         return self.handle(ev.ClaudeStarted(read_server_info(server_info), applied))
 
     def open(self) -> tuple[dict[str, Any], list[Effect]]:

@@ -110,6 +110,13 @@ class SetEffort:
 
 
 @dataclass(frozen=True)
+class SetFast:
+    """Turn Claude Code's fast mode on or off."""
+
+    on: bool
+
+
+@dataclass(frozen=True)
 class ReadSettings:
     """Ask Claude Code what it has in effect; the answer comes back as ``SettingsRead``."""
 
@@ -158,6 +165,8 @@ class Log:
 
 
 ClientEffect = Notify | Reply | Fail | AskPermission | WithdrawPermission
-ClaudeCommand = Query | Interrupt | StopTask | SetPermissionMode | SetModel | SetEffort | ReadSettings
+ClaudeCommand = (
+    Query | Interrupt | StopTask | SetPermissionMode | SetModel | SetEffort | SetFast | ReadSettings
+)
 """What goes to Claude Code, in order, through the runner."""
 Effect = ClientEffect | ClaudeCommand | Decide | Tail | FinishTail | ReadTitle | FindPrompt | Log

@@ -48,7 +48,7 @@ from claude_bg_acp.core.background import (
     WorkStatus,
 )
 from claude_bg_acp.core.commands import CommandsChanged
-from claude_bg_acp.core.config import EFFORT, MODE, MODEL, Options, OptionsAnswered, OptionsChanged
+from claude_bg_acp.core.config import EFFORT, FAST, MODE, MODEL, Options, OptionsAnswered, OptionsChanged
 from claude_bg_acp.core.effects import ClientEffect, Notify, Reply
 from claude_bg_acp.core.foreground import (
     PromptAnswered,
@@ -102,6 +102,9 @@ class BasePresenter:
     scheduled work; to the others it runs until its result)."""
     notices: bool
     """The client takes ``notice`` updates (v2's all do; a v1 one that declares them)."""
+    booleans: bool = False
+    """The client takes boolean config options (v2's all do; a v1 one that declares
+    ``session.configOptions.boolean``); the others get a toggle as an on/off select."""
 
     def render(self, fact: Fact) -> list[ClientEffect]:
         match fact:
@@ -277,7 +280,22 @@ class BasePresenter:
         if options.effort is not None:
             efforts = [{"value": e, "name": EFFORT_NAMES.get(e, e.capitalize())} for e in options.efforts]
             selects.append(self._select(EFFORT, "Effort", "thought_level", options.effort, efforts))
+        if options.fast is not None:
+            selects.append(self._toggle(FAST, "Fast mode", options.fast))
         return selects
+
+    def _toggle(self, config_id: str, name: str, on: bool) -> dict[str, Any]:
+        """A boolean option, or for a client without those a select of on and off."""
+        if not self.booleans:
+            choices = [{"value": "on", "name": "On"}, {"value": "off", "name": "Off"}]
+            return self._select(config_id, name, "model_config", "on" if on else "off", choices)
+        return {
+            self.option_key: config_id,
+            "name": name,
+            "category": "model_config",
+            "type": "boolean",
+            "currentValue": on,
+        }
 
     def _select(
         self, config_id: str, name: str, category: str, current: str, choices: list[dict[str, Any]]

@@ -11,6 +11,8 @@ The rule, by negotiated version and declared ``clientCapabilities``:
   reads only an earlier draft of child sessions (``subagent_spawned`` /
   ``subagent_state_update``), which the v1 schema does not have; the RFD's ``subagent_update``
   would leave it updates for sessions it never heard of, which it drops.
+- a v1 client that declares ``session.configOptions.boolean`` gets toggles as boolean options
+  (every v2 client does), the others as on/off selects.
 - a v1 client that declares ``session.notices`` is sent ``notice`` updates (the v1 schema
   allows them only then); every v2 client is.
 - JetBrains AIR (``_meta.jetbrains.air`` with ``asyncTasks`` or ``nativeSubagentSessions``):
@@ -46,6 +48,14 @@ from claude_bg_acp.presenters.zed import ZedPresenter
 
 
 def presenter_for(client: ClientCapabilities) -> Presenter:
+    presenter = _presenter_for(client)
+    inner = presenter.plain if isinstance(presenter, AirPresenter) else presenter
+    if isinstance(inner, V1Presenter) and client.booleans:
+        inner.booleans = True
+    return presenter
+
+
+def _presenter_for(client: ClientCapabilities) -> Presenter:
     if client.version >= 2:
         return V2Presenter()
     air = client.air
