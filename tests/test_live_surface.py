@@ -334,12 +334,20 @@ def test_a_client_that_runs_terminal_auth_is_offered_claude_codes_login(
     live: LiveModel, workdir: Path, client: str, auth: dict[str, Any], meta: bool
 ) -> None:
     run = run_client({**script(live, client, workdir, []), "capabilities": auth, "autoSession": False})
-    [method] = run.raw["initialize"]["result"]["authMethods"]
-    assert method["type"] == "terminal" and method["args"] == ["login"]
-    assert method["id" if client == "v1" else "methodId"] == "claude-login"
-    assert ("_meta" in method) == meta
+    # Both of Claude Code's logins: a Claude subscription, and an Anthropic Console account.
+    methods = run.raw["initialize"]["result"]["authMethods"]
+    assert [m["id" if client == "v1" else "methodId"] for m in methods] == ["claude-login", "console-login"]
+    assert [(m["type"], m["args"]) for m in methods] == [
+        ("terminal", ["login"]),
+        ("terminal", ["login", "--console"]),
+    ]
+    assert [m["name"] for m in methods] == [
+        "Log in with your Claude subscription",
+        "Log in with an Anthropic Console account",
+    ]
+    assert all(("_meta" in m) == meta for m in methods)
     if meta:
-        assert method["_meta"]["terminal-auth"]["args"][-1] == "login"
+        assert [m["_meta"]["terminal-auth"]["args"][-1] for m in methods] == ["login", "--console"]
 
 
 @pytest.mark.parametrize("client", ["v1", "v2"])
