@@ -24,21 +24,15 @@ from typing import Literal
 
 from claude_agent_sdk.types import PermissionMode, PermissionRuleValue, PermissionUpdate
 
-from claude_bg_acp.core.permission_modes import AUTO, BYPASS, DEFAULT_MODE
+from claude_bg_acp.core.permission_modes import DEFAULT_MODE
 
 ALLOW_ONCE, ALLOW_ALWAYS, REJECT_ONCE = "allow_once", "allow_always", "reject_once"
 EDIT_TOOLS = frozenset({"Edit", "MultiEdit", "Write", "NotebookEdit"})
 """The tools whose suggested mode (accept edits) the terminal offers."""
 SHELL_TOOLS = frozenset({"Bash", "PowerShell"})
 ACCEPT_EDITS, PLAN_EXIT = "acceptEdits", "ExitPlanMode"
-MODE_WORDS = {
-    DEFAULT_MODE: "default (ask each time)",
-    ACCEPT_EDITS: "accept edits (auto-approve file edits and common file commands)",
-    AUTO: "auto (no routine prompts; a reviewer model screens actions)",
-    "plan": "plan mode (research and propose changes without making them)",
-    BYPASS: "bypass permissions (no further prompts)",
-}
-"""Claude Code's words for the modes, in its "switch to" rows."""
+ACCEPT_EDITS_WORDS = "accept edits (auto-approve file edits and common file commands)"
+"""Claude Code's words for the mode, in its "switch to" rows."""
 PLAN_EXITS: dict[PermissionMode, str] = {
     "bypassPermissions": "Yes, and bypass permissions",
     "auto": "Yes, and use auto mode",
@@ -123,7 +117,7 @@ def describe(tool_name: str, update: PermissionUpdate) -> str:
         case "addDirectories":
             return f"always allow access to {and_list(update.directories or [])} {where}"
         case _:
-            return f"switch to {MODE_WORDS.get(str(update.mode), str(update.mode))} {SESSION}"
+            return f"switch to {ACCEPT_EDITS_WORDS} {SESSION}"  # the only mode offered
 
 
 def rule_words(tool_name: str, rule: PermissionRuleValue) -> str:
