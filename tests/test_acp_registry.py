@@ -133,10 +133,20 @@ def test_the_registrys_auth_check_is_offered_claude_codes_login(tmp_path: Path) 
     request = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": REGISTRY_INITIALIZE}
     answer = json.loads(run_as_the_registry(tmp_path, json.dumps(request).encode() + b"\n").splitlines()[0])
     assert auth_errors(answer) == []
-    [method] = answer["result"]["authMethods"]
-    assert (method["id"], method["type"], method["args"]) == ("claude-login", "terminal", ["login"])
-    earlier = method["_meta"]["terminal-auth"]
+    subscription, console = answer["result"]["authMethods"]
+    assert (subscription["id"], subscription["type"], subscription["args"]) == (
+        "claude-login",
+        "terminal",
+        ["login"],
+    )
+    assert (console["id"], console["type"], console["args"]) == (
+        "console-login",
+        "terminal",
+        ["login", "--console"],
+    )
+    earlier = subscription["_meta"]["terminal-auth"]
     assert Path(earlier["command"]).is_file() and earlier["args"] == ["-m", "claude_bg_acp", "login"]
+    assert console["_meta"]["terminal-auth"]["args"] == ["-m", "claude_bg_acp", "login", "--console"]
     assert answer["result"]["agentInfo"]["version"] == __version__
     assert not validate_transcript([answer], [request], 1)
 

@@ -23,6 +23,7 @@ from claude_bg_acp.core.effects import (
     ReadSettings,
     Reply,
     SetEffort,
+    SetFast,
     SetModel,
     SetPermissionMode,
 )
@@ -66,7 +67,7 @@ def test_a_new_session_offers_mode_model_and_effort(version: int) -> None:
     driver.start(INFO, OPUS, "medium")
     fields, _ = driver.open()
     key = "id" if version == 1 else "configId"
-    mode, model, effort = fields["configOptions"]
+    mode, model, effort, fast = fields["configOptions"]
     assert (mode[key], mode["category"], mode["currentValue"]) == ("mode", "mode", "default")
     assert (model[key], model["category"], model["currentValue"]) == ("model", "model", "default")
     assert [choice["value"] for choice in model["options"]] == MODELS
@@ -74,6 +75,13 @@ def test_a_new_session_offers_mode_model_and_effort(version: int) -> None:
     assert (effort[key], effort["category"], effort["currentValue"]) == ("effort", "thought_level", "medium")
     levels = INFO["models"][0]["supportedEffortLevels"]
     assert [choice["value"] for choice in effort["options"]] == levels
+    # The recorded models all support fast mode; a v1 client that does not declare boolean
+    # options gets it as a select.
+    assert (fast[key], fast["category"], fast["currentValue"]) == (
+        "fast_mode",
+        "model_config",
+        False if version == 2 else "off",
+    )
     if version == 1:
         assert fields["modes"]["currentModeId"] == "default"
         assert [m["id"] for m in fields["modes"]["availableModes"]] == [c["value"] for c in mode["options"]]
@@ -88,7 +96,7 @@ def test_an_answer_before_claude_code_said_anything_offers_the_mode_alone() -> N
     assert told == []
     started = driver.start(INFO, OPUS, "medium")
     [update] = driver.updates_of(started, "config_option_update")
-    assert [option["id"] for option in update["configOptions"]] == ["mode", "model", "effort"]
+    assert [option["id"] for option in update["configOptions"]] == ["mode", "model", "effort", "fast_mode"]
 
 
 def test_nothing_is_told_before_the_client_has_the_answer() -> None:
@@ -129,6 +137,35 @@ def test_choosing_an_effort_sets_it() -> None:
     _, chosen = driver.choose("effort", "high")
     assert chosen[:2] == [SetEffort("high"), ReadSettings()]
     assert options_of(driver)["effort"]["currentValue"] == "high"
+
+
+@pytest.mark.parametrize(
+    ("client", "on", "shown"), [("v1-terminal-meta", True, True), ("v1-plain", "on", "on")]
+)
+def test_fast_mode_is_boolean_where_the_client_takes_booleans_and_sets_claude_codes_setting(
+    client: str, on: object, shown: object
+) -> None:
+    driver = CoreDriver.for_client(client)
+    driver.start(INFO, OPUS, "medium", fast=False)
+    driver.open()
+    fast = options_of(driver)["fast_mode"]
+    assert fast["type"] == ("boolean" if on is True else "select")
+    _, chosen = driver.choose("fast_mode", on)
+    valid(driver, chosen, 1)
+    assert chosen[:2] == [SetFast(True), ReadSettings()]
+    assert options_of(driver)["fast_mode"]["currentValue"] == shown
+    # Claude Code's settings confirm it (``fastMode: true``), and nothing more is told.
+    read = read_applied({"applied": {"model": OPUS, "effort": "medium"}, "effective": {"fastMode": True}})
+    assert driver.handle(ev.SettingsRead(read)) == []
+    with pytest.raises(Refused):
+        driver.choose("fast_mode", "maybe")
+
+
+def test_a_model_without_fast_mode_has_no_fast_mode_option() -> None:
+    info = copy.deepcopy(INFO)
+    for model in info["models"]:
+        model["supportsFastMode"] = False
+    assert "fast_mode" not in options_of(opened(2, info))
 
 
 def test_the_effort_option_follows_the_model_and_leaves_with_its_levels() -> None:

@@ -122,13 +122,13 @@ def test_the_mode_follows_every_switch_and_claude_code_leaving_plan_mode(
     live: LiveModel, workdir: Path, client: str
 ) -> None:
     """v1's ``session/set_mode`` and the mode option are one setting; Claude Code leaving plan
-    mode by itself (its plan approved) is told as both."""
+    mode by itself (its plan approved, choosing to auto-accept edits) is told as both."""
     steps: list[dict[str, Any]] = [choose("plan", "mode", "plan")]
     if client == "v1":
         set_mode = {"sessionId": "$sessionId", "modeId": "acceptEdits"}
         steps.insert(0, {"op": "request", "id": "set", "method": "session/set_mode", "params": set_mode})
     steps += prompt("[scenario:exit_plan] Plan it.", client, "p")
-    run = run_client(script(live, client, workdir, steps))
+    run = run_client(script(live, client, workdir, steps, permission={"optionId": "mode:acceptEdits"}))
     assert mode_of(run.response("plan")["result"]) == "plan"
     [approval] = run.permission_requests
     call = approval["params"].get("toolCall", approval["params"].get("subject", {}).get("toolCall"))
@@ -137,12 +137,12 @@ def test_the_mode_follows_every_switch_and_claude_code_leaving_plan_mode(
     assert call["content"] == [{"type": "content", "content": {"type": "text", "text": PLAN}}]
     told = [mode_of(u) for u in run.raw_updates() if u["sessionUpdate"] == "config_option_update"]
     modes = [u["currentModeId"] for u in run.raw_updates() if u["sessionUpdate"] == "current_mode_update"]
-    # Claude Code goes back to the mode it had before plan mode.
+    # Claude Code leaves plan mode for the one chosen (see test_live_options).
     if client == "v1":
         assert told == ["acceptEdits", "acceptEdits"], "set_config_option answers; the rest is told"
         assert modes == ["acceptEdits", "plan", "acceptEdits"]
     else:
-        assert told == ["default"] and modes == []
+        assert told == ["acceptEdits"] and modes == []
 
 
 def test_an_unknown_option_or_value_is_refused(live: LiveModel, workdir: Path) -> None:
@@ -334,12 +334,20 @@ def test_a_client_that_runs_terminal_auth_is_offered_claude_codes_login(
     live: LiveModel, workdir: Path, client: str, auth: dict[str, Any], meta: bool
 ) -> None:
     run = run_client({**script(live, client, workdir, []), "capabilities": auth, "autoSession": False})
-    [method] = run.raw["initialize"]["result"]["authMethods"]
-    assert method["type"] == "terminal" and method["args"] == ["login"]
-    assert method["id" if client == "v1" else "methodId"] == "claude-login"
-    assert ("_meta" in method) == meta
+    # Both of Claude Code's logins: a Claude subscription, and an Anthropic Console account.
+    methods = run.raw["initialize"]["result"]["authMethods"]
+    assert [m["id" if client == "v1" else "methodId"] for m in methods] == ["claude-login", "console-login"]
+    assert [(m["type"], m["args"]) for m in methods] == [
+        ("terminal", ["login"]),
+        ("terminal", ["login", "--console"]),
+    ]
+    assert [m["name"] for m in methods] == [
+        "Log in with your Claude subscription",
+        "Log in with an Anthropic Console account",
+    ]
+    assert all(("_meta" in m) == meta for m in methods)
     if meta:
-        assert method["_meta"]["terminal-auth"]["args"][-1] == "login"
+        assert [m["_meta"]["terminal-auth"]["args"][-1] for m in methods] == ["login", "--console"]
 
 
 @pytest.mark.parametrize("client", ["v1", "v2"])

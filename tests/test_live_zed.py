@@ -22,7 +22,8 @@ EXITED = {"op": "waitFor", "update": "tool_call_update", "match": {"_meta": {"te
 def as_zed(
     live: LiveModel, workdir: Path, steps: list[dict[str, Any]], **extra: Any
 ) -> tuple[ClientRun, ZedView]:
-    """Zed runs ``steps`` (``extra``: more of the driver's script, e.g. ``autoSession``)."""
+    """Zed runs ``steps`` (``extra``: more of the driver's script, e.g. ``autoSession``, or
+    ``permission``: how questions are answered)."""
     run = run_client(
         {
             "agent": live.agent(),

@@ -31,8 +31,8 @@ def test_login_runs_claude_codes_login_with_its_arguments(tmp_path: Path) -> Non
 
 def test_v2_login_methods_are_run_by_the_client_and_logout_logs_out(offline: dict[str, str]) -> None:
     agent = StdioAgent(env=offline)
-    [method] = agent.call(0, "initialize", V2)["result"]["authMethods"]
-    login = agent.call(1, "auth/login", {"methodId": method["methodId"]})
+    _, console = agent.call(0, "initialize", V2)["result"]["authMethods"]
+    login = agent.call(1, "auth/login", {"methodId": console["methodId"]})
     assert login["error"]["code"] == -32602 and "terminal" in login["error"]["message"]
     assert agent.call(2, "auth/logout", {}, timeout=60) == {"jsonrpc": "2.0", "id": 2, "result": {}}
     assert agent.call(3, "auth/login", {"methodId": "nope"})["error"]["code"] == -32602
@@ -45,6 +45,7 @@ def test_v1_advertises_logout_with_its_login_method(offline: dict[str, str]) -> 
     answer = agent.call(0, "initialize", V1)["result"]
     assert answer["agentCapabilities"]["auth"] == {"logout": {}}
     assert agent.call(1, "authenticate", {"methodId": "claude-login"})["result"] == {}
+    assert agent.call(3, "authenticate", {"methodId": "console-login"})["result"] == {}
     assert agent.call(2, "logout", {}, timeout=60)["result"] == {}
     assert agent.close() == 0
     assert not validate_transcript(agent.lines, agent.sent, 1)

@@ -85,11 +85,12 @@ class Recorder:
         tool_call_id: str,
         tool_name: str,
         tool_input: dict[str, Any],
+        choices: Any,
         shown: bool,
         replaced: str | None = None,
     ) -> dict[str, Any]:
         return self.presenter.permission_request(
-            session_id, tool_call_id, tool_name, tool_input, shown, replaced
+            session_id, tool_call_id, tool_name, tool_input, choices, shown, replaced
         )
 
     def question(

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from claude_bg_acp.core import events as ev
 from claude_bg_acp.core.effects import AskPermission, Effect, FinishTail, StopTask
 from claude_bg_acp.core.errors import Refusal, Refused
-from claude_bg_acp.core.session import ALLOW_ONCE
+from claude_bg_acp.core.permission_options import ALLOW_ONCE
 from tests.support.driver import CoreDriver, as_jsonrpc, check_transcript
 from tests.support.frames import (
     TaskSpec,

@@ -34,7 +34,7 @@ from claude_bg_acp.core.effects import (
     WithdrawPermission,
 )
 from claude_bg_acp.core.foreground import FOLLOW_UP_WAIT, LOGIN_HINT
-from claude_bg_acp.core.session import ALLOW_ONCE
+from claude_bg_acp.core.permission_options import ALLOW_ONCE
 from tests.support.driver import CoreDriver, check_transcript
 from tests.support.frames import (
     Frame,

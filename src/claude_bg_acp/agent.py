@@ -107,11 +107,19 @@ AIR_EXTENSIONS = {"version": 1, "capabilities": [ASYNC_TASKS, NATIVE_SUBAGENTS]}
 READY_BOUND = 10.0
 """Seconds ``session/new`` waits for Claude Code to say what it offers before answering
 without (the options follow in ``config_option_update``)."""
-LOGIN_METHOD = "claude-login"
-LOGIN = {
-    "name": "Log in to Claude Code",
-    "description": "Runs Claude Code's login (`claude auth login`, as `/login` in Claude Code) in a terminal",
+LOGINS: dict[str, tuple[str, str, list[str]]] = {
+    "claude-login": (
+        "Log in with your Claude subscription",
+        "Runs Claude Code's login (`claude auth login`, as `/login` in Claude Code) in a terminal",
+        [],
+    ),
+    "console-login": (
+        "Log in with an Anthropic Console account",
+        "Runs Claude Code's login for API usage billing (`claude auth login --console`) in a terminal",
+        ["--console"],
+    ),
 }
+"""Claude Code's two ways to log in, by method id: its name, what it does, the login's options."""
 
 
 Params = TypeVar("Params", bound=WireModel)
@@ -226,7 +234,7 @@ class Agent:
     async def _authenticate(self, params: AuthMethodParams, request_id: jsonrpc.RequestId) -> dict[str, Any]:
         """The login runs in the client's terminal; the agent has nothing to do for it."""
         client = self._negotiated
-        if params.method_id != LOGIN_METHOD or not client.terminal_auth:
+        if params.method_id not in LOGINS or not client.terminal_auth:
             raise RpcError(
                 jsonrpc.INVALID_PARAMS, f"Invalid params: methodId: unknown auth method {params.method_id}"
             )
@@ -718,28 +726,29 @@ def initialized(client: ClientCapabilities, logins: list[dict[str, Any]]) -> dic
 
 
 def login_methods(client: ClientCapabilities, cli_path: str | None) -> list[dict[str, Any]]:
-    """Claude Code's login, run in a terminal, for a client that can (ACP terminal auth, or
+    """Claude Code's logins, run in a terminal, for a client that can (ACP terminal auth, or
     on v1 the earlier ``_meta["terminal-auth"]`` that Zed and the ACP Registry's check send)."""
     if not client.terminal_auth:
         return []
-    method: dict[str, Any] = {
-        "id" if client.version == 1 else "methodId": LOGIN_METHOD,
-        **LOGIN,
-        "type": "terminal",
-        "args": ["login"],
-    }
-    if client.earlier_terminal_auth:
-        # The earlier form (still read by Zed): the command itself, with a label.
-        command = [sys.executable, "-m", "claude_bg_acp"]
-        command += ["--cli-path", cli_path] if cli_path else []
-        method["_meta"] = {
-            "terminal-auth": {
-                "command": command[0],
-                "args": [*command[1:], "login"],
-                "label": LOGIN["name"],
-            }
+    methods: list[dict[str, Any]] = []
+    for method_id, (name, description, options) in LOGINS.items():
+        args = ["login", *options]
+        method: dict[str, Any] = {
+            "id" if client.version == 1 else "methodId": method_id,
+            "name": name,
+            "description": description,
+            "type": "terminal",
+            "args": args,
         }
-    return [method]
+        if client.earlier_terminal_auth:
+            # The earlier form (still read by Zed): the command itself, with a label.
+            command = [sys.executable, "-m", "claude_bg_acp"]
+            command += ["--cli-path", cli_path] if cli_path else []
+            method["_meta"] = {
+                "terminal-auth": {"command": command[0], "args": [*command[1:], *args], "label": name}
+            }
+        methods.append(method)
+    return methods
 
 
 def _check_directories(params: NewSessionParams[Any]) -> None:

@@ -68,6 +68,7 @@ from claude_bg_acp.core.effects import (
     ReadTitle,
     Reply,
     SetEffort,
+    SetFast,
     SetModel,
     SetPermissionMode,
     StopTask,
@@ -424,6 +425,7 @@ class SessionHost:
                 | SetPermissionMode()
                 | SetModel()
                 | SetEffort()
+                | SetFast()
                 | ReadSettings()
                 | ControlMcp()
             ):

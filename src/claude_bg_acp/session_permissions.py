@@ -30,7 +30,6 @@ from claude_agent_sdk.types import (
     PermissionResult,
     PermissionResultAllow,
     PermissionResultDeny,
-    PermissionUpdate,
     ToolPermissionContext,
 )
 
@@ -43,14 +42,6 @@ from claude_bg_acp.stdio import Endpoint
 from claude_bg_acp.waiter import Waiter
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class ClaudeQuestion:
-    """A permission question of Claude Code's, waiting for the core's decision."""
-
-    waiter: Waiter
-    suggestions: list[PermissionUpdate]
 
 
 @dataclass
@@ -77,7 +68,7 @@ class PermissionBridge:
         self._folders = tuple(folders)
         self._handle = handle
         self._tickets = tickets
-        self._questions: dict[Ticket, ClaudeQuestion] = {}
+        self._questions: dict[Ticket, Waiter] = {}
         self._asks: dict[Ticket, Ask] = {}
 
     async def asked(
@@ -86,13 +77,15 @@ class PermissionBridge:
         """Claude Code's question (the runner's ``can_use_tool``), answered with the core's decision."""
         replaced = await replaced_text(tool_name, tool_input, self._folders)
         ticket = next(self._tickets)
-        question = self._questions[ticket] = ClaudeQuestion(Waiter(), list(context.suggestions))
-        asked = ev.PermissionAsked(
-            ticket, tool_name, tool_input, context.tool_use_id, context.agent_id, replaced
+        waiter = self._questions[ticket] = Waiter()
+        suggestions = tuple(context.suggestions)
+        self._handle(
+            ev.PermissionAsked(
+                ticket, tool_name, tool_input, context.tool_use_id, context.agent_id, replaced, suggestions
+            )
         )
-        self._handle(asked)
         try:
-            result: PermissionResult = await question.waiter.wait()
+            result: PermissionResult = await waiter.wait()
             return result
         except anyio.get_cancelled_exc_class():
             # Claude Code withdrew the question (or went away): so does the client's prompt.
@@ -102,18 +95,18 @@ class PermissionBridge:
             self._questions.pop(ticket, None)
 
     def decide(self, effect: Decide) -> None:
-        question = self._questions.get(effect.ticket)
-        if question is None:
+        waiter = self._questions.get(effect.ticket)
+        if waiter is None:
             return
         result: PermissionResult
         if effect.allow:
             result = PermissionResultAllow(
                 updated_input=effect.updated_input if isinstance(effect, DecideAnswered) else None,
-                updated_permissions=question.suggestions if effect.always else None,
+                updated_permissions=list(effect.updates) or None,
             )
         else:
             result = PermissionResultDeny(message=effect.message, interrupt=effect.interrupt)
-        question.waiter.settle(result)
+        waiter.settle(result)
 
     async def ask(self, effect: AskPermission) -> None:
         """Ask the client, and tell the core the answer unless the request was withdrawn."""

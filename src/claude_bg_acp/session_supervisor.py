@@ -70,6 +70,7 @@ from claude_bg_acp.core.effects import (
     Query,
     ReadSettings,
     SetEffort,
+    SetFast,
     SetModel,
     SetPermissionMode,
     StopTask,
@@ -422,6 +423,8 @@ class ClaudeSupervisor:
                 await runner.set_effort(level)
             case ControlMcp():
                 self._session.handle(await _mcp(runner, command))
+            case SetFast(on):
+                await runner.set_fast(on)
             case ReadSettings():
                 # Answered whatever happens, a Claude Code gone meanwhile included: the core
                 # holds Claude Code's reports until then. A closing one's input is closed.

@@ -51,6 +51,7 @@ from typing import Any
 from unittest import mock
 
 from claude_agent_sdk._internal.message_parser import parse_message
+from claude_agent_sdk.types import PermissionUpdate
 
 from claude_bg_acp.acp.capabilities import ASYNC_TASKS, ClientCapabilities
 from claude_bg_acp.acp.errors import failed
@@ -72,7 +73,8 @@ from claude_bg_acp.core.effects import (
     Reply,
     Tail,
 )
-from claude_bg_acp.core.session import ALLOW_ONCE, REJECT_ONCE, SessionCore
+from claude_bg_acp.core.permission_options import ALLOW_ONCE, REJECT_ONCE
+from claude_bg_acp.core.session import SessionCore
 from claude_bg_acp.presenters.choice import presenter_for
 from claude_bg_acp.presenters.plain import PlainPresenter
 from tests.support.air import air_capabilities as air_capabilities_of
@@ -245,10 +247,11 @@ class CoreDriver:
         model: str | None = None,
         effort: str | None = None,
         disabled: frozenset[str] = frozenset(),
+        fast: bool = False,
     ) -> list[Effect]:
         """Claude Code started: its initialize answer, and what it has in effect (``disabled``:
-        the permission modes its settings disable)."""
-        applied = Applied(model, effort, disabled)
+        the permission modes its settings disable; ``fast``: fast mode is on)."""
+        applied = Applied(model, effort, disabled, fast)
         return self.handle(ev.ClaudeStarted(read_server_info(server_info), applied))
 
     def open(self) -> tuple[dict[str, Any], list[Effect]]:
@@ -281,9 +284,12 @@ class CoreDriver:
         tool_input: dict[str, Any],
         tool_use_id: str | None = None,
         agent_id: str | None = None,
+        suggestions: tuple[PermissionUpdate, ...] = (),
     ) -> list[Effect]:
         """Claude Code's ``can_use_tool``."""
-        return self.handle(ev.PermissionAsked(ticket, tool_name, tool_input, tool_use_id, agent_id))
+        return self.handle(
+            ev.PermissionAsked(ticket, tool_name, tool_input, tool_use_id, agent_id, suggestions=suggestions)
+        )
 
     def answer(self, ticket: int, option_id: str | None) -> list[Effect]:
         return self.handle(ev.PermissionAnswered(ticket, option_id))
@@ -393,8 +399,16 @@ class CoreDriver:
                 return []
             ticket = self._questions[msg["request_id"]] = self.ticket()
             tool_input = request.get("input") or {}
+            suggested = tuple(
+                PermissionUpdate.from_dict(s) for s in request.get("permission_suggestions") or []
+            )
             return self.ask(
-                ticket, request["tool_name"], tool_input, request.get("tool_use_id"), request.get("agent_id")
+                ticket,
+                request["tool_name"],
+                tool_input,
+                request.get("tool_use_id"),
+                request.get("agent_id"),
+                suggested,
             )
         if (info := _server_info(msg)) is not None:
             return self.handle(ev.ClaudeStarted(read_server_info(info), None))

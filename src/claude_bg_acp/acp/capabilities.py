@@ -15,6 +15,7 @@ an object in v2). Besides ACP's own fields it reads the extensions that clients 
   (``presenters.air``). Read for v1 only.
 - ``subagents``: child sessions in the RFD's form (v1; any value but ``null`` declares it).
 - ``session.notices``: ``notice`` updates (v1; v2 clients take them undeclared).
+- ``session.configOptions.boolean``: boolean config options (v1; v2 clients take them undeclared).
 
 And one of ACP's own: ``elicitation.form`` (an object), forms the user fills in
 (``elicitation/create``), which Claude's questions are put as (``core.user_questions``).
@@ -54,6 +55,8 @@ class ClientCapabilities:
     """``subagents``: subagents as child sessions in the RFD's form."""
     notices: bool
     """v1 ``session.notices``: the client takes ``notice`` updates."""
+    booleans: bool
+    """v1 ``session.configOptions.boolean``: the client takes boolean config options."""
     air: frozenset[str] | None
     """What a JetBrains AIR client declares; None when the client is not AIR."""
     elicitation_form: bool
@@ -66,7 +69,11 @@ class ClientCapabilities:
         """What a client speaking ``version`` declared in ``sent`` (its ``clientCapabilities``
         or ``capabilities``: an object, or absent)."""
         sent = sent or {}
-        meta, auth = _fields(sent.get("_meta")), _fields(sent.get("auth"))
+        meta, auth, session = (
+            _fields(sent.get("_meta")),
+            _fields(sent.get("auth")),
+            _fields(sent.get("session")),
+        )
         terminal = auth.get("terminal")
         earlier = meta.get("terminal-auth") is True
         return cls(
@@ -76,7 +83,8 @@ class ClientCapabilities:
             terminal_output=meta.get("terminal_output") is True,
             terminal_output_delta=meta.get("terminal_output_delta") is True,
             child_sessions=sent.get("subagents") is not None,
-            notices=_fields(sent.get("session")).get("notices") is not None,
+            notices=session.get("notices") is not None,
+            booleans=_fields(session.get("configOptions")).get("boolean") is not None,
             air=_air(_fields(meta.get("jetbrains")).get("air")) if version == 1 else None,
             elicitation_form=isinstance(_fields(sent.get("elicitation")).get("form"), dict),
             sent=sent,

@@ -171,6 +171,10 @@ class ClaudeRunner:
         # No control request sets the effort alone; the flag settings layer takes it.
         await self._control({"subtype": "apply_flag_settings", "settings": {"effortLevel": level}})
 
+    async def set_fast(self, on: bool) -> None:
+        # As the effort: Claude Code takes fast mode from an SDK host only from the flag settings.
+        await self._control({"subtype": "apply_flag_settings", "settings": {"fastMode": on}})
+
     async def _control(self, request: dict[str, Any]) -> dict[str, Any]:
         return await control_request(self._client, request)
 

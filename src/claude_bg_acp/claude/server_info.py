@@ -5,14 +5,15 @@ on CLI 2.1.332):
 
 - its answer to the SDK's ``initialize`` request (``ClaudeSDKClient.get_server_info()``):
   ``models`` (``value`` for ``set_model``, ``displayName``, ``description``, ``resolvedModel``,
-  ``supportsEffort``, ``supportedEffortLevels``, ``supportsAutoMode``), ``commands`` (``name``,
-  ``description``, ``argumentHint``) and ``current_permission_mode``;
+  ``supportsEffort``, ``supportedEffortLevels``, ``supportsAutoMode``, ``supportsFastMode``),
+  ``commands`` (``name``, ``description``, ``argumentHint``) and ``current_permission_mode``;
 - its answer to the ``get_settings`` control request, whose ``applied`` part names the model
   id the next request uses and the effort level in effect (``null`` when the model has none),
   and whose ``effective`` settings may disable permission modes: ``auto`` with
   ``disableAutoMode: "disable"`` (at the top or under ``permissions``), ``bypassPermissions``
   with ``permissions.disableBypassPermissionsMode: "disable"`` (Claude Code refuses a switch to
-  either then; a top-level ``disableBypassPermissionsMode`` it ignores);
+  either then; a top-level ``disableBypassPermissionsMode`` it ignores), and say whether fast mode
+  is on (``fastMode: true``; absent when it is off);
 - its answer to the ``mcp_status`` control request (``ClaudeSDKClient.get_mcp_status()``):
   ``mcpServers``, each with its ``name``, ``status`` (``connected``, ``failed``, ``needs-auth``,
   ``pending``, ``disabled``), ``tools`` and, when it failed, ``error``.
@@ -44,6 +45,8 @@ class Model:
     """The effort levels it supports (none when it has no effort setting)."""
     auto: bool = False
     """It can run in the ``auto`` permission mode."""
+    fast: bool = False
+    """It can run in fast mode."""
 
 
 @dataclass(frozen=True)
@@ -72,6 +75,8 @@ class Applied:
     effort: str | None
     disabled_modes: frozenset[str] = frozenset()
     """The permission modes the settings disable."""
+    fast: bool = False
+    """Fast mode is on."""
 
 
 @dataclass(frozen=True)
@@ -114,11 +119,12 @@ def read_commands(raw: Any) -> tuple[SlashCommand, ...]:
 
 
 def read_applied(raw: dict[str, Any]) -> Applied:
-    applied = raw.get("applied")
-    disabled = _disabled_modes(raw.get("effective"))
+    applied, effective = raw.get("applied"), raw.get("effective")
+    disabled = _disabled_modes(effective)
+    fast = isinstance(effective, dict) and effective.get("fastMode") is True
     if not isinstance(applied, dict):
-        return Applied(None, None, disabled)
-    return Applied(_text(applied.get("model")), _text(applied.get("effort")), disabled)
+        return Applied(None, None, disabled, fast)
+    return Applied(_text(applied.get("model")), _text(applied.get("effort")), disabled, fast)
 
 
 def _disabled_modes(effective: Any) -> frozenset[str]:
@@ -146,6 +152,7 @@ def _model(entry: dict[str, Any]) -> Model | None:
         _text(entry.get("resolvedModel")),
         efforts,
         entry.get("supportsAutoMode") is True,
+        entry.get("supportsFastMode") is True,
     )
 
 

@@ -1,15 +1,17 @@
-"""Session config options: the permission mode, Claude Code's model and its effort level.
+"""Session config options: the permission mode, Claude Code's model, its effort level and fast mode.
 
 The client sees one list (``Options``): the mode (owned by ``permission_modes``), the model (one
-choice per model Claude Code offers) and the effort (the levels the current model supports;
-left out when it has none). Claude Code is their source of truth: what it offers comes from
-its initialize answer, what is in effect from its applied settings, read after it starts,
-after each switch we ask for and after each turn (a ``/model`` or ``/effort`` prompt switches
-too), and from the model and mode each turn starts with. A client's choice goes to Claude Code
-as a command ahead of anything sent after it, so the next model request uses it, followed by a
-read that confirms it; until that read answers, Claude Code's reports may predate the switch
-and are not taken. The settings and the current model also tell facts about the permission
-modes (``disabled_modes``, ``runs_auto``), from which ``permission_modes`` decides what to offer.
+choice per model Claude Code offers), the effort (the levels the current model supports; left
+out when it has none) and fast mode (on or off, for a model that supports it; Claude Code takes
+it from an SDK host only through its flag settings, ``fastMode``). Claude Code is their source
+of truth: what it offers comes from its initialize answer, what is in effect from its applied
+settings, read after it starts, after each switch we ask for and after each turn (a ``/model``
+or ``/effort`` prompt switches too), and from the model and mode each turn starts with. A
+client's choice goes to Claude Code as a command ahead of anything sent after it, so the next
+model request uses it, followed by a read that confirms it; until that read answers, Claude
+Code's reports may predate the switch and are not taken. The settings and the current model also
+tell facts about the permission modes (``disabled_modes``, ``runs_auto``), from which
+``permission_modes`` decides what to offer.
 
 What the client knows of the options (``Introduction``):
 
@@ -39,10 +41,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from claude_bg_acp.claude.server_info import Applied, Model
-from claude_bg_acp.core.effects import ReadSettings, SetEffort, SetModel, Ticket
+from claude_bg_acp.core.effects import ReadSettings, SetEffort, SetFast, SetModel, Ticket
 from claude_bg_acp.core.errors import Refusal, Refused
 
-MODE, MODEL, EFFORT = "mode", "model", "effort"
+MODE, MODEL, EFFORT, FAST = "mode", "model", "effort", "fast_mode"
+SWITCH = {True: True, False: False, "on": True, "off": False}
+"""A toggle's values: a boolean, or (as a select, for a client without boolean options) on/off."""
 
 
 @dataclass(frozen=True)
@@ -57,6 +61,8 @@ class Options:
     efforts: tuple[str, ...]
     """The current model's effort levels (none: no effort option)."""
     effort: str | None
+    fast: bool | None = None
+    """Fast mode is on (None: the current model has no fast mode: no such option)."""
 
 
 @dataclass(frozen=True)
@@ -89,6 +95,7 @@ class Config:
         self.models: tuple[Model, ...] = ()
         self.model: str | None = None
         self.effort: str | None = None
+        self.fast = False
         self.disabled_modes: frozenset[str] = frozenset()
         """The permission modes Claude Code's settings disable."""
         self.chosen_model: str | None = None
@@ -128,6 +135,7 @@ class Config:
         if applied.model is not None:
             self.model = self._value_of(applied.model)
         self.effort = applied.effort
+        self.fast = applied.fast
         self.disabled_modes = applied.disabled_modes
 
     @property
@@ -155,10 +163,10 @@ class Config:
 
     def choose(
         self, config_id: str, value: Any, options: Options
-    ) -> list[SetModel | SetEffort | ReadSettings]:
-        """A choice for the model or the effort (the mode is ``permission_modes``'); refuses
-        an option or value the client was not offered."""
-        command: SetModel | SetEffort
+    ) -> list[SetModel | SetEffort | SetFast | ReadSettings]:
+        """A choice for the model, the effort or fast mode (the mode is ``permission_modes``');
+        refuses an option or value the client was not offered."""
+        command: SetModel | SetEffort | SetFast
         if config_id == MODEL:
             offered(config_id, value, [m.value for m in options.models])
             self.model = self.chosen_model = value
@@ -167,6 +175,10 @@ class Config:
             offered(config_id, value, options.efforts)
             self.effort = self.chosen_effort = value
             command = SetEffort(value)
+        elif config_id == FAST and options.fast is not None:
+            offered(config_id, value, list(SWITCH))
+            self.fast = SWITCH[value]
+            command = SetFast(self.fast)
         else:
             raise Refused(Refusal.UNKNOWN, f"unknown config option {config_id!r}", "configId")
         return [command, *self.confirm()]
@@ -190,7 +202,10 @@ class Config:
             efforts = (*efforts, self.effort)
         if self.effort is None:
             efforts = ()  # no level to show as the current one: no effort option
-        return Options(tuple(modes), mode, models, self.model, efforts, self.effort if efforts else None)
+        fast = self.fast if current is not None and current.fast else None
+        return Options(
+            tuple(modes), mode, models, self.model, efforts, self.effort if efforts else None, fast
+        )
 
     def answer(self, options: Options) -> Options:
         """The options go into an answer that tells the client of the session."""
@@ -214,6 +229,6 @@ class Config:
         return OptionsAnswered(ticket, options)
 
 
-def offered(config_id: str, value: Any, choices: Sequence[str]) -> None:
-    if value not in choices:
+def offered(config_id: str, value: Any, choices: Sequence[object]) -> None:
+    if not any(value is choice or (isinstance(value, str) and value == choice) for choice in choices):
         raise Refused(Refusal.INVALID, f"{value!r} is not a choice of {config_id!r}", "value")

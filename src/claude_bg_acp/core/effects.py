@@ -16,6 +16,8 @@ from claude_bg_acp.closing_line import ShellEnd
 from claude_bg_acp.core.errors import Failure
 
 if TYPE_CHECKING:
+    from claude_agent_sdk.types import PermissionUpdate
+
     from claude_bg_acp.acp.updates import SessionUpdate
     from claude_bg_acp.core.user_questions import Asking
 
@@ -77,7 +79,8 @@ class Decide:
 
     ticket: Ticket
     allow: bool
-    always: bool = False
+    updates: tuple[PermissionUpdate, ...] = ()
+    """The permission updates Claude Code is to apply with the allow (the chosen option's)."""
     message: str = ""
     interrupt: bool = False
 
@@ -123,6 +126,13 @@ class SetEffort:
     """Set Claude Code's effort level."""
 
     level: str
+
+
+@dataclass(frozen=True)
+class SetFast:
+    """Turn Claude Code's fast mode on or off."""
+
+    on: bool
 
 
 @dataclass(frozen=True)
@@ -196,7 +206,15 @@ class Log:
 
 ClientEffect = Notify | Reply | Fail | AskPermission | AskQuestions | WithdrawPermission
 ClaudeCommand = (
-    Query | Interrupt | StopTask | SetPermissionMode | SetModel | SetEffort | ReadSettings | ControlMcp
+    Query
+    | Interrupt
+    | StopTask
+    | SetPermissionMode
+    | SetModel
+    | SetEffort
+    | SetFast
+    | ReadSettings
+    | ControlMcp
 )
 """What goes to Claude Code, in order, through the runner."""
 Effect = ClientEffect | ClaudeCommand | Decide | Tail | FinishTail | ReadTitle | FindPrompt | Log

@@ -36,7 +36,7 @@ from claude_bg_acp.core.effects import ControlMcp, Ticket
 
 if TYPE_CHECKING:
     # Only named here: the agent imports the events before the SDK is needed (see ``agent``).
-    from claude_agent_sdk.types import Message
+    from claude_agent_sdk.types import Message, PermissionUpdate
 
 # --- the client -------------------------------------------------------------------------------
 
@@ -265,6 +265,8 @@ class PermissionAsked:
     replaced: str | None = None
     """The text of the file a ``Write`` would overwrite (None: a new file, or one the agent
     may not read for the client)."""
+    suggestions: tuple[PermissionUpdate, ...] = ()
+    """What Claude Code suggests applying so as not to ask again."""
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ it is built.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 from claude_bg_acp.core.attaching import ReplayCompleted
@@ -36,6 +37,7 @@ from claude_bg_acp.core.foreground import PromptFact, StateReported
 from claude_bg_acp.core.foreground_shells import ShellOutput
 from claude_bg_acp.core.history import ChildMessageRecalled, HistoryIncomplete, PromptRecalled
 from claude_bg_acp.core.permission_modes import ModeChanged
+from claude_bg_acp.core.permission_options import Choice
 from claude_bg_acp.core.plan import PlanChanged
 from claude_bg_acp.core.policy import Policy
 from claude_bg_acp.core.schedules import ScheduleEnded
@@ -112,12 +114,14 @@ class Presenter(Protocol):
         tool_call_id: str,
         tool_name: str,
         tool_input: dict[str, Any],
+        choices: Sequence[Choice],
         shown: bool,
         replaced: str | None = None,
     ) -> dict[str, Any]:
-        """The params of ``session/request_permission`` for a tool use; ``shown``: its tool call
-        was shown already (the request updates it; else it creates it, ``pending``);
-        ``replaced``: the text of the file a ``Write`` would overwrite, if the agent read it."""
+        """The params of ``session/request_permission`` for a tool use, offering ``choices``;
+        ``shown``: its tool call was shown already (the request updates it; else it creates it,
+        ``pending``); ``replaced``: the text of the file a ``Write`` would overwrite, if the agent
+        read it."""
         ...
 
     def question(

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from claude_bg_acp.core.effects import Ticket
 from claude_bg_acp.core.lifecycle import Lifecycle
+from claude_bg_acp.core.permission_options import Choice
 
 
 class QuestionPhase(enum.Enum):
@@ -48,6 +49,8 @@ class PermissionQuestion:
     """The session asking: the root, or a child session (a subagent's question)."""
     foreground: bool
     """The main conversation asks (the root's foreground turn is blocked on it)."""
+    choices: tuple[Choice, ...]
+    """The options the client is offered."""
     phase: QuestionPhase = QuestionPhase.OPEN
 
 
@@ -60,10 +63,14 @@ class Questions:
     def __contains__(self, ticket: Ticket) -> bool:
         return ticket in self._open
 
-    def ask(self, ticket: Ticket, session_id: str, foreground: bool) -> None:
+    def ask(self, ticket: Ticket, session_id: str, foreground: bool, choices: tuple[Choice, ...]) -> None:
         self._open[ticket] = PermissionQuestion(
-            session_id, foreground, QUESTIONS.move(None, QuestionPhase.OPEN)
+            session_id, foreground, choices, QUESTIONS.move(None, QuestionPhase.OPEN)
         )
+
+    def chosen(self, ticket: Ticket, option_id: str | None) -> Choice | None:
+        """The option of the open question ``ticket`` with that id (None: not one offered)."""
+        return next((c for c in self._open[ticket].choices if c.option_id == option_id), None)
 
     def tickets(self, foreground: bool = False) -> list[Ticket]:
         """The open questions (only the main conversation's, with ``foreground``)."""

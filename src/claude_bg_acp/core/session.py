@@ -128,6 +128,7 @@ from claude_bg_acp.core.foreground_shells import ForegroundShells, ShellOut
 from claude_bg_acp.core.history import History, Live
 from claude_bg_acp.core.mcp_command import McpCommands, command_of
 from claude_bg_acp.core.permission_modes import ModeChanged, PermissionModes, closed_modes
+from claude_bg_acp.core.permission_options import choices
 from claude_bg_acp.core.plan import PLAN_TOOLS, Plan
 from claude_bg_acp.core.policy import Policy
 from claude_bg_acp.core.presenting import Fact, Presenter
@@ -149,7 +150,6 @@ from claude_bg_acp.core.transcript import (
 )
 from claude_bg_acp.core.usage import Usage
 
-ALLOW_ONCE, ALLOW_ALWAYS, REJECT_ONCE = "allow_once", "allow_always", "reject_once"
 BUFFER_LIMIT = 1000
 """Messages kept per subagent that is not exposed yet (its parent is unknown)."""
 
@@ -860,7 +860,9 @@ class SessionCore:
     def _asked(self, asked: ev.PermissionAsked) -> list[Effect]:
         session_id = self.subagents.session_of_agent(asked.agent_id)
         foreground = asked.agent_id is None
-        self.questions.ask(asked.ticket, session_id, foreground)
+        modes = [mode["id"] for mode in self.modes.available(self._closed_modes)]
+        offered = tuple(choices(asked.tool_name, asked.suggestions, modes))
+        self.questions.ask(asked.ticket, session_id, foreground, offered)
         known = self.tool_uses.get(asked.tool_use_id)
         if known is None and asked.tool_use_id:
             self._asked_in[asked.tool_use_id] = session_id  # a child's not exposed yet: the root
@@ -873,13 +875,16 @@ class SessionCore:
         if questions is not None:
             where = (session_id, tool_call_id, known is not None)
             forms = self.policy.questions_as_forms
-            ask = self.presenter.permission_request
+
+            def ask(session: str, call: str, tool: str, given: dict[str, Any], shown: bool) -> dict[str, Any]:
+                return self.presenter.permission_request(session, call, tool, given, (), shown)
+
             asking = user_questions.asking(tool_input, questions, forms, where, ask)
             if not asking.asks:  # none the client can be asked: all left to the model
                 return self._questions_answered(asked.ticket, user_questions.answered(asking, []))
             return [AskQuestions(asked.ticket, asking), *self._blocking()]
         params = self.presenter.permission_request(
-            session_id, tool_call_id, asked.tool_name, tool_input, known is not None, asked.replaced
+            session_id, tool_call_id, asked.tool_name, tool_input, offered, known is not None, asked.replaced
         )
         return [AskPermission(asked.ticket, params), *self._blocking()]
 
@@ -887,9 +892,11 @@ class SessionCore:
         """``option_id`` is None when the client cancelled the question."""
         if ticket not in self.questions:
             return []
-        allow = option_id in (ALLOW_ONCE, ALLOW_ALWAYS)
-        message = "" if allow else "The user rejected this tool use"
-        decision = Decide(ticket, allow, always=option_id == ALLOW_ALWAYS, message=message)
+        choice = self.questions.chosen(ticket, option_id)
+        if choice is None or not choice.allows:
+            decision = Decide(ticket, False, message="The user rejected this tool use")
+        else:
+            decision = Decide(ticket, True, choice.updates)
         return [decision, *self._forget_question(ticket, QuestionPhase.ANSWERED)]
 
     def _questions_answered(self, ticket: Ticket, updated_input: dict[str, Any] | None) -> list[Effect]:

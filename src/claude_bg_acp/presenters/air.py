@@ -27,6 +27,7 @@ These updates are not in the ACP schema; no other client is sent them.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -36,6 +37,7 @@ from claude_bg_acp.core.background import RunState, TaskChanged, TaskEnded, Task
 from claude_bg_acp.core.config import Options
 from claude_bg_acp.core.effects import ClientEffect, Notify
 from claude_bg_acp.core.history import ChildMessageRecalled
+from claude_bg_acp.core.permission_options import Choice
 from claude_bg_acp.core.policy import Policy
 from claude_bg_acp.core.presenting import Fact
 from claude_bg_acp.core.subagents import (
@@ -111,10 +113,13 @@ class AirPresenter:
         tool_call_id: str,
         tool_name: str,
         tool_input: dict[str, Any],
+        choices: Sequence[Choice],
         shown: bool,
         replaced: str | None = None,
     ) -> dict[str, Any]:
-        return self.plain.permission_request(session_id, tool_call_id, tool_name, tool_input, shown, replaced)
+        return self.plain.permission_request(
+            session_id, tool_call_id, tool_name, tool_input, choices, shown, replaced
+        )
 
     def question(
         self, session_id: str, call: dict[str, Any], title: str, options: list[dict[str, Any]]

@@ -13,6 +13,7 @@ business.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, ClassVar, Literal, assert_never
 
 from claude_bg_acp.acp.schema import ContentBlock
@@ -47,7 +48,7 @@ from claude_bg_acp.core.background import (
     WorkStatus,
 )
 from claude_bg_acp.core.commands import CommandsChanged
-from claude_bg_acp.core.config import EFFORT, MODE, MODEL, Options, OptionsAnswered, OptionsChanged
+from claude_bg_acp.core.config import EFFORT, FAST, MODE, MODEL, Options, OptionsAnswered, OptionsChanged
 from claude_bg_acp.core.effects import ClientEffect, Notify, Reply
 from claude_bg_acp.core.foreground import (
     PromptAnswered,
@@ -60,6 +61,7 @@ from claude_bg_acp.core.foreground import (
 from claude_bg_acp.core.foreground_shells import ShellOutput
 from claude_bg_acp.core.history import ChildMessageRecalled, HistoryIncomplete, PromptRecalled
 from claude_bg_acp.core.permission_modes import ModeChanged
+from claude_bg_acp.core.permission_options import Choice
 from claude_bg_acp.core.plan import PlanChanged
 from claude_bg_acp.core.policy import Policy
 from claude_bg_acp.core.presenting import Fact
@@ -84,12 +86,6 @@ from claude_bg_acp.core.usage import UsageReported
 from claude_bg_acp.presenters import diffs, tool_views
 from claude_bg_acp.presenters.live_output import LiveOutput
 
-ALLOW_ONCE, ALLOW_ALWAYS, REJECT_ONCE = "allow_once", "allow_always", "reject_once"
-PERMISSION_OPTIONS = [
-    {"optionId": ALLOW_ONCE, "name": "Allow", "kind": "allow_once"},
-    {"optionId": ALLOW_ALWAYS, "name": "Always allow", "kind": "allow_always"},
-    {"optionId": REJECT_ONCE, "name": "Reject", "kind": "reject_once"},
-]
 CANCEL: dict[str, Any] = {"cancel": {}}
 EFFORT_NAMES = {"xhigh": "Extra high"}
 HISTORY_INCOMPLETE = "Part of this session's history is not stored"
@@ -114,6 +110,9 @@ class BasePresenter:
     """The session's folder: tool call titles name paths relative to it (``presenter_for``)."""
     diff_form = staticmethod(diffs.v1)
     """How a change to a file shows (v2 has its own)."""
+    booleans: bool = False
+    """The client takes boolean config options (v2's all do; a v1 one that declares
+    ``session.configOptions.boolean``); the others get a toggle as an on/off select."""
 
     def render(self, fact: Fact) -> list[ClientEffect]:
         match fact:
@@ -251,6 +250,7 @@ class BasePresenter:
         tool_call_id: str,
         tool_name: str,
         tool_input: dict[str, Any],
+        choices: Sequence[Choice],
         shown: bool,
         replaced: str | None = None,
     ) -> dict[str, Any]:
@@ -259,7 +259,8 @@ class BasePresenter:
             # A client applies the request's tool call as an update: one that ran already stays
             # as it is (statuses never go back to pending); a first-seen one is created pending.
             call["status"] = "pending"
-        return self.question(session_id, call, call["title"], PERMISSION_OPTIONS)
+        options = [{"optionId": c.option_id, "name": c.name, "kind": c.kind} for c in choices]
+        return self.question(session_id, call, call["title"], options)
 
     def question(
         self, session_id: str, call: dict[str, Any], title: str, options: list[dict[str, Any]]
@@ -304,7 +305,22 @@ class BasePresenter:
         if options.effort is not None:
             efforts = [{"value": e, "name": EFFORT_NAMES.get(e, e.capitalize())} for e in options.efforts]
             selects.append(self._select(EFFORT, "Effort", "thought_level", options.effort, efforts))
+        if options.fast is not None:
+            selects.append(self._toggle(FAST, "Fast mode", options.fast))
         return selects
+
+    def _toggle(self, config_id: str, name: str, on: bool) -> dict[str, Any]:
+        """A boolean option, or for a client without those a select of on and off."""
+        if not self.booleans:
+            choices = [{"value": "on", "name": "On"}, {"value": "off", "name": "Off"}]
+            return self._select(config_id, name, "model_config", "on" if on else "off", choices)
+        return {
+            self.option_key: config_id,
+            "name": name,
+            "category": "model_config",
+            "type": "boolean",
+            "currentValue": on,
+        }
 
     def _select(
         self, config_id: str, name: str, category: str, current: str, choices: list[dict[str, Any]]

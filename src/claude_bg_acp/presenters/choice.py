@@ -11,6 +11,8 @@ The rule, by negotiated version and declared ``clientCapabilities``:
   reads only an earlier draft of child sessions (``subagent_spawned`` /
   ``subagent_state_update``), which the v1 schema does not have; the RFD's ``subagent_update``
   would leave it updates for sessions it never heard of, which it drops.
+- a v1 client that declares ``session.configOptions.boolean`` gets toggles as boolean options
+  (every v2 client does), the others as on/off selects.
 - a v1 client that declares ``session.notices`` is sent ``notice`` updates (the v1 schema
   allows them only then); every v2 client is.
 - JetBrains AIR (``_meta.jetbrains.air`` with ``asyncTasks`` or ``nativeSubagentSessions``):
@@ -55,7 +57,10 @@ P = TypeVar("P", bound=BasePresenter)
 def presenter_for(client: ClientCapabilities, folder: str = "") -> Presenter:
     """``folder``: the session's, which tool call titles name paths from."""
     presenter = _presenter(client)
-    (presenter.plain if isinstance(presenter, AirPresenter) else presenter).folder = folder
+    inner = presenter.plain if isinstance(presenter, AirPresenter) else presenter
+    inner.folder = folder
+    if isinstance(inner, V1Presenter) and client.booleans:
+        inner.booleans = True
     return presenter
 
 

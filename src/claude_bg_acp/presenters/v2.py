@@ -90,6 +90,7 @@ class V2Presenter(BasePresenter):
     creating = "tool_call_update"
     cut_status = "cancelled"
     option_key = "configId"
+    booleans = True
     shows_scheduled = True
     diff_form = staticmethod(diffs.v2)
 

@@ -603,6 +603,13 @@ def bg_from_prompt(turn: Turn) -> Reply:
     return _use(turn, *(_bash(c, f"prompt command {i + 1}", True) for i, c in enumerate(commands)))
 
 
+fg_from_prompt = _tool_then_text(
+    lambda turn: [_bash(c, f"prompt command {i + 1}") for i, c in enumerate(_prompt_commands(turn))],
+    "Ran the commands.",
+)
+"""The prompt's ``<command>`` tags run in the foreground (each asked about as Claude Code asks)."""
+
+
 # The same, with the answer after the hand-off held back: the turn lasts while the commands run
 # (a model that waits on its background work), so a client that stops listening at the prompt's
 # answer (acpx) sees them end.
@@ -789,6 +796,7 @@ SCENARIOS: dict[str, Scenario] = {
     "max_tokens": max_tokens,
     "bg_from_prompt": bg_from_prompt,
     "bg_in_turn": bg_in_turn,
+    "fg_from_prompt": fg_from_prompt,
     "todo": todo,
     "tasks": tasks,
     "exit_plan": exit_plan,
