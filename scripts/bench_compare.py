@@ -15,6 +15,7 @@ Scenarios (each is the same function the single-agent benchmark uses):
 - ``load``: 10 sessions x 20 shells, 2,000 lines/s, 20 [10] s steady: every line in order,
   write -> whole line in the steady phase and over the whole run (from the first shell's start
   to the last one's end), agent CPU and RSS (``bench_load.run_load``);
+- ``load-burst``: the same, each session's shells ending together (``bench_load.py --burst``);
 - ``startup``: spawn -> ``initialize``, ``session/new``, a prompt -> its first
   ``agent_message_chunk``, then warm prompts (``bench_startup.first_chunk_run``), v1 as editors
   speak it, ``--spawns`` times per agent, after one unmeasured spawn: each agent as on its
@@ -98,10 +99,26 @@ def latency(model: ScriptedModel, root: Path, command: AgentCommand, quick: bool
 
 
 def load(model: ScriptedModel, root: Path, command: AgentCommand, quick: bool) -> Figures:
+    return _load(root, command, quick, burst=False)
+
+
+def load_burst(model: ScriptedModel, root: Path, command: AgentCommand, quick: bool) -> Figures:
+    """As ``load``, each session's shells ending together (``bench_load.end_times``)."""
+    figures = _load(root, command, quick, burst=True)
+    return {
+        figure.replace("200 shells", "200 shells, burst of endings"): value
+        for figure, value in figures.items()
+    }
+
+
+def _load(root: Path, command: AgentCommand, quick: bool, burst: bool) -> Figures:
     # The model in a process of its own, as bench_load.py runs it: ten Claude Codes ask it more
     # at the start and the wind-down than this process could answer without delaying its reading.
     with model_process("text") as base_url:
-        found = run_load(base_url, root, command, seconds=10.0 if quick else 20.0)
+        seconds = 10.0 if quick else 20.0
+        found = run_load(
+            base_url, root, command, seconds=seconds, wind_down=2.0 if burst else 4.0, burst=burst
+        )
     phases = found["phases"]
     return {
         "200 shells, write -> whole line, p50 (ms)": found["p50_ms"],
@@ -201,7 +218,9 @@ def print_table(found: dict[str, dict[str, list[float]]], ours: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--quick", action="store_true", help="fewer lines, shorter load")
-    parser.add_argument("--only", action="append", choices=["latency", "load", "startup"], help="repeatable")
+    parser.add_argument(
+        "--only", action="append", choices=["latency", "load", "load-burst", "startup"], help="repeatable"
+    )
     parser.add_argument("--rounds", type=int, default=1, help="repeat the whole comparison")
     parser.add_argument("--spawns", type=int, default=5, help="spawns per agent in the startup scenario")
     parser.add_argument(
@@ -213,7 +232,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     agents = [OURS, typescript_adapter(args.ts_dir)]
-    everything: dict[str, Scenario] = {"latency": latency, "load": load, "startup": startup(args.spawns)}
+    everything: dict[str, Scenario] = {
+        "latency": latency,
+        "load": load,
+        "load-burst": load_burst,
+        "startup": startup(args.spawns),
+    }
     scenarios = {name: everything[name] for name in args.only or everything}
     load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="bench-baseline-") as exported:

@@ -16,7 +16,10 @@ three phases, by when a line was written:
   the figure this benchmark gave before it measured the other two;
 - wind-down: the shells end one after another over ``--wind-down`` seconds (default 4), each
   when its FIFO closes, while the others still print; Claude Code reports each end, and runs a
-  follow-up turn for the notifications.
+  follow-up turn for the notifications. With ``--burst`` they end as shells started by one
+  message do, at about the same time: each session's shells together, the sessions one after
+  another over ``--wind-down`` seconds (default 2 then), so that 200 endings, their
+  notifications and 10 follow-up turns come at once while the last sessions' shells print.
 
 Printed: whether every line arrived, in order; write -> whole line p50/p95 over the whole run
 and per phase (p99 and max too for the whole run and the steady phase); in each phase the CPU of
@@ -31,7 +34,7 @@ TypeScript adapter; here only ``claude-bg-acp`` runs. ``--profile PREFIX``: ``py
 ``PATH``) records the agent in each phase into ``PREFIX.<phase>.txt``; ``--claude-nice N``:
 this benchmark gives the agent's Claude Code processes the nice value N as they appear (what
 the run would be if Claude Code ran at a lower CPU priority than the agent). Usage:
-``.venv/bin/python scripts/bench_load.py [--portable] [--json PATH] [--profile PREFIX]
+``.venv/bin/python scripts/bench_load.py [--portable] [--burst] [--json PATH] [--profile PREFIX]
 [--claude-nice N]`` (``--portable``: the agent in the portable mode, as it runs on macOS).
 """
 
@@ -212,12 +215,14 @@ def run_load(
     seconds: float = 20.0,
     warmup: float = 2.0,
     wind_down: float = 4.0,
+    burst: bool = False,
     profile: Path | None = None,
     claude_nice: int | None = None,
 ) -> dict[str, Any]:
-    """Run the scenario once against ``command``; the figures as a dict. With ``profile``,
-    ``py-spy`` records the agent in each phase; with ``claude_nice``, Claude Code runs at that
-    nice value (``Renicer``)."""
+    """Run the scenario once against ``command``; the figures as a dict. ``burst``: each
+    session's shells end together (``end_times``). With ``profile``, ``py-spy`` records the
+    agent in each phase; with ``claude_nice``, Claude Code runs at that nice value
+    (``Renicer``)."""
     total = sessions * shells
     folder = Path(tempfile.mkdtemp(prefix="load-", dir=root))
     env = offline_env(base_url, folder / "offline")
@@ -263,7 +268,7 @@ def run_load(
                     if len(fds) == total:  # every shell prints
                         steady = now + SETTLE + warmup
                         marks = [(now + SETTLE, None), (steady, "steady"), (steady + seconds, "wind-down")]
-                        ends = {s: steady + seconds + (s + 1) * wind_down / total for s in range(total)}
+                        ends = end_times(steady + seconds, sessions, shells, wind_down, burst)
                 while marks and now >= marks[0][0]:
                     name = marks.pop(0)[1]
                     meter.mark()
@@ -298,6 +303,14 @@ def run_load(
         "seconds": seconds,
         "rss_peak_mib": rss_peak_mib,
     }
+
+
+def end_times(start: float, sessions: int, shells: int, spread: float, burst: bool) -> dict[int, float]:
+    """When each shell ends, from ``start`` over ``spread`` seconds: one after another, or
+    (``burst``) each session's shells at one moment, the sessions one after another."""
+    if burst:
+        return {s: start + (s // shells + 1) * spread / sessions for s in range(sessions * shells)}
+    return {s: start + (s + 1) * spread / (sessions * shells) for s in range(sessions * shells)}
 
 
 def _figures(
@@ -397,7 +410,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shells", type=int, default=20, help="background shells per session")
     parser.add_argument("--rate", type=float, default=2000.0, help="lines per second, all shells together")
     parser.add_argument("--seconds", type=float, default=20.0, help="steady seconds (after 2 s warm-up)")
-    parser.add_argument("--wind-down", type=float, default=4.0, help="seconds over which the shells end")
+    parser.add_argument(
+        "--wind-down", type=float, help="seconds over which the shells end (default 4, 2 with --burst)"
+    )
+    parser.add_argument("--burst", action="store_true", help="each session's shells end together")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     parser.add_argument("--profile", type=Path, help="py-spy (on PATH) records the agent: PREFIX.<phase>.txt")
     parser.add_argument("--portable", action="store_true", help="the agent in the portable mode, as on macOS")
@@ -416,11 +432,13 @@ def main(argv: list[str] | None = None) -> int:
             shells=args.shells,
             rate=args.rate,
             seconds=args.seconds,
-            wind_down=args.wind_down,
+            wind_down=args.wind_down or (2.0 if args.burst else 4.0),
+            burst=args.burst,
             profile=args.profile,
             claude_nice=args.claude_nice,
         )
     niced = f"Claude Code at nice {args.claude_nice}, " if args.claude_nice is not None else ""
+    niced += "each session's shells ending together, " if args.burst else ""
     print(
         f"{agent.name} load: {result['shells']} shells in {args.sessions} sessions, {args.rate:.0f} lines/s, "
         f"{args.seconds:.0f} s steady, {os.cpu_count()} CPUs, {niced}"
