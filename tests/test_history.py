@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import io
 import json
 import os
 from collections.abc import Callable
@@ -120,12 +121,22 @@ LINES = st.one_of(
 )
 
 
-@given(lines=st.lists(LINES, max_size=8), ending=st.sampled_from(["", "\n", "\r\n"]))
+@given(lines=st.lists(LINES, max_size=8), ending=st.sampled_from(["", "\n", "\r\n", "\r"]))
 def test_a_transcript_is_decoded_as_the_sdk_decodes_it(lines: list[str], ending: str) -> None:
-    """The messages of a transcript are the lines the SDK's reader takes, with the values it
-    decodes (pydantic's parser decodes them, ``json`` what it refuses: a lone surrogate)."""
-    content = "\n".join(lines) + ending
-    assert store._entries(content) == _parse_transcript_entries(content)
+    """The messages of a transcript, read as bytes, are the lines the SDK's reader takes from the
+    file it reads as text, with the values it decodes (pydantic's parser decodes them, ``json``
+    what it refuses: a lone surrogate)."""
+    content = ("\n".join(lines) + ending).encode()
+    as_text = io.TextIOWrapper(io.BytesIO(content), encoding="utf-8").read()  # as ``read_text``
+    assert store._entries(content) == _parse_transcript_entries(as_text)
+
+
+def test_a_line_that_is_not_utf8_is_skipped_and_the_others_read() -> None:
+    """Written by hand: Claude Code writes UTF-8, so only a damaged file has such a line (the
+    SDK's reader, which decodes the whole file first, reads none of it)."""
+    good = {"type": "user", "uuid": "u1", "message": {"role": "user", "content": "hi"}}
+    content = b'{"type":"user","uuid":"u0","message":"\xff"}\n' + json.dumps(good).encode() + b"\n"
+    assert store._entries(content) == [good]
 
 
 @pytest.mark.parametrize("client", list(CLIENTS))

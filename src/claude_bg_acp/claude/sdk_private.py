@@ -43,7 +43,6 @@ if TYPE_CHECKING:
     fork_session = session_mutations.fork_session
     delete_session = session_mutations.delete_session
     validate_uuid = sessions._validate_uuid
-    read_session_file = sessions._read_session_file
     resolve_session_file = sessions._resolve_session_file_path
     TRANSCRIPT_ENTRY_TYPES = sessions._TRANSCRIPT_ENTRY_TYPES
     build_conversation_chain = sessions._build_conversation_chain
@@ -86,7 +85,6 @@ PRIVATE = {
     "delete_session": Private(MUTATIONS, "delete_session", "0.2.189"),
     # How the SDK's readers find, decode and chain a transcript, with every field kept.
     "validate_uuid": Private(SESSIONS, "_validate_uuid", "0.2.189"),
-    "read_session_file": Private(SESSIONS, "_read_session_file", "0.2.189"),
     "resolve_session_file": Private(SESSIONS, "_resolve_session_file_path", "0.2.189"),
     "TRANSCRIPT_ENTRY_TYPES": Private(SESSIONS, "_TRANSCRIPT_ENTRY_TYPES", "0.2.189"),
     "build_conversation_chain": Private(SESSIONS, "_build_conversation_chain", "0.2.189"),
