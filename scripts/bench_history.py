@@ -24,10 +24,12 @@ as a v1 client:
 - ``session/load`` of the long conversation: request -> answer, and -> the first and the
   last update before it (this agent answers once its Claude Code has resumed the
   conversation, which it reads and replays meanwhile: from its last update to its answer is
-  the rest of that wait), the updates sent before the answer (the replay) and the agent's
-  peak RSS meanwhile; every prompt must be replayed (a
-  ``user_message_chunk`` with the recorded prompt, once per exchange), and a prompt sent in
-  the loaded conversation must end ``end_turn``; and, just before each agent's load, Claude
+  the rest of that wait), -> its Claude Code's process (the agent's first child), the updates
+  sent before the answer (the replay), the agent process's own CPU from the request to the
+  answer (its Claude Code's not included: the figure that least depends on the machine's
+  load) and its peak RSS meanwhile; every prompt must be replayed (a ``user_message_chunk``
+  with the recorded prompt, once per exchange), and a prompt sent in the loaded conversation
+  must end ``end_turn``; and, just before each agent's load, Claude
   Code alone (the SDK's client, no agent) resuming the same conversation: spawn -> its answer
   to ``initialize``, the part of a load's wait that is Claude Code's, on the machine as it is
   then (the TypeScript adapter bundles an older Claude Code, 2.1.318).
@@ -54,6 +56,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 import time
 import uuid
 from dataclasses import dataclass
@@ -64,7 +67,7 @@ from typing import Any
 import anyio
 from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient
 
-from bench_client import OURS, AgentCommand, BenchAgent, RssSampler
+from bench_client import OURS, AgentCommand, BenchAgent, RssSampler, children, cpu_ticks
 from bench_compare import DEFAULT_TS_DIR, TS_PACKAGE, TS_VERSION, baseline
 from bench_startup import with_bytecode_cache
 from claude_bg_acp.acp.client import AgentError, update_of
@@ -278,10 +281,14 @@ def _load(command: AgentCommand, env: dict[str, str], cwd: Path, store: Store) -
         agent.initialize_v1()
         window["open"] = True
         rss = RssSampler(agent.pid, interval=0.01)
+        spawn = SpawnWatch(agent.pid)
+        cpu = cpu_ticks(agent.pid)
         asked = time.monotonic_ns()
         load = agent.ask("session/load", {"sessionId": store.long_id, "cwd": str(cwd), "mcpServers": []})
         _, answered = agent.timed_result(load, 300)
+        cpu = cpu_ticks(agent.pid) - cpu
         peak = rss.stop()
+        spawned = spawn.stop()
         later = agent.result(agent.ask("session/prompt", _prompt(store.long_id)), 300)
     finally:
         agent.shut_down()
@@ -294,11 +301,38 @@ def _load(command: AgentCommand, env: dict[str, str], cwd: Path, store: Store) -
         raise AgentError(f"{command.name}: the prompt after the load ended {later}")
     return {
         "load -> answer (ms)": (answered - asked) / 1e6,
+        "load -> Claude Code's process (ms)": (spawned - asked) / 1e6,
+        "agent CPU during the load (ms)": 1000 * cpu / os.sysconf("SC_CLK_TCK"),
         "load -> first update (ms)": (received[0] - asked) / 1e6,
         "load -> last update before the answer (ms)": (received[-1] - asked) / 1e6,
         "updates replayed": len(replayed),
         "agent RSS growth during the load (MiB)": peak,
     }
+
+
+class SpawnWatch(threading.Thread):
+    """When the agent's first child process (its Claude Code) appears: ``/proc`` looked at every
+    millisecond."""
+
+    def __init__(self, pid: int) -> None:
+        super().__init__(name="spawn-watch", daemon=True)
+        self._pid = pid
+        self._done = threading.Event()
+        self.seen: int | None = None
+        self.start()
+
+    def run(self) -> None:
+        while self.seen is None and not self._done.wait(0.001):
+            if children(self._pid):
+                self.seen = time.monotonic_ns()
+
+    def stop(self) -> int:
+        """When the child appeared (monotonic ns); raises if none did."""
+        self._done.set()
+        self.join()
+        if self.seen is None:
+            raise AgentError("the agent started no process during the load")
+        return self.seen
 
 
 def _prompt(session_id: str) -> dict[str, Any]:
