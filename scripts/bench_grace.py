@@ -36,7 +36,7 @@ import tempfile
 import time
 from multiprocessing.sharedctypes import Synchronized
 
-from claude_bg_acp.closing_line import LINE_GRACE, PREFIX_GRACE
+from claude_bg_acp.output.closing_line import LINE_GRACE, PREFIX_GRACE
 
 CLOSING = b"\n[exited with code 0]\n"
 PAGE = 4096

@@ -36,9 +36,9 @@ from pathlib import Path
 import anyio
 import anyio.abc
 
-from claude_bg_acp.closing_line import MAX_TRAILER
-from claude_bg_acp.tail import Chunk, Final, OutputTailer, Snapshot, TailerOptions
-from claude_bg_acp.watch import WatchOptions
+from claude_bg_acp.output.closing_line import MAX_TRAILER
+from claude_bg_acp.output.tail import Chunk, Final, OutputTailer, Snapshot, TailerOptions
+from claude_bg_acp.output.watch import WatchOptions
 
 RELAY_ALL = TailerOptions(backlog_limit=1 << 50)
 

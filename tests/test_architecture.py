@@ -68,8 +68,8 @@ def test_no_two_modules_import_each_other_directly_or_through_others() -> None:
 def test_the_core_imports_no_edge_and_no_presenter() -> None:
     """The core is sans-IO: it knows neither the endpoint, the runner, the tailer, the stored
     conversations nor a presenter."""
-    edges = {f"{NAME}.{name}" for name in ("stdio", "agent", "tail", "cli")}
-    edges |= {module for module in MODULES if module.startswith(f"{NAME}.session_")}
+    edges = {f"{NAME}.{name}" for name in ("acp.stdio", "agent", "output.tail", "cli")}
+    edges |= {module for module in MODULES if module.startswith(f"{NAME}.session")}
     edges |= {
         f"{NAME}.claude.{name}"
         for name in ("runner", "options", "transport", "store", "orphans", "leftovers", "lifeline")
@@ -128,7 +128,7 @@ def test_only_presenters_and_the_negotiation_know_the_protocol_version() -> None
     )
     allowed += (f"{NAME}.demo",)
     checked = [m for m in MODULES if not m.startswith(allowed) and m != NAME]
-    assert f"{NAME}.core.session" in checked and f"{NAME}.session_host" in checked
+    assert f"{NAME}.core.session" in checked and f"{NAME}.session.host" in checked
     for module in checked:
         assert not mentions_a_version(ast.parse(MODULES[module].read_text())), f"{module} looks at a version"
 

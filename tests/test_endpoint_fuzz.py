@@ -18,8 +18,8 @@ import anyio
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from claude_bg_acp.acp.stdio import Endpoint
 from claude_bg_acp.agent import Agent
-from claude_bg_acp.stdio import Endpoint
 
 MAX_LINE = 4096
 METHODS = [

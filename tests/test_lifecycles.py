@@ -1,7 +1,7 @@
 """Every lifecycle of the core and of the session host is a table the code is held to, and the
 one its docstring draws.
 
-Each module of ``claude_bg_acp.core``, and of the session host (``session_host`` and the
+Each module of ``claude_bg_acp.core``, and of the session host (``session.host`` and the
 ``session_*`` modules it is split into), that draws a lifecycle table in its docstring declares
 the same rows as a ``Lifecycle`` (``core.lifecycle``). Checked here: the docstring's table and
 the code's have exactly the same transitions, and name every phase; no phase is set but through
@@ -33,15 +33,16 @@ import pytest
 
 import claude_bg_acp
 import claude_bg_acp.core
+import claude_bg_acp.session
+from claude_bg_acp.acp.stdio import Endpoint
 from claude_bg_acp.core import events as ev
 from claude_bg_acp.core import foreground
 from claude_bg_acp.core.foreground import TurnPhase
 from claude_bg_acp.core.lifecycle import IllegalTransition, Lifecycle
 from claude_bg_acp.presenters.v2 import V2Presenter
-from claude_bg_acp.session_host import SessionHost
-from claude_bg_acp.session_lifecycle import HostLifecycle
-from claude_bg_acp.session_trust import FolderTrust
-from claude_bg_acp.stdio import Endpoint
+from claude_bg_acp.session.host import SessionHost
+from claude_bg_acp.session.lifecycle import HostLifecycle
+from claude_bg_acp.session.trust import FolderTrust
 from tests.support.driver import RECORDED_TASKS_ROOT, CoreDriver, load_frames
 from tests.support.frames import tool_result, tool_use
 
@@ -56,12 +57,11 @@ Pair = tuple[enum.Enum | None, enum.Enum | None]
 
 
 def checked_modules() -> list[ModuleType]:
-    names = [info.name for info in pkgutil.iter_modules(claude_bg_acp.core.__path__)]
-    core = [importlib.import_module(f"claude_bg_acp.core.{name}") for name in sorted(names)]
-    host = [
-        info.name for info in pkgutil.iter_modules(claude_bg_acp.__path__) if info.name.startswith("session_")
+    return [
+        importlib.import_module(f"{package.__name__}.{name}")
+        for package in (claude_bg_acp.core, claude_bg_acp.session)
+        for name in sorted(info.name for info in pkgutil.iter_modules(package.__path__))
     ]
-    return core + [importlib.import_module(f"claude_bg_acp.{name}") for name in sorted(host)]
 
 
 def lifecycles(module: ModuleType) -> dict[str, Lifecycle[Any]]:
@@ -229,7 +229,7 @@ def host_moves() -> Iterator[list[tuple[str, str]]]:
             _, was, to = record.args  # type: ignore[misc]
             moves.append((str(was), str(to)))
 
-    logger = logging.getLogger("claude_bg_acp.session_lifecycle")
+    logger = logging.getLogger("claude_bg_acp.session.lifecycle")
     handler, level = Moves(logging.DEBUG), logger.level
     logger.addHandler(handler)
     logger.setLevel(logging.DEBUG)

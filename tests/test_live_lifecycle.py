@@ -153,9 +153,9 @@ def test_a_crashed_claude_is_replaced_and_the_conversation_goes_on(live: LiveMod
 
 
 def host_moves(agent: StdioAgent, session_id: str) -> list[tuple[str, str]]:
-    """How the session's host moved through its phases (``session_lifecycle``), as its log
+    """How the session's host moved through its phases (``session.lifecycle``), as its log
     (DEBUG) says."""
-    return re.findall(rf"session_lifecycle: session {session_id}: (\w+) -> (\w+)", agent.stderr)
+    return re.findall(rf"session\.lifecycle: session {session_id}: (\w+) -> (\w+)", agent.stderr)
 
 
 def test_the_session_host_follows_its_table_through_a_crash_and_a_close(

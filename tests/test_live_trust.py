@@ -25,7 +25,7 @@ import pytest
 
 from claude_bg_acp.claude.trust import TRUST_ALL_ENV
 from claude_bg_acp.scripted_model.server import ScriptedModel, serve_in_thread
-from claude_bg_acp.session_trust import TITLE, TRUST
+from claude_bg_acp.session.trust import TITLE, TRUST
 from tests.conftest import LiveModel
 from tests.support.acp_client import ClientRun, run_client
 

@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from claude_bg_acp.claude.conventions import KILLED_SIGNAL
-from claude_bg_acp.closing_line import (
+from claude_bg_acp.output.closing_line import (
     LINE_GRACE,
     MAX_TRAILER,
     PREFIX_GRACE,
@@ -22,7 +22,7 @@ from claude_bg_acp.closing_line import (
     TrailerGate,
     parse_closing_line,
 )
-from claude_bg_acp.tail import plan_read
+from claude_bg_acp.output.tail import plan_read
 
 ORACLE = re.compile(rb"(?:\A|\n)\[(?:killed|exited with code (?:-?[0-9]{1,20}|unknown))\]\n\Z")
 

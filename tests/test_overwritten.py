@@ -8,7 +8,7 @@ from pathlib import Path
 
 import anyio
 
-from claude_bg_acp.overwritten import LIMIT, read_inside, replaced_text
+from claude_bg_acp.session.overwritten import LIMIT, read_inside, replaced_text
 
 
 def test_a_file_in_the_folder_is_read(tmp_path: Path) -> None:

@@ -17,8 +17,10 @@ from pathlib import Path
 import anyio
 import pytest
 
-from claude_bg_acp import platform, stdio, task_output
+from claude_bg_acp import platform
+from claude_bg_acp.acp import stdio
 from claude_bg_acp.claude import conventions
+from claude_bg_acp.output import task_output
 from claude_bg_acp.platform import LINUX, PORTABLE_ENV, POSIX, WINDOWS, detect
 
 

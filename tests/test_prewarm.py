@@ -82,7 +82,7 @@ def test_the_steps_are_modules_of_the_agent_and_end_with_everything_a_session_ne
     one importing the session host alone."""
     for name in prewarm.STEPS:
         assert importlib.util.find_spec(name) is not None, name
-    assert prewarm.STEPS[-1] == "claude_bg_acp.session_host"
+    assert prewarm.STEPS[-1] == "claude_bg_acp.session.host"
 
     def loaded(code: str) -> set[str]:
         report = "import sys; print(' '.join(sorted(m for m in sys.modules if m.startswith('claude'))))"
@@ -91,4 +91,4 @@ def test_the_steps_are_modules_of_the_agent_and_end_with_everything_a_session_ne
         return set(done.stdout.split())
 
     steps = "; ".join(f"import {name}" for name in prewarm.STEPS)
-    assert loaded(steps) == loaded("import claude_bg_acp.session_host")
+    assert loaded(steps) == loaded("import claude_bg_acp.session.host")

@@ -69,7 +69,7 @@ def test_importing_the_package_leaves_the_sdk_as_it_installs_itself() -> None:
     out = in_fresh_python(
         "import sys, claude_bg_acp, claude_bg_acp.cli, claude_bg_acp.agent\n"
         "print('claude_agent_sdk' in sys.modules)\n"
-        "import claude_bg_acp.session_host\n"
+        "import claude_bg_acp.session.host\n"
         "print('mcp' in sys.modules, hasattr(sys.modules['claude_agent_sdk'], 'create_sdk_mcp_server'))\n"
     )
     assert out.split() == ["False", "True", "True"]
@@ -77,7 +77,7 @@ def test_importing_the_package_leaves_the_sdk_as_it_installs_itself() -> None:
 
 def test_the_package_completes_itself_when_a_name_is_asked_of_it() -> None:
     out = in_fresh_python(
-        AS_THE_COMMAND + "import claude_bg_acp.session_host\n"
+        AS_THE_COMMAND + "import claude_bg_acp.session.host\n"
         "import claude_agent_sdk, claude_agent_sdk.types as types\n"
         "print('mcp' in sys.modules)\n"
         "from claude_agent_sdk import ClaudeAgentOptions, create_sdk_mcp_server, __version__\n"
@@ -89,7 +89,7 @@ def test_the_package_completes_itself_when_a_name_is_asked_of_it() -> None:
 
 def test_an_sdk_mcp_server_still_gets_the_real_bridge() -> None:
     out = in_fresh_python(
-        AS_THE_COMMAND + "import claude_bg_acp.session_host\n"
+        AS_THE_COMMAND + "import claude_bg_acp.session.host\n"
         "from claude_agent_sdk._internal.query import SdkMcpBridge\n"
         "from claude_agent_sdk import create_sdk_mcp_server\n"
         "server = create_sdk_mcp_server('probe')['instance']\n"

@@ -9,7 +9,7 @@ from typing import Any
 import anyio
 
 from claude_bg_acp.acp.jsonrpc import INVALID_PARAMS, RpcError
-from claude_bg_acp.stdio import Endpoint
+from claude_bg_acp.acp.stdio import Endpoint
 
 
 class Lines:

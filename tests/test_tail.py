@@ -20,9 +20,9 @@ import anyio
 import pytest
 import watchfiles
 
-from claude_bg_acp import watch
 from claude_bg_acp.claude.conventions import KILLED_SIGNAL
-from claude_bg_acp.tail import (
+from claude_bg_acp.output import watch
+from claude_bg_acp.output.tail import (
     BUSY_TICK,
     TICK,
     Chunk,
@@ -35,7 +35,7 @@ from claude_bg_acp.tail import (
     TailerOptions,
     TailEvent,
 )
-from claude_bg_acp.watch import WatchOptions
+from claude_bg_acp.output.watch import WatchOptions
 
 pytestmark = pytest.mark.anyio
 

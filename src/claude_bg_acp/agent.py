@@ -26,7 +26,7 @@ load, resume and fork wait for Claude Code anyway, which starts as soon as the s
 conversation is found (a replay is read and sent meanwhile). Its
 commands follow the answer. A Claude Code that cannot start before the answer (the system
 refuses its process, or it exits at once) fails the request, with why, and the session is gone;
-after the answer a failed start is retried (``session_host``).
+after the answer a failed start is retried (``session.host``).
 
 Every session runs in a task of its own, which keeps whatever the session raises from the
 agent's other sessions: a session that failed is forgotten (its host stopped what it started),
@@ -82,16 +82,16 @@ from claude_bg_acp.acp.schema import (
     parse_params,
     versioned,
 )
+from claude_bg_acp.acp.stdio import Endpoint
 from claude_bg_acp.claude import created
 from claude_bg_acp.core import events as ev
 from claude_bg_acp.prewarm import Prewarm
-from claude_bg_acp.stdio import Endpoint
 
 if TYPE_CHECKING:
     from claude_bg_acp.claude.listing import StoredSession
     from claude_bg_acp.claude.runner import ClaudeRunner
-    from claude_bg_acp.session_host import SessionHost
-    from claude_bg_acp.tail import Grid
+    from claude_bg_acp.output.tail import Grid
+    from claude_bg_acp.session.host import SessionHost
 
 log = logging.getLogger(__name__)
 
@@ -560,9 +560,9 @@ class Agent:
     def _start_session(
         self, session_id: str, params: NewSessionParams[Any], starting: ClaudeRunner | None = None
     ) -> SessionHost:
+        from claude_bg_acp.output.tail import Grid, TailerOptions
         from claude_bg_acp.presenters.choice import presenter_for
-        from claude_bg_acp.session_host import SessionHost
-        from claude_bg_acp.tail import Grid, TailerOptions
+        from claude_bg_acp.session.host import SessionHost
 
         tailing = TailerOptions(chunk_size=CHUNK_SIZE, backlog_limit=self._output_backlog)
         self._grid = self._grid or Grid()
@@ -790,7 +790,7 @@ def _import_claude_runner() -> None:
 
 
 def _import_claude_side() -> None:
-    import claude_bg_acp.session_host  # noqa: F401
+    import claude_bg_acp.session.host  # noqa: F401
 
 
 async def _nothing() -> AsyncGenerator[ev.StoredConversation, None]:

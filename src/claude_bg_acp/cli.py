@@ -34,7 +34,7 @@ from claude_bg_acp.claude.sdk_import import defer_mcp
 from claude_bg_acp.platform import host
 
 if TYPE_CHECKING:
-    from claude_bg_acp.stdio import Endpoint
+    from claude_bg_acp.acp.stdio import Endpoint
 
 log = logging.getLogger("claude_bg_acp")
 
@@ -125,8 +125,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         from claude_bg_acp.claude.trust import TRUST_ALL_ENV
 
         os.environ[TRUST_ALL_ENV] = "1"  # read where each session starts (``claude.trust``)
+    from claude_bg_acp.acp.stdio import protect_stdout
     from claude_bg_acp.claude.orphans import become_subreaper
-    from claude_bg_acp.stdio import protect_stdout
 
     protocol_fd = protect_stdout()
     if not become_subreaper():
@@ -139,9 +139,9 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 async def serve(protocol_fd: int, cli_path: str | None, output_backlog: int) -> None:
+    from claude_bg_acp.acp.stdio import Endpoint, stdio_streams
     from claude_bg_acp.agent import Agent
     from claude_bg_acp.claude import leftovers, lifeline
-    from claude_bg_acp.stdio import Endpoint, stdio_streams
 
     source, sink = await stdio_streams(0, protocol_fd)
     endpoint = Endpoint(source, sink)

@@ -37,7 +37,7 @@ STEPS = (
     "claude_bg_acp.core.background",
     "claude_bg_acp.core.history",
     "claude_bg_acp.core.presenting",
-    "claude_bg_acp.session_host",
+    "claude_bg_acp.session.host",
 )
 """In the order a session needs them; each step imports what earlier ones did not."""
 

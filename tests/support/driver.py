@@ -59,7 +59,6 @@ from claude_bg_acp.acp.schema import ContentBlock
 from claude_bg_acp.claude import store
 from claude_bg_acp.claude.conventions import tasks_base
 from claude_bg_acp.claude.server_info import Applied, read_server_info
-from claude_bg_acp.closing_line import ExitInfo, TrailerGate
 from claude_bg_acp.core import events as ev
 from claude_bg_acp.core.background import Kind
 from claude_bg_acp.core.effects import (
@@ -75,6 +74,7 @@ from claude_bg_acp.core.effects import (
 )
 from claude_bg_acp.core.permission_options import ALLOW_ONCE, REJECT_ONCE
 from claude_bg_acp.core.session import SessionCore
+from claude_bg_acp.output.closing_line import ExitInfo, TrailerGate
 from claude_bg_acp.presenters.choice import presenter_for
 from claude_bg_acp.presenters.plain import PlainPresenter
 from tests.support.air import air_capabilities as air_capabilities_of

@@ -42,7 +42,7 @@ import anyio
 
 from claude_bg_acp.claude import orphans
 from claude_bg_acp.claude.conventions import OUTPUT_SUFFIX
-from claude_bg_acp.closing_line import ExitInfo
+from claude_bg_acp.output.closing_line import ExitInfo
 from claude_bg_acp.platform import host
 
 log = logging.getLogger(__name__)

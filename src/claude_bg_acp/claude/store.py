@@ -81,10 +81,10 @@ from claude_bg_acp.claude.sdk_private import (
     resolve_subagents_dir,
     validate_uuid,
 )
-from claude_bg_acp.closing_line import TrailerGate
 from claude_bg_acp.core.events import StoredChild, StoredConversation, StoredMessage, StoredOutput
 from claude_bg_acp.core.transcript import Transcript
-from claude_bg_acp.task_output import recall
+from claude_bg_acp.output.closing_line import TrailerGate
+from claude_bg_acp.output.task_output import recall
 
 log = logging.getLogger(__name__)
 

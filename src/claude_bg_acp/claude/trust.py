@@ -5,7 +5,7 @@ A folder's project settings (``.claude/settings.json``, ``.claude/settings.local
 their servers unasked under the SDK) run commands as soon as Claude Code starts there: hooks, MCP servers, an
 ``apiKeyHelper``; their ``env`` may send every model request, with the user's key, elsewhere;
 their ``permissions`` may let tools run unasked. In a terminal Claude Code asks whether the
-folder is trusted first; under the SDK nobody asks, so the agent does (``session_trust``).
+folder is trusted first; under the SDK nobody asks, so the agent does (``session.trust``).
 
 Claude Code records a folder's trust in its global config (``<CLAUDE_CONFIG_DIR or ~>/.claude.json``,
 or a non-empty legacy ``<config dir>/.config.json``): ``projects[<path>].hasTrustDialogAccepted``.

@@ -48,7 +48,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from claude_bg_acp.acp.updates import ToolCall
-from claude_bg_acp.closing_line import ExitInfo
 from claude_bg_acp.core.background import (
     TerminalExited,
     TerminalOpened,
@@ -72,6 +71,7 @@ from claude_bg_acp.core.tool_uses import (
     ToolCallStarted,
 )
 from claude_bg_acp.core.transcript import MessageChunk
+from claude_bg_acp.output.closing_line import ExitInfo
 from claude_bg_acp.presenters import tool_views
 from claude_bg_acp.presenters.base import raw_output
 from claude_bg_acp.presenters.live_output import Window, decoder

@@ -1,6 +1,6 @@
 """A session host's lifecycle: where the session is with its Claude Code, as one phase.
 
-Theory of operation. The supervisor (``session_supervisor``) moves the phase as Claude Code
+Theory of operation. The supervisor (``session.supervisor``) moves the phase as Claude Code
 starts, is served, goes down and is started again; ``close`` and a failure end it, and the
 host's ``run`` returning ends it for good:
 

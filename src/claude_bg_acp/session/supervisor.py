@@ -2,7 +2,7 @@
 and stops it.
 
 How it works. ``supervise`` runs in the session's task group until the session closes or fails,
-and moves the session's phase as Claude Code goes (``session_lifecycle`` draws the table). Each
+and moves the session's phase as Claude Code goes (``session.lifecycle`` draws the table). Each
 start resumes the stored conversation of the session's id, or names a new one with it while
 nothing is stored yet; a new session's first start may have begun before the session existed
 (``starting``). The SDK needs its client to live in one task: the runner is connected, read and
@@ -61,7 +61,6 @@ from claude_bg_acp.claude.server_info import (
     read_mcp_status,
     read_server_info,
 )
-from claude_bg_acp.closing_line import ExitInfo
 from claude_bg_acp.core import events as ev
 from claude_bg_acp.core.effects import (
     ClaudeCommand,
@@ -77,7 +76,8 @@ from claude_bg_acp.core.effects import (
 )
 from claude_bg_acp.core.permission_modes import DEFAULT_MODE
 from claude_bg_acp.core.session import SessionCore
-from claude_bg_acp.session_lifecycle import (
+from claude_bg_acp.output.closing_line import ExitInfo
+from claude_bg_acp.session.lifecycle import (
     CLOSING,
     DOWN,
     ENDING,
@@ -88,7 +88,7 @@ from claude_bg_acp.session_lifecycle import (
     WITH_CLAUDE,
     HostLifecycle,
 )
-from claude_bg_acp.waiter import Waiter
+from claude_bg_acp.session.waiter import Waiter
 
 log = logging.getLogger(__name__)
 

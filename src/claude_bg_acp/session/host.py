@@ -2,13 +2,13 @@
 
 Every input (a client request, an SDK message, a permission answer, tailed output, a tick)
 becomes one of the core's events and is handled on the event loop, one at a time (``handle``);
-the effects it returns are performed in order by the session's outbox (``session_outbox``),
+the effects it returns are performed in order by the session's outbox (``session.outbox``),
 which writes the updates and releases a request's answer (``Reply``, ``Fail``) only after every
 update before it was written, and hands the other effects back here: commands to the Claude
-Code supervisor (``session_supervisor``: start, serve, restart, stop), permission questions and
-decisions to the permission bridge (``session_permissions``), output files to the tailer, looks
+Code supervisor (``session.supervisor``: start, serve, restart, stop), permission questions and
+decisions to the permission bridge (``session.permissions``), output files to the tailer, looks
 at the stored conversation (its title, a prompt sent before) to ``claude.store``. Where
-the session is with its Claude Code is one phase, held to the table in ``session_lifecycle``
+the session is with its Claude Code is one phase, held to the table in ``session.lifecycle``
 (``STARTING``, ``SERVING``, ``DOWN``, ``GONE``, ``STOPPING``, ``CLOSING``, ``FAILED``,
 ``ENDED``).
 
@@ -45,11 +45,11 @@ from anyio.abc import TaskGroup
 from claude_bg_acp.acp import errors
 from claude_bg_acp.acp.jsonrpc import INTERNAL_ERROR, RequestId, RpcError
 from claude_bg_acp.acp.schema import ContentBlock, McpServer
+from claude_bg_acp.acp.stdio import Endpoint
 from claude_bg_acp.claude import store
 from claude_bg_acp.claude.conventions import tasks_base, tasks_root
 from claude_bg_acp.claude.options import may_bypass_permissions
 from claude_bg_acp.claude.runner import ClaudeRunner
-from claude_bg_acp.closing_line import ExitInfo, ShellEnd
 from claude_bg_acp.core import events as ev
 from claude_bg_acp.core.effects import (
     AskPermission,
@@ -79,14 +79,23 @@ from claude_bg_acp.core.effects import (
 from claude_bg_acp.core.errors import Refused
 from claude_bg_acp.core.presenting import Presenter
 from claude_bg_acp.core.session import SessionCore
-from claude_bg_acp.session_lifecycle import ENDED, ENDING, FAILED, HostLifecycle, HostPhase
-from claude_bg_acp.session_outbox import Handed, Outbox
-from claude_bg_acp.session_permissions import PermissionBridge
-from claude_bg_acp.session_supervisor import ClaudeSupervisor, Launch
-from claude_bg_acp.session_trust import FolderTrust
-from claude_bg_acp.stdio import Endpoint
-from claude_bg_acp.tail import Chunk, Final, Grid, OutputTailer, Reset, Snapshot, TailerOptions, TailEvent
-from claude_bg_acp.waiter import Waiter
+from claude_bg_acp.output.closing_line import ExitInfo, ShellEnd
+from claude_bg_acp.output.tail import (
+    Chunk,
+    Final,
+    Grid,
+    OutputTailer,
+    Reset,
+    Snapshot,
+    TailerOptions,
+    TailEvent,
+)
+from claude_bg_acp.session.lifecycle import ENDED, ENDING, FAILED, HostLifecycle, HostPhase
+from claude_bg_acp.session.outbox import Handed, Outbox
+from claude_bg_acp.session.permissions import PermissionBridge
+from claude_bg_acp.session.supervisor import ClaudeSupervisor, Launch
+from claude_bg_acp.session.trust import FolderTrust
+from claude_bg_acp.session.waiter import Waiter
 
 log = logging.getLogger(__name__)
 
@@ -345,7 +354,7 @@ class SessionHost:
         """``session/prompt``; ``key``: its v2 ``idempotencyKey``, if any (the core inserts a
         key's prompt once and answers every attempt with it)."""
         self._refuse_if_ending()
-        answered = await self._trust.settle()  # the folder's trust first (``session_trust``)
+        answered = await self._trust.settle()  # the folder's trust first (``session.trust``)
         self._refuse_if_ending()
         ticket = next(self._tickets)
         waiter = self._waiters[ticket] = Waiter()

@@ -34,12 +34,12 @@ from claude_agent_sdk.types import (
 )
 
 from claude_bg_acp.acp.schema import PermissionResponse
+from claude_bg_acp.acp.stdio import Endpoint
 from claude_bg_acp.core import events as ev
 from claude_bg_acp.core import user_questions
 from claude_bg_acp.core.effects import AskPermission, AskQuestions, Decide, DecideAnswered, Ticket
-from claude_bg_acp.overwritten import replaced_text
-from claude_bg_acp.stdio import Endpoint
-from claude_bg_acp.waiter import Waiter
+from claude_bg_acp.session.overwritten import replaced_text
+from claude_bg_acp.session.waiter import Waiter
 
 log = logging.getLogger(__name__)
 

@@ -1,8 +1,8 @@
 """One answer that a task waits for: settled once, with a value or an error, by another task.
 
 A session host keeps one per client request the core answers through a ticket
-(``session_host``), per permission question of Claude Code's (``session_permissions``), and
-one for the first start of its Claude Code (``session_supervisor``).
+(``session.host``), per permission question of Claude Code's (``session.permissions``), and
+one for the first start of its Claude Code (``session.supervisor``).
 """
 
 from __future__ import annotations

@@ -42,13 +42,13 @@ import anyio
 
 from claude_bg_acp.acp.jsonrpc import RequestId
 from claude_bg_acp.acp.schema import PermissionResponse
+from claude_bg_acp.acp.stdio import Endpoint
 from claude_bg_acp.claude.trust import ProjectSettings, read_project_settings
 from claude_bg_acp.core.effects import Notify
 from claude_bg_acp.core.lifecycle import Lifecycle
 from claude_bg_acp.core.presenting import Presenter
 from claude_bg_acp.core.tool_uses import ToolCallFinished
-from claude_bg_acp.session_lifecycle import ENDING, HostLifecycle
-from claude_bg_acp.stdio import Endpoint
+from claude_bg_acp.session.lifecycle import ENDING, HostLifecycle
 
 log = logging.getLogger(__name__)
 

@@ -3,11 +3,11 @@
 How it works:
 
 - The file is the queue. Each followed file (a key and a path) keeps an open descriptor, the
-  offset read so far and a :class:`~claude_bg_acp.closing_line.TrailerGate`; at most one read's
+  offset read so far and a :class:`~claude_bg_acp.output.closing_line.TrailerGate`; at most one read's
   worth of output waits in memory (``chunk_size``), so memory stays bounded whatever the output
   size and however slow the consumer is.
 - Only the task's own output is read. The file is opened once, under the rules of
-  :mod:`~claude_bg_acp.task_output` (below ``root``, Claude Code's task directory, reached
+  :mod:`~claude_bg_acp.output.task_output` (below ``root``, Claude Code's task directory, reached
   without following a symbolic link, and only if it is a regular file); then the descriptor is
   read to the end, whatever later happens to the path: the shell keeps writing to the file it
   opened, so a file deleted or replaced at the path changes nothing (Claude Code's closing line,
@@ -15,7 +15,7 @@ How it works:
   is a symbolic link (Claude Code links a subagent's transcript there), or anything else that
   is not the task's output, is refused once, logged, and never read. A file that shrank was
   truncated: :class:`Reset`, and reading starts again at 0.
-- A :class:`~claude_bg_acp.watch.Watcher` (inotify on Linux, else watchfiles) watches the
+- A :class:`~claude_bg_acp.output.watch.Watcher` (inotify on Linux, else watchfiles) watches the
   parent directories of all followed files; a directory that does not exist yet is stood in for
   by its nearest existing ancestor until it appears. A change only marks its key ready.
 - Looks are timed. A key is looked at ``LINE_GRACE`` (a few ms) after its change was reported,
@@ -78,9 +78,9 @@ import anyio
 import anyio.abc
 import anyio.lowlevel
 
-from claude_bg_acp.closing_line import LINE_GRACE, MAX_TRAILER, ExitInfo, TrailerGate
-from claude_bg_acp.task_output import NotOutput, latest, open_output, read_at
-from claude_bg_acp.watch import WatchOptions, make_watcher
+from claude_bg_acp.output.closing_line import LINE_GRACE, MAX_TRAILER, ExitInfo, TrailerGate
+from claude_bg_acp.output.task_output import NotOutput, latest, open_output, read_at
+from claude_bg_acp.output.watch import WatchOptions, make_watcher
 
 __all__ = [
     "Chunk",
@@ -181,7 +181,7 @@ class TailerOptions:
     - ``backlog_limit``: how far (bytes) the consumer may fall behind the file before it gets a
       :class:`Snapshot` instead; also the most ``drain`` reads into memory.
     - ``snapshot_size``: bytes in a :class:`Snapshot` (the file's last ones).
-    - ``watch``: how directories are watched (:class:`~claude_bg_acp.watch.WatchOptions`).
+    - ``watch``: how directories are watched (:class:`~claude_bg_acp.output.watch.WatchOptions`).
     """
 
     chunk_size: int = 64 * 1024
@@ -262,7 +262,7 @@ class OutputTailer:
     """Follows many output files and hands their bytes to one consumer; see the module doc.
 
     ``root``: the directory every followed file must lie below (``None``: anywhere; see
-    :mod:`~claude_bg_acp.task_output`);
+    :mod:`~claude_bg_acp.output.task_output`);
     ``grid``: the times looks fall on, shared with the agent's other tailers.
     """
 

@@ -23,6 +23,7 @@ from collections.abc import Awaitable, Callable
 
 import anyio
 
+from claude_bg_acp.acp.stdio import Endpoint
 from claude_bg_acp.acp.updates import session_update_line
 from claude_bg_acp.core.effects import (
     AskPermission,
@@ -40,7 +41,6 @@ from claude_bg_acp.core.effects import (
     Tail,
     WithdrawPermission,
 )
-from claude_bg_acp.stdio import Endpoint
 
 log = logging.getLogger(__name__)
 
