@@ -65,11 +65,19 @@ def checked_modules() -> list[ModuleType]:
 
 
 def lifecycles(module: ModuleType) -> dict[str, Lifecycle[Any]]:
-    """The lifecycles a module declares (not those it imports), by name."""
+    """The lifecycles a module declares (assigns at its top level, not imports), by name."""
+    tree = ast.parse(Path(inspect.getfile(module)).read_text())
+    assigned = {
+        target.id
+        for node in tree.body
+        if isinstance(node, ast.Assign)
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }
     return {
         value.name: value
-        for value in vars(module).values()
-        if isinstance(value, Lifecycle) and value.phases.__module__ == module.__name__
+        for variable, value in vars(module).items()
+        if isinstance(value, Lifecycle) and variable in assigned
     }
 
 

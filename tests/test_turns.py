@@ -890,7 +890,7 @@ def test_a_subagent_question_does_not_change_the_foreground_state(
     if parent_turn == "ended":
         d.frames(text("The subagent is working in the background."), result())
         expected = "idle"
-    assert d.core.foreground.state() == expected
+    assert d.core.foreground.state().value == expected
 
     asked = d.ask(60, "Bash", {"command": "touch sub"}, "toolu_sub", "agent01")
     [ask] = [e for e in asked if isinstance(e, AskPermission)]
@@ -899,7 +899,7 @@ def test_a_subagent_question_does_not_change_the_foreground_state(
     answered = d.answer(60, ALLOW_ONCE)
     assert Decide(60, True) in answered
     assert states(answered) == []
-    assert d.core.foreground.state() == expected
+    assert d.core.foreground.state().value == expected
 
 
 # --- how turns end -----------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ each one is to the client and keeps the RFD's ordering rules:
 - A background shell (``local_bash`` launched by Bash, or by something we cannot name) is an
   agent-owned terminal whose id is the task id. It is opened (command, cwd, cancellable)
   before the first list that names it, and its output file is tailed from then on. The Bash
-  tool call's result hands the command off to it (``HandOff``).
+  tool call's result hands the command off to it (``HandedTo``).
 - Work without a process (Monitor, workflows, MCP tasks, remote agents) stays on the tool call
   that launched it, which is then detached (``in_progress``, ``paused`` while paused,
   cancellable). Work whose launching tool call already has a final status, or that no tool
@@ -404,7 +404,7 @@ class ToolCallDetached:
 
 
 @dataclass(frozen=True)
-class HandOff:
+class HandedTo:
     """A tool result handed its work to a terminal (``terminal_id``) or kept it on the call."""
 
     terminal_id: str | None
@@ -632,7 +632,7 @@ class Background:
 
     def hand_off(
         self, tool_use_id: str, call_id: str, output_file: str | None
-    ) -> tuple[list[BackgroundOut], HandOff | None]:
+    ) -> tuple[list[BackgroundOut], HandedTo | None]:
         """A tool result arrived for the model's ``tool_use_id`` (the tool call ``call_id``):
         how the call goes on, if background work owns it.
 
@@ -643,10 +643,10 @@ class Background:
         if item is None or item.kind is Kind.SUBAGENT:
             return [], None
         if item.kind is Kind.TERMINAL:
-            return self._follow(item, output_file), HandOff(item.ref)
+            return self._follow(item, output_file), HandedTo(item.ref)
         if item.ref != call_id:
             return [], None  # the work has a tool call of its own; this one just completes
-        return [], HandOff(None, "paused" if item.task.status == "paused" else "in_progress")
+        return [], HandedTo(None, "paused" if item.task.status == "paused" else "in_progress")
 
     def _live_item_of(self, tool_use_id: str) -> Item | None:
         return next(

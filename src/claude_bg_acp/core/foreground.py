@@ -117,7 +117,7 @@ import uuid
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any
 
 from claude_bg_acp.claude.conventions import NOT_LOGGED_IN
 from claude_bg_acp.core.background import Listed
@@ -125,7 +125,14 @@ from claude_bg_acp.core.effects import Fail, FindPrompt, Interrupt, Query, Ticke
 from claude_bg_acp.core.errors import Failing, Failure
 from claude_bg_acp.core.lifecycle import Lifecycle
 
-State = Literal["running", "idle", "requires_action"]
+
+class SessionState(enum.Enum):
+    """What a session is doing, as ACP's session state tells it (a subagent's too)."""
+
+    RUNNING = "running"
+    REQUIRES_ACTION = "requires_action"
+    IDLE = "idle"
+
 
 LOGIN_HINT = (
     "Claude Code is not logged in: run `claude /login` (or `claude-bg-acp login`) in a terminal, "
@@ -233,7 +240,7 @@ class StateReported:
     ``idle`` (not a repeated snapshot)."""
 
     session_id: str
-    state: State
+    state: SessionState
     background: Sequence[Listed]
     outcome: Outcome | None = None
 
@@ -312,7 +319,7 @@ class Foreground:
         self.stored_before = False
         """A Claude Code of the session took over the stored conversation: it may hold prompts
         that another agent process inserted under keys this core does not know."""
-        self.reported: State = "idle"
+        self.reported = SessionState.IDLE
         self.last_outcome: Outcome | None = None
         self.background: Sequence[Listed] = []
         self._next_message = 0
@@ -344,10 +351,10 @@ class Foreground:
         session is closed (or Claude Code gone for good)."""
         return self.hidden or self.phase is TurnPhase.CLOSED
 
-    def state(self) -> State:
+    def state(self) -> SessionState:
         if not self.busy or self.hidden:
-            return "idle"
-        return "requires_action" if self.blocked else "running"
+            return SessionState.IDLE
+        return SessionState.REQUIRES_ACTION if self.blocked else SessionState.RUNNING
 
     # --- inputs ---------------------------------------------------------------------------
 
@@ -541,7 +548,7 @@ class Foreground:
     def close(self) -> list[ForegroundOut]:
         """The session closes: nothing more is inserted or expected, the turn ends as cancelled."""
         out = self._release() + self._refuse_waiting()
-        was_busy = self.prompt is not None or self.reported != "idle"
+        was_busy = self.prompt is not None or self.reported is not SessionState.IDLE
         self._close(Failure(Failing.ERROR, SESSION_CLOSED))
         if was_busy:
             out += self._settle(Outcome("cancelled"))
@@ -613,7 +620,7 @@ class Foreground:
         """Claude Code died and another one takes over: the running turn ends with ``error``."""
         self.live_subagents.clear()
         out = self._release()
-        quiet = self.prompt is None and self.reported == "idle"
+        quiet = self.prompt is None and self.reported is SessionState.IDLE
         self._stop()
         self.restarted = True
         if quiet:
@@ -743,7 +750,7 @@ class Foreground:
         state = self.state()
         if state != self.reported:
             self.reported = state
-            outcome = self.last_outcome if state == "idle" else None
+            outcome = self.last_outcome if state is SessionState.IDLE else None
             out.append(StateReported(self.session_id, state, self.background, outcome))
         if (
             insert

@@ -50,7 +50,6 @@ A change of its own ``background`` list is reported as a repeated snapshot of it
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -58,6 +57,7 @@ from typing import Any, Literal
 from claude_bg_acp.core.background import Listed
 from claude_bg_acp.core.effects import StopTask
 from claude_bg_acp.core.errors import Refusal, Refused
+from claude_bg_acp.core.foreground import SessionState
 from claude_bg_acp.core.lifecycle import Lifecycle
 from claude_bg_acp.core.tasks import Task
 from claude_bg_acp.core.tool_uses import ToolUse
@@ -71,21 +71,15 @@ END_STATES: dict[str, StopReason] = {
 }
 
 
-class State(enum.Enum):
-    RUNNING = "running"
-    REQUIRES_ACTION = "requires_action"
-    IDLE = "idle"
-
-
-WORKING = (State.RUNNING, State.REQUIRES_ACTION)
+WORKING = (SessionState.RUNNING, SessionState.REQUIRES_ACTION)
 CHILDREN = Lifecycle.of(
     "child",
-    State,
-    ((None,), State.RUNNING),
-    ((State.RUNNING,), State.REQUIRES_ACTION),
-    ((State.REQUIRES_ACTION,), State.RUNNING),
-    (WORKING, State.IDLE),
-    ((State.IDLE,), State.RUNNING),
+    SessionState,
+    ((None,), SessionState.RUNNING),
+    ((SessionState.RUNNING,), SessionState.REQUIRES_ACTION),
+    ((SessionState.REQUIRES_ACTION,), SessionState.RUNNING),
+    (WORKING, SessionState.IDLE),
+    ((SessionState.IDLE,), SessionState.RUNNING),
 )
 
 
@@ -98,7 +92,7 @@ class Child:
     parent_id: str
     title: str
     description: str | None
-    state: State = State.RUNNING
+    state: SessionState = SessionState.RUNNING
     stop_reason: StopReason | None = None
     questions: int = 0
     """Permission questions of its own that are open."""
@@ -132,7 +126,7 @@ class ChildRestated:
     child_id: str
     title: str
     description: str | None
-    state: State
+    state: SessionState
     cancellable: bool
 
 
@@ -144,7 +138,7 @@ class ChildConfirmed:
 
     parent_id: str
     child_id: str
-    state: State
+    state: SessionState
     background: Sequence[Listed]
 
 
@@ -155,7 +149,7 @@ class ChildStateChanged:
 
     parent_id: str
     child_id: str
-    state: State
+    state: SessionState
     background: Sequence[Listed]
     stop_reason: StopReason | None = None
     error: str | None = None
@@ -194,7 +188,7 @@ class Subagents:
         known = self.children.get(task.task_id)
         if known is not None:
             known.task = task  # a Claude Code that took over knows it anew
-            return self._report(known, State.RUNNING, None)  # the same child, working again
+            return self._report(known, SessionState.RUNNING, None)  # the same child, working again
         description = _text(tool.tool_input.get("description")) or task.description or None
         child = Child(
             task.task_id,
@@ -234,14 +228,14 @@ class Subagents:
             return []
         stop_reason = END_STATES.get(task.end_status or "")
         error = (task.summary or "The subagent failed") if stop_reason == "error" else None
-        return self._report(child, State.IDLE, stop_reason, error)
+        return self._report(child, SessionState.IDLE, stop_reason, error)
 
     def lost(self, reason: str) -> list[ChildFact]:
         """Claude Code is gone (``reason``), and the work of its children with it."""
         facts: list[ChildFact] = []
         for child in self.children.values():
             if child.state in WORKING:
-                facts += self._report(child, State.IDLE, "error", reason, lost=True)
+                facts += self._report(child, SessionState.IDLE, "error", reason, lost=True)
         return facts
 
     def restate(self, session_id: str, cancellable: bool) -> ChildRestated:
@@ -291,7 +285,7 @@ class Subagents:
             if child.state not in WORKING:
                 continue
             blocked = child.questions > 0 or self.waits_blocked(child.session_id)
-            state = State.REQUIRES_ACTION if blocked else State.RUNNING
+            state = SessionState.REQUIRES_ACTION if blocked else SessionState.RUNNING
             if child.state is not state:
                 facts += self._report(child, state, None)
         return facts
@@ -305,7 +299,7 @@ class Subagents:
             for c in self.children.values()
             if c.parent_id == session_id and c.state in WORKING and c.task.backgrounded is False
         ]
-        return bool(waited) and all(c.state is State.REQUIRES_ACTION for c in waited)
+        return bool(waited) and all(c.state is SessionState.REQUIRES_ACTION for c in waited)
 
     def listing(self, session_id: str, background: Sequence[Listed]) -> list[ChildFact]:
         """The child's own background list now; a change is a repeated snapshot of its state."""
@@ -346,7 +340,7 @@ class Subagents:
     @staticmethod
     def _report(
         child: Child,
-        state: State,
+        state: SessionState,
         stop_reason: StopReason | None,
         error: str | None = None,
         lost: bool = False,

@@ -16,7 +16,8 @@ from typing import Literal
 
 from claude_bg_acp.acp.updates import SubagentSpawned, SubagentStateUpdate
 from claude_bg_acp.core.effects import ClientEffect, Notify
-from claude_bg_acp.core.subagents import ChildAnnounced, ChildMessaged, ChildStateChanged, State
+from claude_bg_acp.core.foreground import SessionState
+from claude_bg_acp.core.subagents import ChildAnnounced, ChildMessaged, ChildStateChanged
 from claude_bg_acp.presenters.base import with_meta
 
 DraftState = Literal["completed", "failed", "cancelled", "disconnected"]
@@ -55,9 +56,9 @@ class DraftSubagents:
             self._spawned[fact.child_id] = spawned
             self._launched_by[fact.child_id] = fact.tool_use_id
             return [Notify(fact.parent_id, spawned)]
-        if fact.repeat or fact.state is State.REQUIRES_ACTION:
+        if fact.repeat or fact.state is SessionState.REQUIRES_ACTION:
             return []  # the draft has no lists and no waiting state
-        if fact.state is State.RUNNING:
+        if fact.state is SessionState.RUNNING:
             if fact.child_id not in self._ended:
                 return []  # working again after a question of its own: still the same run
             self._ended.discard(fact.child_id)

@@ -112,7 +112,7 @@ class V2Presenter(BasePresenter):
         return PlanUpdate(plan={"type": "items", "planId": PLAN_ID, "entries": plan_entries(fact)})
 
     def state(self, fact: StateReported) -> list[ClientEffect]:
-        update = StateUpdate(state=fact.state, background=[listed(entry) for entry in fact.background])
+        update = StateUpdate(state=fact.state.value, background=[listed(entry) for entry in fact.background])
         outcome = fact.outcome
         if outcome is not None:
             update.stop_reason = outcome.stop_reason
