@@ -290,3 +290,17 @@ def test_the_core_decides_nothing_by_client_kind_but_through_its_named_policies(
 def test_each_policy_of_the_core_is_listed_with_why_it_is_no_presenters_choice() -> None:
     listed = set(re.findall(r"^- ``(\w+)``", policy.__doc__ or "", re.MULTILINE))
     assert listed == POLICIES
+
+
+def test_the_agent_builds_no_json_rpc_error() -> None:
+    """The agent's handlers raise refusals and rejections; ``acp.errors.rpc_error`` alone gives
+    them their codes and messages."""
+    tree = ast.parse(MODULES[f"{NAME}.agent"].read_text())
+    built = [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name | ast.Attribute)
+        and (node.func.id if isinstance(node.func, ast.Name) else node.func.attr) == "RpcError"
+    ]
+    assert built == []

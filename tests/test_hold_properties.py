@@ -34,7 +34,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, reject, settings
 from hypothesis import strategies as st
 
-from claude_bg_acp.acp.errors import failed
+from claude_bg_acp.acp.errors import rpc_error
 from claude_bg_acp.acp.jsonrpc import INTERNAL_ERROR
 from claude_bg_acp.core import events as ev
 from claude_bg_acp.core.effects import Effect, Fail, Interrupt, Query, Reply
@@ -475,7 +475,7 @@ class World:
         answer = self.tickets[number].answer
         assert answer is not None
         if isinstance(answer, Fail):
-            assert failed(answer.failure).code == INTERNAL_ERROR
+            assert rpc_error(answer.failure).code == INTERNAL_ERROR
             return "error"
         return str(answer.result["stopReason"])
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from claude_bg_acp.acp.errors import failed
+from claude_bg_acp.acp.errors import rpc_error
 from claude_bg_acp.acp.jsonrpc import INTERNAL_ERROR, REQUEST_CANCELLED
 from claude_bg_acp.acp.updates import StateUpdate, UserMessage
 from claude_bg_acp.core import events as ev
@@ -301,7 +301,9 @@ def test_v2_after_a_restart_a_key_not_stored_goes_in_and_an_unreadable_store_ref
     else:
         [refused] = answers(out)
         assert isinstance(refused, Fail) and refused.ticket == attempt and queries(out) == []
-        assert failed(refused.failure).code == INTERNAL_ERROR and "idempotencyKey" in refused.failure.message
+        assert (
+            rpc_error(refused.failure).code == INTERNAL_ERROR and "idempotencyKey" in refused.failure.message
+        )
     check_transcript(d, d.effects, "v2")
 
 
@@ -336,7 +338,7 @@ def test_v2_withdrawing_one_attempt_leaves_the_submission_to_the_others(
     out = d.handle(ev.WithdrawPrompt(gone))
     [refused] = answers(out)
     assert isinstance(refused, Fail) and refused.ticket == gone
-    assert failed(refused.failure).code == REQUEST_CANCELLED
+    assert rpc_error(refused.failure).code == REQUEST_CANCELLED
     ended = d.frame(result())
     [message] = user_messages(ended)
     assert queries(ended) == ["second"]
@@ -384,7 +386,7 @@ def test_cancel_answers_waiting_prompts_and_interrupts_the_turn(version: int, ne
     if version == 2:
         refusals = [e for e in cancelled if isinstance(e, Fail)]
         assert [f.ticket for f in refusals] == [second, third]
-        assert {failed(f.failure).code for f in refusals} == {REQUEST_CANCELLED}
+        assert {rpc_error(f.failure).code for f in refusals} == {REQUEST_CANCELLED}
         assert not [e for e in cancelled if isinstance(e, Reply)]
     else:
         assert answers(cancelled) == [
@@ -954,7 +956,7 @@ def test_v1_error_result_is_a_json_rpc_error_answer(
     ended = d.frames(state_changed("running"), *before, ending)
     [fail] = answers(ended)
     assert isinstance(fail, Fail) and fail.ticket == ticket
-    error = failed(fail.failure)
+    error = rpc_error(fail.failure)
     assert (error.code, error.message) == (code, message)
 
 

@@ -50,7 +50,7 @@ import os
 import sys
 import uuid
 from collections import deque
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import KW_ONLY, dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -58,8 +58,9 @@ import anyio
 from anyio.abc import TaskGroup
 
 from claude_bg_acp import __version__
-from claude_bg_acp.acp import jsonrpc, session_list
+from claude_bg_acp.acp import errors, jsonrpc, session_list
 from claude_bg_acp.acp.capabilities import ASYNC_TASKS, NATIVE_SUBAGENTS, ClientCapabilities
+from claude_bg_acp.acp.errors import Rejected, Rejection, failed_fork, unknown_session
 from claude_bg_acp.acp.jsonrpc import RpcError
 from claude_bg_acp.acp.schema import (
     AuthMethodParams,
@@ -85,6 +86,7 @@ from claude_bg_acp.acp.schema import (
 from claude_bg_acp.acp.stdio import Endpoint
 from claude_bg_acp.claude import created
 from claude_bg_acp.core import events as ev
+from claude_bg_acp.core.errors import Refusal, Refused
 from claude_bg_acp.prewarm import Prewarm
 
 if TYPE_CHECKING:
@@ -96,7 +98,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 LATEST_VERSION = 2
-RESOURCE_NOT_FOUND = -32002
 AGENT_INFO = {"name": "claude-bg-acp", "title": "Claude (background work)", "version": __version__}
 CHUNK_SIZE = 256 * 1024
 """Bytes per terminal_output_chunk at most: big enough that per-message costs stay small."""
@@ -188,11 +189,15 @@ class Agent:
         follows the options chosen, until their first prompt."""
 
     async def on_request(self, method: str, params: object, request_id: jsonrpc.RequestId) -> object:
+        with _in_rpc_terms():
+            return await self._request(method, params, request_id)
+
+    async def _request(self, method: str, params: object, request_id: jsonrpc.RequestId) -> object:
         if self._client is None and method != "initialize":
-            raise RpcError(jsonrpc.INVALID_REQUEST, f"Invalid Request: call initialize before {method}")
+            raise Rejected(Rejection.NOT_INITIALIZED, f"Invalid Request: call initialize before {method}")
         found = REQUESTS.get(method)
         if found is None or not found.offered_to(self._client):
-            raise RpcError(jsonrpc.METHOD_NOT_FOUND, f"Method not found: {method}")
+            raise Rejected(Rejection.NO_METHOD, f"Method not found: {method}")
         return await found.handler(self, parse_params(found.model(self._client), params), request_id)
 
     async def on_notification(self, method: str, params: object) -> None:
@@ -201,7 +206,8 @@ class Agent:
             if not method.startswith(("_", "$/")):
                 log.warning("ignored unknown notification %s", method)
             return
-        await found.handler(self, parse_params(found.model(self._client), params))
+        with _in_rpc_terms():
+            await found.handler(self, parse_params(found.model(self._client), params))
 
     async def close_all(self) -> None:
         """Close every session (stopping its Claude Code) concurrently."""
@@ -219,13 +225,13 @@ class Agent:
     async def _initialize(self, params: InitializeParams, request_id: jsonrpc.RequestId) -> dict[str, Any]:
         version = min(params.protocol_version, LATEST_VERSION)
         if version < 1:
-            raise RpcError(
-                jsonrpc.UNSUPPORTED_PROTOCOL_VERSION,
+            raise Rejected(
+                Rejection.UNSUPPORTED_VERSION,
                 f"Unsupported protocol version {params.protocol_version}",
                 {"supported": [1, LATEST_VERSION]},
             )
         if version >= 2 and params.info is None:
-            raise RpcError(jsonrpc.INVALID_PARAMS, "Invalid params: info: Field required for version 2")
+            raise Refused(Refusal.INVALID, "Field required for version 2", "info")
         client = self._client = params.declared(version)
         # Once answered: importing in a thread would hold the interpreter lock meanwhile.
         self._endpoint.after_reply(request_id, self._prewarm.start)
@@ -235,13 +241,10 @@ class Agent:
         """The login runs in the client's terminal; the agent has nothing to do for it."""
         client = self._negotiated
         if params.method_id not in LOGINS or not client.terminal_auth:
-            raise RpcError(
-                jsonrpc.INVALID_PARAMS, f"Invalid params: methodId: unknown auth method {params.method_id}"
-            )
+            raise Refused(Refusal.UNKNOWN, f"unknown auth method {params.method_id}", "methodId")
         if client.version != 1:
-            raise RpcError(
-                jsonrpc.INVALID_PARAMS,
-                f"Invalid params: methodId: {params.method_id} is a terminal method: the client runs it",
+            raise Refused(
+                Refusal.INVALID, f"{params.method_id} is a terminal method: the client runs it", "methodId"
             )
         return {}
 
@@ -249,15 +252,15 @@ class Agent:
         from claude_bg_acp.claude.login import logout
 
         if not await logout(self._cli_path):
-            raise RpcError(jsonrpc.INTERNAL_ERROR, "Claude Code could not log out")
+            raise Rejected(Rejection.BROKEN, "Claude Code could not log out")
         return {}
 
     async def _prompt(self, params: PromptParams, request_id: jsonrpc.RequestId) -> object:
         if request_id in self._early_cancels:
             self._early_cancels.remove(request_id)
-            raise RpcError(jsonrpc.REQUEST_CANCELLED, "Prompt withdrawn before insertion")
+            raise Rejected(Rejection.WITHDRAWN, "Prompt withdrawn before insertion")
         if self._parent_of(params.session_id) is not None:
-            raise RpcError(jsonrpc.INVALID_REQUEST, "A subagent session cannot be prompted")
+            raise Rejected(Rejection.NOT_HERE, "A subagent session cannot be prompted")
         key = params.idempotency_key if isinstance(params, KeyedPromptParams) else None
         answer = await self._session(params.session_id).prompt(params.prompt, key, request_id)
         if params.session_id in self._unprompted:  # Claude Code stores it from now on
@@ -380,7 +383,7 @@ class Agent:
         is found, before the rest of the session is loaded (``_resuming``)."""
         session_id = params.session_id
         if self._parent_of(session_id) is not None:
-            raise RpcError(jsonrpc.INVALID_REQUEST, "A subagent session cannot be loaded or resumed")
+            raise Rejected(Rejection.NOT_HERE, "A subagent session cannot be loaded or resumed")
         async with self._opening(session_id):
             session = self._sessions.get(session_id)
             resumed = session is None
@@ -417,7 +420,7 @@ class Agent:
             fork_id = await store.fork(params.session_id, cwd)
         except store.NotStored:
             message = f"Session {params.session_id} has no stored conversation to fork yet"
-            raise RpcError(RESOURCE_NOT_FOUND, message, {"sessionId": params.session_id}) from None
+            raise unknown_session(params.session_id, message) from None
         try:
             session = self._start_session(fork_id, params, await self._resuming(fork_id, params))
             await self._attached(session)
@@ -425,7 +428,7 @@ class Agent:
             with anyio.CancelScope(shield=True):
                 await store.delete(fork_id)  # a fork that failed leaves no copy behind
             if isinstance(exc, RpcError):
-                raise _failed_fork(exc, params.session_id, fork_id) from None
+                raise failed_fork(exc, params.session_id, fork_id) from None
             raise
         return {"sessionId": fork_id, **self._opened(session, request_id)}
 
@@ -435,14 +438,14 @@ class Agent:
 
         session_id = params.session_id
         if self._parent_of(session_id) is not None:
-            raise RpcError(jsonrpc.INVALID_REQUEST, "A subagent session cannot be deleted")
+            raise Rejected(Rejection.NOT_HERE, "A subagent session cannot be deleted")
         open_here = session_id in self._sessions or session_id in self._failures
         if open_here:
             await self._close_session(session_id)
         recorded = await anyio.to_thread.run_sync(created.forget, session_id)
         self._unprompted.discard(session_id)
         if not await store.delete(session_id) and not open_here and not recorded:
-            raise RpcError(RESOURCE_NOT_FOUND, f"Unknown session {session_id}", {"sessionId": session_id})
+            raise unknown_session(session_id)
         return {}
 
     async def _list_sessions(
@@ -450,7 +453,7 @@ class Agent:
     ) -> dict[str, Any]:
         """Only the page's transcripts are read, and the listing alone is imported for it."""
         if params.cwd is not None and not os.path.isabs(params.cwd):
-            raise RpcError(jsonrpc.INVALID_PARAMS, "Invalid params: cwd: must be an absolute path")
+            raise Refused(Refusal.INVALID, "must be an absolute path", "cwd")
         after = session_list.start(params.cursor)
         with self._prewarm.held():  # it would share the interpreter with the listing
             await anyio.to_thread.run_sync(_import_listing)
@@ -470,9 +473,7 @@ class Agent:
             return False
         kind = params.replay_from.get("type")
         if kind != "start":
-            raise RpcError(
-                jsonrpc.INVALID_PARAMS, f"Invalid params: replayFrom: unsupported cursor type {kind!r}"
-            )
+            raise Refused(Refusal.INVALID, f"unsupported cursor type {kind!r}", "replayFrom")
         return True
 
     async def _stored(self, session_id: str) -> StoredSession | created.Created:
@@ -486,12 +487,10 @@ class Agent:
             record = await anyio.to_thread.run_sync(created.find, session_id)
             if record is not None:
                 return record
-            raise RpcError(
-                RESOURCE_NOT_FOUND, f"Unknown session {session_id}", {"sessionId": session_id}
-            ) from None
+            raise unknown_session(session_id) from None
         except store.Unreadable as unreadable:
             message = f"Session {session_id} cannot be read: {unreadable.args[0]} holds no conversation"
-            raise RpcError(jsonrpc.INTERNAL_ERROR, message, {"sessionId": session_id}) from None
+            raise Rejected(Rejection.BROKEN, message, {"sessionId": session_id}) from None
 
     @contextlib.asynccontextmanager
     async def _opening(self, session_id: str) -> AsyncIterator[None]:
@@ -639,7 +638,7 @@ class Agent:
         if failure is not None:
             raise failure
         if session is None:
-            raise RpcError(RESOURCE_NOT_FOUND, f"Unknown session {session_id}", {"sessionId": session_id})
+            raise unknown_session(session_id)
         return session
 
 
@@ -753,28 +752,23 @@ def login_methods(client: ClientCapabilities, cli_path: str | None) -> list[dict
 
 def _check_directories(params: NewSessionParams[Any]) -> None:
     if not os.path.isabs(params.cwd) or not os.path.isdir(params.cwd):
-        raise RpcError(
-            jsonrpc.INVALID_PARAMS,
-            "Invalid params: cwd: must be an absolute path to an existing directory",
-        )
+        raise Refused(Refusal.INVALID, "must be an absolute path to an existing directory", "cwd")
     if not all(os.path.isabs(path) for path in params.additional_directories or []):
-        raise RpcError(
-            jsonrpc.INVALID_PARAMS, "Invalid params: additionalDirectories: paths must be absolute"
-        )
+        raise Refused(Refusal.INVALID, "paths must be absolute", "additionalDirectories")
 
 
 def _same_directory(session_id: str, cwd: str, requested: str) -> None:
     if os.path.realpath(cwd) != os.path.realpath(requested):
-        message = f"Invalid params: cwd: session {session_id} belongs to {cwd}, not {requested}"
-        raise RpcError(jsonrpc.INVALID_PARAMS, message)
+        raise Refused(Refusal.INVALID, f"session {session_id} belongs to {cwd}, not {requested}", "cwd")
 
 
-def _failed_fork(error: RpcError, session_id: str, fork_id: str) -> RpcError:
-    """Why a fork failed, told of the session forked: the copy it names is gone."""
-    message = error.message.replace(f"session {fork_id}", f"the fork of session {session_id}")
-    message = message.replace(fork_id, f"the fork of {session_id}")
-    data = {**error.data, "sessionId": session_id} if isinstance(error.data, dict) else error.data
-    return RpcError(error.code, message, data)
+@contextlib.contextmanager
+def _in_rpc_terms() -> Iterator[None]:
+    """A handler's refusal or rejection as the JSON-RPC error it is answered with."""
+    try:
+        yield
+    except (Refused, Rejected) as error:
+        raise errors.rpc_error(error) from None
 
 
 def _import_listing() -> None:

@@ -54,7 +54,7 @@ from claude_agent_sdk._internal.message_parser import parse_message
 from claude_agent_sdk.types import PermissionUpdate
 
 from claude_bg_acp.acp.capabilities import ASYNC_TASKS, ClientCapabilities
-from claude_bg_acp.acp.errors import failed
+from claude_bg_acp.acp.errors import rpc_error
 from claude_bg_acp.acp.schema import ContentBlock
 from claude_bg_acp.claude import store
 from claude_bg_acp.claude.conventions import tasks_base
@@ -543,7 +543,7 @@ def effect_json(effect: Effect, root: str = SESSION_ID) -> dict[str, Any]:
         session = "root" if effect.session_id == root else effect.session_id
         return {"notify": _digested(effect.update.wire()), "session": session}
     if isinstance(effect, Fail):
-        return {"fail": {"ticket": effect.ticket, "error": failed(effect.failure).to_wire()}}
+        return {"fail": {"ticket": effect.ticket, "error": rpc_error(effect.failure).to_wire()}}
     return {type(effect).__name__: asdict(effect)}
 
 
@@ -564,7 +564,9 @@ def as_jsonrpc(
             agent.append({"jsonrpc": "2.0", "id": effect.ticket, "result": effect.result})
         elif isinstance(effect, Fail):
             client.append({"jsonrpc": "2.0", "id": effect.ticket, "method": "session/prompt"})
-            agent.append({"jsonrpc": "2.0", "id": effect.ticket, "error": failed(effect.failure).to_wire()})
+            agent.append(
+                {"jsonrpc": "2.0", "id": effect.ticket, "error": rpc_error(effect.failure).to_wire()}
+            )
         elif isinstance(effect, AskPermission):
             request = {"jsonrpc": "2.0", "id": f"ask-{effect.ticket}", "method": "session/request_permission"}
             agent.append({**request, "params": effect.params})

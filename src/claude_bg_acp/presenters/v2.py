@@ -24,7 +24,7 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from claude_bg_acp.acp.errors import failed
+from claude_bg_acp.acp.errors import rpc_error
 from claude_bg_acp.acp.updates import (
     ErrorObject,
     PlanUpdate,
@@ -119,7 +119,7 @@ class V2Presenter(BasePresenter):
             if outcome.usage is not None:
                 update.usage = outcome.usage
             if outcome.error is not None:
-                error = failed(outcome.error)
+                error = rpc_error(outcome.error)
                 update.error = ErrorObject(code=error.code, message=error.message)
         return [Notify(fact.session_id, update)]
 

@@ -321,7 +321,7 @@ class SessionHost:
         try:
             effects = self.core.handle(event, self._clock())
         except Refused as refusal:
-            raise errors.refused(refusal) from None
+            raise errors.rpc_error(refusal) from None
         self._feed(effects)
 
     def _feed(self, effects: list[Effect]) -> None:
@@ -407,7 +407,7 @@ class SessionHost:
             case Reply(ticket, result):
                 self._settle(ticket, value=result)
             case Fail(ticket, failure):
-                self._settle(ticket, error=errors.failed(failure))
+                self._settle(ticket, error=errors.rpc_error(failure))
             case AskPermission():
                 self._task_group.start_soon(self._bridge.ask, effect)
             case AskQuestions():
