@@ -45,6 +45,7 @@ chosen at ``session/new``), so nothing that runs is lost.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import logging
 import os
 import sys
@@ -344,7 +345,7 @@ class Agent:
         first = params.cwd not in self._started
         starting = await self._start_claude(session_id, params)
         try:
-            await anyio.to_thread.run_sync(_import_claude_side)
+            await _imported("claude_bg_acp.session.host")
             session = self._start_session(session_id, params, starting)
         except BaseException:
             self._tg.start_soon(starting.disconnect)
@@ -410,7 +411,7 @@ class Agent:
     async def _fork(self, params: LoadSessionParams[Any], request_id: jsonrpc.RequestId) -> dict[str, Any]:
         """A new session with a copy of the conversation (and none of its background work)."""
         _check_directories(params)
-        await anyio.to_thread.run_sync(_import_store)
+        await _imported("claude_bg_acp.claude.store")
         from claude_bg_acp.claude import store
 
         source = self._sessions.get(params.session_id)
@@ -433,7 +434,7 @@ class Agent:
         return {"sessionId": fork_id, **self._opened(session, request_id)}
 
     async def _delete(self, params: SessionParams, request_id: jsonrpc.RequestId) -> dict[str, Any]:
-        await anyio.to_thread.run_sync(_import_claude_side)
+        await _imported("claude_bg_acp.session.host")
         from claude_bg_acp.claude import store
 
         session_id = params.session_id
@@ -456,7 +457,7 @@ class Agent:
             raise Refused(Refusal.INVALID, "must be an absolute path", "cwd")
         after = session_list.start(params.cursor)
         with self._prewarm.held():  # it would share the interpreter with the listing
-            await anyio.to_thread.run_sync(_import_listing)
+            await _imported("claude_bg_acp.claude.listing")
             from claude_bg_acp.claude import listing
 
             found = await listing.listed(params.cwd, after, session_list.PAGE_SIZE + 1)
@@ -478,7 +479,7 @@ class Agent:
 
     async def _stored(self, session_id: str) -> StoredSession | created.Created:
         """Claude Code's stored session, else one this agent created that was never prompted."""
-        await anyio.to_thread.run_sync(_import_store)
+        await _imported("claude_bg_acp.claude.store")
         from claude_bg_acp.claude import store
 
         try:
@@ -512,7 +513,7 @@ class Agent:
         the Claude side imported meanwhile."""
         starting = await self._start_claude(session_id, params, resume=fresh is None, choices=fresh)
         try:
-            await anyio.to_thread.run_sync(_import_claude_side)
+            await _imported("claude_bg_acp.session.host")
         except BaseException:
             self._tg.start_soon(starting.disconnect)
             raise
@@ -539,7 +540,7 @@ class Agent:
     ) -> ClaudeRunner:
         """Start Claude Code for a session to come: ``resume`` its stored conversation, else a
         new one by that id."""
-        await anyio.to_thread.run_sync(_import_claude_runner)
+        await _imported("claude_bg_acp.claude.runner")
         from claude_bg_acp.claude.runner import starting
         from claude_bg_acp.claude.trust import settings_may_act
 
@@ -771,20 +772,11 @@ def _in_rpc_terms() -> Iterator[None]:
         raise errors.rpc_error(error) from None
 
 
-def _import_listing() -> None:
-    import claude_bg_acp.claude.listing  # noqa: F401
-
-
-def _import_store() -> None:
-    import claude_bg_acp.claude.store  # noqa: F401
-
-
-def _import_claude_runner() -> None:
-    import claude_bg_acp.claude.runner  # noqa: F401
-
-
-def _import_claude_side() -> None:
-    import claude_bg_acp.session.host  # noqa: F401
+async def _imported(module: str) -> None:
+    """The one point where the agent imports the Claude side late: ``module`` (and what it
+    imports) in a worker thread, so that ``initialize`` answers at once and the loop serves
+    meanwhile; the ``from`` import that follows it finds the module loaded."""
+    await anyio.to_thread.run_sync(importlib.import_module, module)
 
 
 async def _nothing() -> AsyncGenerator[ev.StoredConversation, None]:
