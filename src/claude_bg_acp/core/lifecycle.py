@@ -8,16 +8,26 @@ here), and declares the same rows in code as a ``Lifecycle``. Every change of ph
 (never the client's or Claude Code's), which reaches the session host as an internal error.
 Staying in a phase is no transition. ``tests/test_lifecycles.py`` reads each docstring's table
 and checks that it has exactly the rows of the code's, and that no phase is set any other way.
+
+A lifecycle keyed by triggers (``Transitions``, as h11 keys its connection states) names the event
+of each move as well: its table is ``(phase, trigger) -> next phase``, its docstring table has a
+trigger column (the second), and the code asks it with the trigger alone,
+``TABLE.move(phase, Trigger.X)``, which returns the next phase. Every (phase, trigger) a table
+has no row for is an ``IllegalTransition``, staying in a phase included: a trigger that leaves
+the phase as it is has a row that leads back to its own phase.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Generic, TypeVar, overload
 
 P = TypeVar("P", bound=enum.Enum)
+S = TypeVar("S")
+"""A keyed lifecycle's phase: its enum, or the enum or ``None``."""
+T = TypeVar("T", bound=enum.Enum)
 
 
 class IllegalTransition(RuntimeError):
@@ -52,5 +62,44 @@ class Lifecycle(Generic[P]):
         return to
 
 
-def _name(phase: enum.Enum | None) -> str:
-    return "(none)" if phase is None else phase.name
+@dataclass(frozen=True)
+class Transitions(Generic[S, T]):
+    """A lifecycle keyed by triggers: the next phase of each (phase, trigger) it has a row for."""
+
+    name: str
+    """What lives through it: the first header cell of its docstring table."""
+    phases: type[enum.Enum]
+    triggers: type[T]
+    table: Mapping[tuple[S, T], S]
+
+    @classmethod
+    def of(
+        cls, name: str, phases: type[enum.Enum], triggers: type[T], *rows: tuple[Iterable[S], T, S]
+    ) -> Transitions[S, T]:
+        """The lifecycle of ``rows`` as the docstring draws them: (the phases it starts from, the
+        trigger, the phase it leads to); a (phase, trigger) is in one row at most."""
+        table: dict[tuple[S, T], S] = {}
+        for starts, trigger, to in rows:
+            for was in starts:
+                if (was, trigger) in table:
+                    raise ValueError(f"{name}: two rows for {_name(was)} on {trigger.name}")
+                table[was, trigger] = to
+        return cls(name, phases, triggers, table)
+
+    @property
+    def allowed(self) -> frozenset[tuple[S, S]]:
+        """(from, to) of every row that changes the phase."""
+        return frozenset((was, to) for (was, _), to in self.table.items() if was is not to)
+
+    def move(self, was: S, trigger: T) -> S:
+        """The phase ``trigger`` leads to from ``was``; raises ``IllegalTransition`` if no row has it."""
+        try:
+            return self.table[was, trigger]
+        except KeyError:
+            raise IllegalTransition(
+                f"{self.name}: no row leads from {_name(was)} on {trigger.name}"
+            ) from None
+
+
+def _name(phase: object) -> str:
+    return "(none)" if not isinstance(phase, enum.Enum) else phase.name
