@@ -46,12 +46,6 @@ from claude_bg_acp.stdio import Endpoint
 from tests.support.driver import RECORDED_TASKS_ROOT, CoreDriver, load_frames
 from tests.support.frames import tool_result, tool_use
 
-UNCHECKED = {
-    "claude_bg_acp.core.config": "what the client was told of the options; config.py is being "
-    "reworked with the presenters (issue 20, items 2 and 8), which declares its table then",
-}
-"""Modules whose docstring table has no ``Lifecycle`` yet, and why."""
-
 BORDER = re.compile(r"=+(?: +=+)+")
 Pair = tuple[enum.Enum | None, enum.Enum | None]
 Move = tuple[enum.Enum | None, enum.Enum, enum.Enum | None]
@@ -154,9 +148,6 @@ def test_every_table_in_the_core_and_the_host_is_declared_in_code() -> None:
     for module in checked_modules():
         drawn_names = set(tables(module.__doc__ or ""))
         declared = set(lifecycles(module))
-        if module.__name__ in UNCHECKED:
-            assert not declared, f"{module.__name__} declares its lifecycle now: check it"
-            continue
         assert drawn_names == declared, f"{module.__name__}: tables {drawn_names}, declared {declared}"
 
 
@@ -317,6 +308,7 @@ USES: dict[str, Callable[[], object]] = {
     "schedule": schedule_stopped,
     "question": replay("permission", "v2"),
     "title": lambda: CoreDriver(2).handle(ev.TitleRead("Greeting", None)),
+    "introduction": lambda: CoreDriver(2).open(),
     "attach": lambda: CoreDriver(2).attach(ev.StoredConversation([], [], {})),
     "host": host_whose_claude_code_cannot_start,
     "trust": trust_with_nothing_left_to_ask,

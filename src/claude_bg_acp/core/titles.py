@@ -6,12 +6,12 @@ the transcript, shortly after the first prompt). So the core asks for the stored
 rename is announced, after each turn while it knows none, and when a client attaches; the
 answer comes back as a ``TitleRead``. Its lifecycle:
 
-=============  ================================================  =============
-title          what happens                                      next
-=============  ================================================  =============
-``UNTITLED``   a read finds a title: the client is told          ``NAMED``
-``NAMED``      a read finds another title: the client is told    ``NAMED``
-=============  ================================================  =============
+=============  ========  ================================================  =============
+title          trigger   what happens                                      next
+=============  ========  ================================================  =============
+``UNTITLED``   ``READ``  a read finds a title: the client is told          ``NAMED``
+``NAMED``      ``READ``  a read finds another title: the client is told    ``NAMED``
+=============  ========  ================================================  =============
 
 A read that finds the title already told, or none, changes nothing. The first prompt is not a
 title: the client names such a conversation itself.
@@ -22,7 +22,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from claude_bg_acp.core.lifecycle import Lifecycle
+from claude_bg_acp.core.lifecycle import Transitions
 
 
 class TitlePhase(enum.Enum):
@@ -30,7 +30,18 @@ class TitlePhase(enum.Enum):
     NAMED = "named"
 
 
-TITLES = Lifecycle.of("title", TitlePhase, ((TitlePhase.UNTITLED, TitlePhase.NAMED), TitlePhase.NAMED))
+class TitleTrigger(enum.Enum):
+    READ = "read"
+    """A read finds a title the client was not told."""
+
+
+TITLES: Transitions[TitlePhase, TitleTrigger] = Transitions.of(
+    "title",
+    TitlePhase,
+    TitleTrigger,
+    ((TitlePhase.UNTITLED,), TitleTrigger.READ, TitlePhase.NAMED),
+    ((TitlePhase.NAMED,), TitleTrigger.READ, TitlePhase.NAMED),
+)
 
 
 @dataclass(frozen=True)
@@ -44,10 +55,7 @@ class Title:
     def __init__(self, session_id: str) -> None:
         self.session_id = session_id
         self.current: str | None = None
-
-    @property
-    def phase(self) -> TitlePhase:
-        return TitlePhase.UNTITLED if self.current is None else TitlePhase.NAMED
+        self.phase: TitlePhase = TitlePhase.UNTITLED
 
     @property
     def wanted(self) -> bool:
@@ -57,6 +65,5 @@ class Title:
     def read(self, title: str | None, updated_at: str | None) -> list[TitleChanged]:
         if title is None or title == self.current:
             return []
-        TITLES.move(self.phase, TitlePhase.NAMED)
-        self.current = title
+        self.phase, self.current = TITLES.move(self.phase, TitleTrigger.READ), title
         return [TitleChanged(self.session_id, title, updated_at)]
