@@ -26,7 +26,8 @@ from typing import Generic, TypeVar, overload
 
 P = TypeVar("P", bound=enum.Enum)
 S = TypeVar("S")
-"""A keyed lifecycle's phase: its enum, or the enum or ``None``."""
+"""A keyed lifecycle's phase: its enum, or the enum or ``None`` where a row leads to "forgotten"
+(every table may start from ``None``, "not known yet")."""
 T = TypeVar("T", bound=enum.Enum)
 
 
@@ -70,15 +71,15 @@ class Transitions(Generic[S, T]):
     """What lives through it: the first header cell of its docstring table."""
     phases: type[enum.Enum]
     triggers: type[T]
-    table: Mapping[tuple[S, T], S]
+    table: Mapping[tuple[S | None, T], S]
 
     @classmethod
     def of(
-        cls, name: str, phases: type[enum.Enum], triggers: type[T], *rows: tuple[Iterable[S], T, S]
+        cls, name: str, phases: type[enum.Enum], triggers: type[T], *rows: tuple[Iterable[S | None], T, S]
     ) -> Transitions[S, T]:
         """The lifecycle of ``rows`` as the docstring draws them: (the phases it starts from, the
         trigger, the phase it leads to); a (phase, trigger) is in one row at most."""
-        table: dict[tuple[S, T], S] = {}
+        table: dict[tuple[S | None, T], S] = {}
         for starts, trigger, to in rows:
             for was in starts:
                 if (was, trigger) in table:
@@ -87,11 +88,11 @@ class Transitions(Generic[S, T]):
         return cls(name, phases, triggers, table)
 
     @property
-    def allowed(self) -> frozenset[tuple[S, S]]:
+    def allowed(self) -> frozenset[tuple[S | None, S]]:
         """(from, to) of every row that changes the phase."""
         return frozenset((was, to) for (was, _), to in self.table.items() if was is not to)
 
-    def move(self, was: S, trigger: T) -> S:
+    def move(self, was: S | None, trigger: T) -> S:
         """The phase ``trigger`` leads to from ``was``; raises ``IllegalTransition`` if no row has it."""
         try:
             return self.table[was, trigger]
