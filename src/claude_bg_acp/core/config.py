@@ -18,8 +18,8 @@ introduction    trigger      what happens                                       
 ==============  ===========  =========================================================  ==============
 any             ``ANSWER``   an answer that carries the options is built (``answer``:   ``ANSWERED``
                              ``session/new``, and load or resume)
-``ANSWERED``,   ``WRITTEN``  the answer was written to the client (``answer_written``): ``OPEN``
-``OPEN``                     what changed since it was built goes out as one
+any             ``WRITTEN``  the answer was written to the client (``answer_written``): ``OPEN``
+                             what changed since it was built goes out as one
                              ``OptionsChanged``
 ==============  ===========  =========================================================  ==============
 
@@ -94,7 +94,7 @@ INTRODUCTIONS: Transitions[Introduction, Told] = Transitions.of(
     Introduction,
     Told,
     (tuple(Introduction), Told.ANSWER, Introduction.ANSWERED),
-    ((Introduction.ANSWERED, Introduction.OPEN), Told.WRITTEN, Introduction.OPEN),
+    (tuple(Introduction), Told.WRITTEN, Introduction.OPEN),
 )
 
 
