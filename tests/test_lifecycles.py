@@ -171,11 +171,16 @@ def test_move_refuses_every_transition_its_table_does_not_have(module: ModuleTyp
     if isinstance(lifecycle, Transitions):
         for was in phases:
             for trigger in lifecycle.triggers:
-                if (was, trigger) in lifecycle.table:
-                    assert lifecycle.move(was, trigger) is lifecycle.table[was, trigger]
+                to = lifecycle.table.get((was, trigger), IllegalTransition)
+                if to is not IllegalTransition:
+                    assert lifecycle.step(was, trigger) is to
+                    assert (lifecycle.move if to else lifecycle.forget)(was, trigger) is to
+                    with pytest.raises(IllegalTransition, match=lifecycle.name):
+                        (lifecycle.forget if to else lifecycle.move)(was, trigger)
                     continue
-                with pytest.raises(IllegalTransition, match=lifecycle.name):
-                    lifecycle.move(was, trigger)
+                for asked in (lifecycle.move, lifecycle.forget, lifecycle.step):
+                    with pytest.raises(IllegalTransition, match=lifecycle.name):
+                        asked(was, trigger)
         return
     for was in phases:
         for to in phases:
@@ -210,7 +215,7 @@ def test_no_phase_is_set_but_through_its_table() -> None:
                         moved = (
                             isinstance(value, ast.Call)
                             and isinstance(value.func, ast.Attribute)
-                            and value.func.attr == "move"
+                            and value.func.attr in ("move", "step")
                         )
                         assert moved, f"{module.__name__}:{node.lineno} sets {ast.unparse(each)} directly"
 

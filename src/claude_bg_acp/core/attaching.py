@@ -67,7 +67,7 @@ class AttachTrigger(enum.Enum):
     ANSWERED = "answered"
 
 
-ATTACHES: Transitions[AttachPhase | None, AttachTrigger] = Transitions.of(
+ATTACHES: Transitions[AttachPhase, AttachTrigger] = Transitions.of(
     "attach",
     AttachPhase,
     AttachTrigger,
@@ -108,7 +108,7 @@ class Attach:
         """The replay ended (its end marked first, when ``complete``): what was held."""
         if self.phase is not AttachPhase.HOLDING:
             return []
-        self.phase = ATTACHES.move(
+        self.phase = ATTACHES.step(
             self.phase, AttachTrigger.COMPLETE if complete else AttachTrigger.CUT_SHORT
         )
         held, self._held = self._held, []
@@ -126,5 +126,5 @@ class Attach:
         """The answer is written: whether the children's current state is owed (after a replay)."""
         if self.phase is not AttachPhase.ANSWERING:
             return False
-        self.phase = ATTACHES.move(self.phase, AttachTrigger.ANSWERED)
+        self.phase = ATTACHES.step(self.phase, AttachTrigger.ANSWERED)
         return True

@@ -12,7 +12,8 @@ and checks that it has exactly the rows of the code's, and that no phase is set 
 A lifecycle keyed by triggers (``Transitions``, as h11 keys its connection states) names the event
 of each move as well: its table is ``(phase, trigger) -> next phase``, its docstring table has a
 trigger column (the second), and the code asks it with the trigger alone,
-``TABLE.move(phase, Trigger.X)``, which returns the next phase. Every (phase, trigger) a table
+``TABLE.move(phase, Trigger.X)``, which returns the next phase (``forget`` where the row leads
+to "forgotten", ``step`` where either may come). Every (phase, trigger) a table
 has no row for is an ``IllegalTransition``, staying in a phase included: a trigger that leaves
 the phase as it is has a row that leads back to its own phase.
 """
@@ -25,9 +26,9 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar, overload
 
 P = TypeVar("P", bound=enum.Enum)
-S = TypeVar("S")
-"""A keyed lifecycle's phase: its enum, or the enum or ``None`` where a row leads to "forgotten"
-(every table may start from ``None``, "not known yet")."""
+S = TypeVar("S", bound=enum.Enum)
+"""A keyed lifecycle's phase (every table may start from ``None``, "not known yet", and a row may
+lead to ``None``, "forgotten")."""
 T = TypeVar("T", bound=enum.Enum)
 
 
@@ -71,15 +72,19 @@ class Transitions(Generic[S, T]):
     """What lives through it: the first header cell of its docstring table."""
     phases: type[enum.Enum]
     triggers: type[T]
-    table: Mapping[tuple[S | None, T], S]
+    table: Mapping[tuple[S | None, T], S | None]
 
     @classmethod
     def of(
-        cls, name: str, phases: type[enum.Enum], triggers: type[T], *rows: tuple[Iterable[S | None], T, S]
+        cls,
+        name: str,
+        phases: type[enum.Enum],
+        triggers: type[T],
+        *rows: tuple[Iterable[S | None], T, S | None],
     ) -> Transitions[S, T]:
         """The lifecycle of ``rows`` as the docstring draws them: (the phases it starts from, the
         trigger, the phase it leads to); a (phase, trigger) is in one row at most."""
-        table: dict[tuple[S | None, T], S] = {}
+        table: dict[tuple[S | None, T], S | None] = {}
         for starts, trigger, to in rows:
             for was in starts:
                 if (was, trigger) in table:
@@ -88,12 +93,27 @@ class Transitions(Generic[S, T]):
         return cls(name, phases, triggers, table)
 
     @property
-    def allowed(self) -> frozenset[tuple[S | None, S]]:
+    def allowed(self) -> frozenset[tuple[S | None, S | None]]:
         """(from, to) of every row that changes the phase."""
         return frozenset((was, to) for (was, _), to in self.table.items() if was is not to)
 
     def move(self, was: S | None, trigger: T) -> S:
-        """The phase ``trigger`` leads to from ``was``; raises ``IllegalTransition`` if no row has it."""
+        """The phase ``trigger`` leads to from ``was``; raises ``IllegalTransition`` if no row
+        leads from there to a phase."""
+        to = self.step(was, trigger)
+        if to is None:
+            raise IllegalTransition(f"{self.name}: {trigger.name} forgets {_name(was)}: forget, not move")
+        return to
+
+    def forget(self, was: S | None, trigger: T) -> None:
+        """``trigger`` forgets the thing in ``was``; raises ``IllegalTransition`` if no row
+        leads from there to "forgotten"."""
+        if self.step(was, trigger) is not None:
+            raise IllegalTransition(f"{self.name}: {trigger.name} moves {_name(was)}: move, not forget")
+
+    def step(self, was: S | None, trigger: T) -> S | None:
+        """Where ``trigger`` leads from ``was``, a phase or "forgotten" (None), for a thing whose
+        phase may be either; raises ``IllegalTransition`` if no row has it."""
         try:
             return self.table[was, trigger]
         except KeyError:
