@@ -3,10 +3,10 @@ one its docstring draws.
 
 Each module of ``claude_bg_acp.core``, and of the session host (``session_host`` and the
 ``session_*`` modules it is split into), that draws a lifecycle table in its docstring declares
-the same rows as a ``Lifecycle`` (``core.lifecycle``), or as ``Transitions`` keyed by triggers.
-Checked here: the docstring's table and the code's have exactly the same transitions (with
-their triggers, for a keyed one), and name every phase; no phase is set but through
-``Lifecycle.move``; ``move`` refuses every transition the table does not have; and the
+the same rows as ``Transitions`` keyed by triggers (``core.lifecycle``). Checked here: the
+docstring's table and the code's have exactly the same rows, (phase, trigger, next phase), and
+name every phase; no phase is set but through the table (``move``, ``step``); the table refuses
+every (phase, trigger) it has no row for; and the
 transitions do go through the tables: with a table emptied, what uses it raises. The host's
 paths through its table are followed here where no Claude Code runs (one that cannot start) and
 in ``test_live_lifecycle`` where the real one does.
@@ -37,7 +37,7 @@ import claude_bg_acp.core
 from claude_bg_acp.core import events as ev
 from claude_bg_acp.core import foreground
 from claude_bg_acp.core.foreground import TurnPhase, TurnTrigger
-from claude_bg_acp.core.lifecycle import IllegalTransition, Lifecycle, Transitions
+from claude_bg_acp.core.lifecycle import IllegalTransition, Transitions
 from claude_bg_acp.presenters.v2 import V2Presenter
 from claude_bg_acp.session_host import SessionHost
 from claude_bg_acp.session_lifecycle import HostLifecycle
@@ -47,9 +47,8 @@ from tests.support.driver import RECORDED_TASKS_ROOT, CoreDriver, load_frames
 from tests.support.frames import tool_result, tool_use
 
 BORDER = re.compile(r"=+(?: +=+)+")
-Pair = tuple[enum.Enum | None, enum.Enum | None]
 Move = tuple[enum.Enum | None, enum.Enum, enum.Enum | None]
-Table = Lifecycle[enum.Enum] | Transitions[Any, Any]
+Table = Transitions[Any, Any]
 Row = tuple[str, str, str]
 
 
@@ -67,7 +66,7 @@ def lifecycles(module: ModuleType) -> dict[str, Table]:
     return {
         value.name: value
         for value in vars(module).values()
-        if isinstance(value, Lifecycle | Transitions) and value.phases.__module__ == module.__name__
+        if isinstance(value, Transitions) and value.phases.__module__ == module.__name__
     }
 
 
@@ -107,29 +106,21 @@ def phases_in(cell: str, phases: type[enum.Enum]) -> list[enum.Enum | None]:
     return [None for _ in re.findall(r"\([^)]*\)", cell)] + named
 
 
-def drawn(rows: list[Row], phases: type[enum.Enum]) -> frozenset[Pair]:
-    pairs: set[Pair] = set()
-    for first, _, last in rows:
-        (to,) = phases_in(last, phases)  # each row leads to one phase
-        pairs.update((was, to) for was in phases_in(first, phases) if was is not to)
-    return frozenset(pairs)
-
-
-def drawn_moves(rows: list[Row], phases: type[enum.Enum], triggers: type[enum.Enum]) -> frozenset[Move]:
-    """A keyed table's rows: every (phase, trigger, next phase), staying in a phase included."""
+def drawn(rows: list[Row], phases: type[enum.Enum], triggers: type[enum.Enum]) -> frozenset[Move]:
+    """A table's rows: every (phase, trigger, next phase), staying in a phase included."""
     moves: set[Move] = set()
     for first, second, last in rows:
-        (to,) = phases_in(last, phases)
+        (to,) = phases_in(last, phases)  # each row leads to one phase
         (trigger,) = re.findall(r"``(\w+)``", second)  # each row names one trigger
         moves.update((was, triggers[trigger], to) for was in phases_in(first, phases))
     return frozenset(moves)
 
 
-def shown(pair: Pair | Move) -> str:
-    return " -> ".join("(none)" if phase is None else phase.name for phase in pair)
+def shown(move: Move) -> str:
+    return " -> ".join("(none)" if phase is None else phase.name for phase in move)
 
 
-def moves_of(lifecycle: Transitions[Any, Any]) -> frozenset[Move]:
+def moves_of(lifecycle: Table) -> frozenset[Move]:
     return frozenset((was, trigger, to) for (was, trigger), to in lifecycle.table.items())
 
 
@@ -154,41 +145,29 @@ def test_every_table_in_the_core_and_the_host_is_declared_in_code() -> None:
 @pytest.mark.parametrize(("module", "lifecycle"), DECLARED)
 def test_the_docstring_draws_the_table_the_code_is_held_to(module: ModuleType, lifecycle: Table) -> None:
     rows = tables(module.__doc__ or "")[lifecycle.name]
-    code: frozenset[Pair] | frozenset[Move] = lifecycle.allowed
-    docstring: frozenset[Pair] | frozenset[Move] = drawn(rows, lifecycle.phases)
-    if isinstance(lifecycle, Transitions):
-        code, docstring = moves_of(lifecycle), drawn_moves(rows, lifecycle.phases, lifecycle.triggers)
+    code, docstring = moves_of(lifecycle), drawn(rows, lifecycle.phases, lifecycle.triggers)
     missing = sorted(map(shown, code - docstring))
     extra = sorted(map(shown, docstring - code))
     assert not missing and not extra, f"the docstring lacks {missing} and has {extra} besides"
-    reached = {phase for pair in lifecycle.allowed for phase in pair}
+    reached = {phase for was, _, to in code for phase in (was, to)}
     assert reached >= set(lifecycle.phases), f"phases in no row: {set(lifecycle.phases) - reached}"
 
 
 @pytest.mark.parametrize(("module", "lifecycle"), DECLARED)
 def test_move_refuses_every_transition_its_table_does_not_have(module: ModuleType, lifecycle: Table) -> None:
     phases: list[enum.Enum | None] = [None, *lifecycle.phases]
-    if isinstance(lifecycle, Transitions):
-        for was in phases:
-            for trigger in lifecycle.triggers:
-                to = lifecycle.table.get((was, trigger), IllegalTransition)
-                if to is not IllegalTransition:
-                    assert lifecycle.step(was, trigger) is to
-                    assert (lifecycle.move if to else lifecycle.forget)(was, trigger) is to
-                    with pytest.raises(IllegalTransition, match=lifecycle.name):
-                        (lifecycle.forget if to else lifecycle.move)(was, trigger)
-                    continue
-                for asked in (lifecycle.move, lifecycle.forget, lifecycle.step):
-                    with pytest.raises(IllegalTransition, match=lifecycle.name):
-                        asked(was, trigger)
-        return
     for was in phases:
-        for to in phases:
-            if was is to or (was, to) in lifecycle.allowed:
-                assert lifecycle.move(was, to) is to
+        for trigger in lifecycle.triggers:
+            to = lifecycle.table.get((was, trigger), IllegalTransition)
+            if to is not IllegalTransition:
+                assert lifecycle.step(was, trigger) is to
+                assert (lifecycle.move if to else lifecycle.forget)(was, trigger) is to
+                with pytest.raises(IllegalTransition, match=lifecycle.name):
+                    (lifecycle.forget if to else lifecycle.move)(was, trigger)
                 continue
-            with pytest.raises(IllegalTransition, match=lifecycle.name):
-                lifecycle.move(was, to)
+            for asked in (lifecycle.move, lifecycle.forget, lifecycle.step):
+                with pytest.raises(IllegalTransition, match=lifecycle.name):
+                    asked(was, trigger)
 
 
 def test_no_phase_is_set_but_through_its_table() -> None:
@@ -332,9 +311,7 @@ def test_with_its_table_emptied_a_lifecycle_refuses_to_move(
     use = USES[lifecycle.name]
     use()  # with its table, it goes through
     (name,) = [name for name, value in vars(module).items() if value is lifecycle]
-    emptied: Table = Lifecycle(lifecycle.name, lifecycle.phases, frozenset())
-    if isinstance(lifecycle, Transitions):
-        emptied = Transitions(lifecycle.name, lifecycle.phases, lifecycle.triggers, {})
+    emptied: Table = Transitions(lifecycle.name, lifecycle.phases, lifecycle.triggers, {})
     monkeypatch.setattr(module, name, emptied)
     with pytest.raises(IllegalTransition, match=f"^{lifecycle.name}: "):
         use()

@@ -1,21 +1,17 @@
-"""Lifecycles as tables that the code is held to.
+"""Lifecycles as tables keyed by events, which the code is held to (as h11 keys its states).
 
-A module that owns a lifecycle keeps its phases in an enum, draws the lifecycle as a table in its
-docstring (the phases a row starts from in its first column, the phase it leads to in its last;
-``any`` for every phase, a word in parentheses for "not known yet" or "forgotten", ``None``
-here), and declares the same rows in code as a ``Lifecycle``. Every change of phase goes through
-``Lifecycle.move``, which refuses one that no row has: ``IllegalTransition``, a bug of ours
-(never the client's or Claude Code's), which reaches the session host as an internal error.
-Staying in a phase is no transition. ``tests/test_lifecycles.py`` reads each docstring's table
-and checks that it has exactly the rows of the code's, and that no phase is set any other way.
-
-A lifecycle keyed by triggers (``Transitions``, as h11 keys its connection states) names the event
-of each move as well: its table is ``(phase, trigger) -> next phase``, its docstring table has a
-trigger column (the second), and the code asks it with the trigger alone,
-``TABLE.move(phase, Trigger.X)``, which returns the next phase (``forget`` where the row leads
-to "forgotten", ``step`` where either may come). Every (phase, trigger) a table
-has no row for is an ``IllegalTransition``, staying in a phase included: a trigger that leaves
-the phase as it is has a row that leads back to its own phase.
+A module that owns a lifecycle keeps its phases in an enum and the events that move it in
+another (its triggers), draws the lifecycle as a table in its docstring (the phases a row starts
+from in its first column, its trigger in the second, the phase it leads to in the last; ``any``
+for every phase, a word in parentheses for "not known yet" or "forgotten", ``None`` here), and
+declares the same rows in code as ``Transitions``: ``(phase, trigger) -> next phase``. The code
+asks the table with the trigger alone: ``TABLE.move(phase, Trigger.X)`` returns the next phase
+(``forget`` where the row leads to "forgotten", ``step`` where either may come). Every
+(phase, trigger) the table has no row for is an ``IllegalTransition``, a bug of ours (never the
+client's or Claude Code's), which reaches the session host as an internal error; staying in a
+phase is a row too, one that leads back to its own phase. ``tests/test_lifecycles.py`` reads
+each docstring's table and checks that it has exactly the rows of the code's, and that no
+phase is set any other way.
 """
 
 from __future__ import annotations
@@ -23,9 +19,8 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Generic, TypeVar, overload
+from typing import Generic, TypeVar
 
-P = TypeVar("P", bound=enum.Enum)
 S = TypeVar("S", bound=enum.Enum)
 """A keyed lifecycle's phase (every table may start from ``None``, "not known yet", and a row may
 lead to ``None``, "forgotten")."""
@@ -34,34 +29,6 @@ T = TypeVar("T", bound=enum.Enum)
 
 class IllegalTransition(RuntimeError):
     """A change of phase that the lifecycle's table does not have."""
-
-
-@dataclass(frozen=True)
-class Lifecycle(Generic[P]):
-    name: str
-    """What lives through it: the first header cell of its docstring table."""
-    phases: type[P]
-    allowed: frozenset[tuple[P | None, P | None]]
-    """(from, to) for every row; ``None`` before the thing is known, or once it is forgotten."""
-
-    @classmethod
-    def of(cls, name: str, phases: type[P], *rows: tuple[Iterable[P | None], P | None]) -> Lifecycle[P]:
-        """The lifecycle of ``rows`` as the docstring draws them: (the phases it starts from, the
-        phase it leads to)."""
-        pairs = {(was, to) for starts, to in rows for was in starts if was is not to}
-        return cls(name, phases, frozenset(pairs))
-
-    @overload
-    def move(self, was: P | None, to: P) -> P: ...
-
-    @overload
-    def move(self, was: P | None, to: None) -> None: ...
-
-    def move(self, was: P | None, to: P | None) -> P | None:
-        """``to``, if the table leads there from ``was``; raises ``IllegalTransition`` if not."""
-        if was is not to and (was, to) not in self.allowed:
-            raise IllegalTransition(f"{self.name}: no row leads from {_name(was)} to {_name(to)}")
-        return to
 
 
 @dataclass(frozen=True)
@@ -91,11 +58,6 @@ class Transitions(Generic[S, T]):
                     raise ValueError(f"{name}: two rows for {_name(was)} on {trigger.name}")
                 table[was, trigger] = to
         return cls(name, phases, triggers, table)
-
-    @property
-    def allowed(self) -> frozenset[tuple[S | None, S | None]]:
-        """(from, to) of every row that changes the phase."""
-        return frozenset((was, to) for (was, _), to in self.table.items() if was is not to)
 
     def move(self, was: S | None, trigger: T) -> S:
         """The phase ``trigger`` leads to from ``was``; raises ``IllegalTransition`` if no row
