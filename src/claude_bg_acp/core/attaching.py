@@ -18,18 +18,18 @@ reconnection and replay):
 
 An attach's phase:
 
-=============  =========================================================  =============
-attach         what happens                                               next
-=============  =========================================================  =============
-(none),        a client asks to re-attach with a replay, or a replay      ``HOLDING``
-``REPLAYED``,  begins (a request that supersedes one not answered yet
-``ANSWERING``  starts over)
-``HOLDING``    the replay ends, all of it sent                            ``REPLAYED``
-``HOLDING``    the replay ends short                                      (none)
-``REPLAYED``   the current state is sent                                  ``ANSWERING``
-``ANSWERING``  the answer is written: the children's current state        (none)
-               follows
-=============  =========================================================  =============
+=============  ===============  =========================================================  =============
+attach         trigger          what happens                                               next
+=============  ===============  =========================================================  =============
+(none),        ``HOLD``         a client asks to re-attach with a replay, or a replay      ``HOLDING``
+``REPLAYED``,                   begins (a request that supersedes one not answered yet
+``ANSWERING``                   starts over)
+``HOLDING``    ``COMPLETE``     the replay ends, all of it sent                            ``REPLAYED``
+``HOLDING``    ``CUT_SHORT``    the replay ends short                                      (none)
+``REPLAYED``   ``SYNCED``       the current state is sent                                  ``ANSWERING``
+``ANSWERING``  ``ANSWERED``     the answer is written: the children's current state        (none)
+                                follows
+=============  ===============  =========================================================  =============
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ from claude_bg_acp.core.effects import (
     Reply,
     WithdrawPermission,
 )
-from claude_bg_acp.core.lifecycle import Lifecycle
+from claude_bg_acp.core.lifecycle import Transitions
 
 FOR_THE_CLIENT = (Notify, Reply, Fail, AskPermission, AskQuestions, WithdrawPermission)
 """What a replay holds back (``ClientEffect``'s kinds)."""
@@ -59,14 +59,23 @@ class AttachPhase(enum.Enum):
     ANSWERING = "answering"
 
 
-ATTACHES = Lifecycle.of(
+class AttachTrigger(enum.Enum):
+    HOLD = "hold"
+    COMPLETE = "complete"
+    CUT_SHORT = "cut_short"
+    SYNCED = "synced"
+    ANSWERED = "answered"
+
+
+ATTACHES: Transitions[AttachPhase, AttachTrigger] = Transitions.of(
     "attach",
     AttachPhase,
-    ((None, AttachPhase.REPLAYED, AttachPhase.ANSWERING), AttachPhase.HOLDING),
-    ((AttachPhase.HOLDING,), AttachPhase.REPLAYED),
-    ((AttachPhase.HOLDING,), None),
-    ((AttachPhase.REPLAYED,), AttachPhase.ANSWERING),
-    ((AttachPhase.ANSWERING,), None),
+    AttachTrigger,
+    ((None, AttachPhase.REPLAYED, AttachPhase.ANSWERING), AttachTrigger.HOLD, AttachPhase.HOLDING),
+    ((AttachPhase.HOLDING,), AttachTrigger.COMPLETE, AttachPhase.REPLAYED),
+    ((AttachPhase.HOLDING,), AttachTrigger.CUT_SHORT, None),
+    ((AttachPhase.REPLAYED,), AttachTrigger.SYNCED, AttachPhase.ANSWERING),
+    ((AttachPhase.ANSWERING,), AttachTrigger.ANSWERED, None),
 )
 
 
@@ -85,7 +94,7 @@ class Attach:
     def hold(self) -> None:
         """A replay is asked for, or begins: what the session says live waits for its end."""
         if self.phase is not AttachPhase.HOLDING:
-            self.phase = ATTACHES.move(self.phase, AttachPhase.HOLDING)
+            self.phase = ATTACHES.move(self.phase, AttachTrigger.HOLD)
 
     def holding(self, effects: list[Effect]) -> list[Effect]:
         """What of ``effects`` (of something live) goes out now: while a replay is under way, not
@@ -99,7 +108,9 @@ class Attach:
         """The replay ended (its end marked first, when ``complete``): what was held."""
         if self.phase is not AttachPhase.HOLDING:
             return []
-        self.phase = ATTACHES.move(self.phase, AttachPhase.REPLAYED if complete else None)
+        self.phase = ATTACHES.step(
+            self.phase, AttachTrigger.COMPLETE if complete else AttachTrigger.CUT_SHORT
+        )
         held, self._held = self._held, []
         return held
 
@@ -108,12 +119,12 @@ class Attach:
         ``cancel`` before the answer)."""
         if self.phase is not AttachPhase.REPLAYED:
             return False
-        self.phase = ATTACHES.move(self.phase, AttachPhase.ANSWERING)
+        self.phase = ATTACHES.move(self.phase, AttachTrigger.SYNCED)
         return True
 
     def answered(self) -> bool:
         """The answer is written: whether the children's current state is owed (after a replay)."""
         if self.phase is not AttachPhase.ANSWERING:
             return False
-        self.phase = ATTACHES.move(self.phase, None)
+        self.phase = ATTACHES.step(self.phase, AttachTrigger.ANSWERED)
         return True

@@ -46,24 +46,28 @@ and how, is its presenter's business. A task is classified once its launching to
 (``task_started`` or the tool result), or after ``CLASSIFY_GRACE`` on the level signal alone.
 An item's lifecycle:
 
-============  ========================================================  ============
-item          what happens                                              next
-============  ========================================================  ============
-(task)        classified                                                ``LIVE``
-``LIVE``      a terminal's task ended: its file is read to the end      ``DRAINING``
-``LIVE``      Claude Code is gone (or the close waited long enough),    ``DRAINING``
-              and the agent stopped the terminal's process itself: its
-              file is read to the end
-``LIVE``      any other item's task ended; a stop was not confirmed in  ``FINAL``
-              time; Claude Code is gone, or the close waited long
-              enough; its task turned out to be housekeeping; a
-              subagent shown as work of ours found its parent
-``DRAINING``  the file's end was read (or a stop went unconfirmed, or   ``FINAL``
-              its task turned out to be housekeeping)
-``FINAL``     a new run of its task (a resumed subagent): shown anew;   (task)
-              a subagent shown as work of ours is its child session
-              from now on; or Claude Code is gone: forgotten
-============  ========================================================  ============
+============  ====================  ========================================================  ============
+item          trigger               what happens                                              next
+============  ====================  ========================================================  ============
+(task)        ``CLASSIFIED``        classified                                                ``LIVE``
+``LIVE``      ``FILE_TO_READ``      a terminal's task ended: its file is read to the end      ``DRAINING``
+``LIVE``      ``STOPPED_BY_AGENT``  Claude Code is gone (or the close waited long enough),    ``DRAINING``
+                                    and the agent stopped the terminal's process itself: its
+                                    file is read to the end
+``LIVE``      ``ENDED``             any other item's task ended                               ``FINAL``
+``LIVE``,     ``STOP_UNCONFIRMED``  a stop was not confirmed in time                          ``FINAL``
+``DRAINING``
+``LIVE``      ``GONE``              Claude Code is gone, or the close waited long enough      ``FINAL``
+``LIVE``,     ``HOUSEKEEPING``      its task turned out to be housekeeping                    ``FINAL``
+``DRAINING``
+``LIVE``      ``PLACED``            a subagent shown as work of ours found its parent         ``FINAL``
+``DRAINING``, ``READ``              the file's end was read (also before its end was asked    ``FINAL``
+``LIVE``                            for)
+``FINAL``     ``NEW_RUN``           a new run of its task (a resumed subagent): shown anew    (task)
+``FINAL``     ``PLACED``            a subagent shown as work of ours is its child session     (task)
+                                    from now on
+``FINAL``     ``GONE``              Claude Code is gone: forgotten                            (task)
+============  ====================  ========================================================  ============
 
 A stop request (``stop_sent_at``) is orthogonal: it waits for the task's end in any phase. A
 terminal reports how its command ended from its file's closing line, else from how its process
@@ -82,7 +86,7 @@ from typing import Any, Literal
 from claude_bg_acp.claude.conventions import KILLED_SIGNAL, SHELL_TOOLS, summary_exit_code
 from claude_bg_acp.core.effects import FinishTail, Log, StopTask, Tail, Ticket
 from claude_bg_acp.core.errors import Refusal, Refused
-from claude_bg_acp.core.lifecycle import Lifecycle
+from claude_bg_acp.core.lifecycle import Transitions
 from claude_bg_acp.core.tasks import Task
 from claude_bg_acp.core.tool_uses import ToolUse, ToolUsePhase
 from claude_bg_acp.output.closing_line import ExitInfo, ShellEnd
@@ -135,13 +139,36 @@ class ItemPhase(enum.Enum):
     FINAL = "final"
 
 
-ITEMS = Lifecycle.of(
+class ItemTrigger(enum.Enum):
+    CLASSIFIED = "classified"
+    FILE_TO_READ = "file_to_read"
+    STOPPED_BY_AGENT = "stopped_by_agent"
+    ENDED = "ended"
+    STOP_UNCONFIRMED = "stop_unconfirmed"
+    GONE = "gone"
+    HOUSEKEEPING = "housekeeping"
+    PLACED = "placed"
+    READ = "read"
+    NEW_RUN = "new_run"
+
+
+LIVE, DRAINING, FINAL = ItemPhase
+ITEMS: Transitions[ItemPhase, ItemTrigger] = Transitions.of(
     "item",
     ItemPhase,
-    ((None,), ItemPhase.LIVE),
-    ((ItemPhase.LIVE,), ItemPhase.DRAINING),
-    ((ItemPhase.LIVE, ItemPhase.DRAINING), ItemPhase.FINAL),
-    ((ItemPhase.FINAL,), None),
+    ItemTrigger,
+    ((None,), ItemTrigger.CLASSIFIED, LIVE),
+    ((LIVE,), ItemTrigger.FILE_TO_READ, DRAINING),
+    ((LIVE,), ItemTrigger.STOPPED_BY_AGENT, DRAINING),
+    ((LIVE,), ItemTrigger.ENDED, FINAL),
+    ((LIVE, DRAINING), ItemTrigger.STOP_UNCONFIRMED, FINAL),
+    ((LIVE,), ItemTrigger.GONE, FINAL),
+    ((LIVE, DRAINING), ItemTrigger.HOUSEKEEPING, FINAL),
+    ((LIVE,), ItemTrigger.PLACED, FINAL),
+    ((DRAINING, LIVE), ItemTrigger.READ, FINAL),
+    ((FINAL,), ItemTrigger.NEW_RUN, None),
+    ((FINAL,), ItemTrigger.PLACED, None),
+    ((FINAL,), ItemTrigger.GONE, None),
 )
 
 
@@ -184,7 +211,7 @@ class Item:
     """The terminal id, tool call id or child session id the client knows it by."""
     session_id: str
     """The session the work belongs to (for a child: its parent's)."""
-    phase: ItemPhase = ItemPhase.LIVE
+    phase: ItemPhase = field(default_factory=lambda: ITEMS.move(None, ItemTrigger.CLASSIFIED))
     stop_sent_at: float | None = None
     path: str | None = None
     """The output file being tailed."""
@@ -476,8 +503,8 @@ class Background:
         call ends (``completed``: its work goes on as the child session, which ``open_child``
         lists from now on)."""
         item = self.items.pop(task.task_id)
-        out = self._finalize(item, None, now)
-        ITEMS.move(item.phase, None)
+        out = self._finalize(item, ItemTrigger.PLACED, None, now)
+        ITEMS.forget(item.phase, ItemTrigger.PLACED)
         return out
 
     def open_child(self, task: Task, parent_id: str) -> None:
@@ -554,7 +581,7 @@ class Background:
         """A new run of a task whose item is final: it is shown anew (a final status never reopens)."""
         item = self.items.get(task.task_id)
         if item is not None and item.final:
-            ITEMS.move(item.phase, None)
+            ITEMS.forget(item.phase, ItemTrigger.NEW_RUN)
             del self.items[task.task_id]
 
     def withdrawn(self, task: Task, now: float) -> list[BackgroundOut]:
@@ -562,7 +589,7 @@ class Background:
         item = self.items.pop(task.task_id, None)
         if item is None or item.final:
             return []
-        return self._finalize(item, None, now, unknown=True, known_task=False)
+        return self._finalize(item, ItemTrigger.HOUSEKEEPING, None, now, unknown=True, known_task=False)
 
     # --- tasks ending ----------------------------------------------------------------------------
 
@@ -575,11 +602,11 @@ class Background:
         if item.kind is Kind.TERMINAL and item.path is not None:
             if item.phase is ItemPhase.DRAINING:
                 return []
-            item.phase = ITEMS.move(item.phase, ItemPhase.DRAINING)
+            item.phase = ITEMS.move(item.phase, ItemTrigger.FILE_TO_READ)
             follow = self._follow(item, task.output_file)
             end = ShellEnd(task.end_status, summary_exit_code(task.summary))
             return [*follow, FinishTail(task.task_id, end), *_task_ended(item, task), *_follow_up(item, task)]
-        return self._finalize(item, None, now) + _follow_up(item, task)
+        return self._finalize(item, ItemTrigger.ENDED, None, now) + _follow_up(item, task)
 
     def drained(
         self, task_id: str, rest: bytes, exit_info: ExitInfo | None, now: float
@@ -588,11 +615,12 @@ class Background:
         item = self.items.get(task_id)
         if item is None or item.final:
             return []
-        return self.output(task_id, rest) + self._finalize(item, exit_info, now)
+        return self.output(task_id, rest) + self._finalize(item, ItemTrigger.READ, exit_info, now)
 
     def _finalize(
         self,
         item: Item,
+        trigger: ItemTrigger,
         exit_info: ExitInfo | None,
         now: float,
         unknown: bool = False,
@@ -600,7 +628,7 @@ class Background:
     ) -> list[BackgroundOut]:
         task = item.task if known_task else None
         draining = item.phase is ItemPhase.DRAINING  # its task's end was reported when it began
-        item.phase, item.recent = ITEMS.move(item.phase, ItemPhase.FINAL), None
+        item.phase, item.recent = ITEMS.move(item.phase, trigger), None
         out: list[BackgroundOut] = []
         if item.kind is Kind.TERMINAL:
             item.exit = None if unknown else exit_of(task, exit_info, item.stopped_with)
@@ -770,11 +798,11 @@ class Background:
             if item.phase is ItemPhase.DRAINING:
                 continue
             if item.stopped_with is None:
-                out += self._finalize(item, None, now, unknown=True)
+                out += self._finalize(item, ItemTrigger.GONE, None, now, unknown=True)
             elif item.path is None:
-                out += self._finalize(item, None, now)
+                out += self._finalize(item, ItemTrigger.GONE, None, now)
             else:
-                item.phase = ITEMS.move(item.phase, ItemPhase.DRAINING)
+                item.phase = ITEMS.move(item.phase, ItemTrigger.STOPPED_BY_AGENT)
                 out += [
                     FinishTail(item.task.task_id, _end_of_stop(item.stopped_with)),
                     *_task_ended(item, None),
@@ -786,7 +814,7 @@ class Background:
         still being read stays until it is."""
         for key, item in list(self.items.items()):
             if item.phase is not ItemPhase.DRAINING:
-                ITEMS.move(item.phase, None)
+                ITEMS.forget(item.phase, ItemTrigger.GONE)
                 del self.items[key]
 
     @property
@@ -812,7 +840,7 @@ class Background:
                 out.append(
                     Log(f"task {item.task.task_id}: no confirmation {STOP_BOUND:.0f}s after stop_task")
                 )
-                out += self._finalize(item, None, now, unknown=True)
+                out += self._finalize(item, ItemTrigger.STOP_UNCONFIRMED, None, now, unknown=True)
         return out
 
     def next_deadline(self, live: list[Task]) -> float | None:

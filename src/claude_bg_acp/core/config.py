@@ -15,22 +15,20 @@ tell facts about the permission modes (``disabled_modes``, ``runs_auto``), from 
 
 What the client knows of the options (``Introduction``):
 
-==============  =========================================================  ==============
-state           what happens                                               next state
-==============  =========================================================  ==============
-(any)           an answer that carries the options is built (``answer``:   ``ANSWERED``
-                ``session/new``, and load or resume)
-``ANSWERED``    the answer was written to the client (``answer_written``): ``OPEN``
-                what changed since it was built goes out as one
-                ``OptionsChanged``
-``OPEN``        an option changes (Claude Code's doing, or a mode set      ``OPEN``
-                with ``session/set_mode``): ``OptionsChanged``
-``OPEN``        ``session/set_config_option``: its answer carries them    ``OPEN``
-                (``OptionsAnswered``)
-==============  =========================================================  ==============
+==============  ===========  =========================================================  ==============
+introduction    trigger      what happens                                               next
+==============  ===========  =========================================================  ==============
+any             ``ANSWER``   an answer that carries the options is built (``answer``:   ``ANSWERED``
+                             ``session/new``, and load or resume)
+any             ``WRITTEN``  the answer was written to the client (``answer_written``): ``OPEN``
+                             what changed since it was built goes out as one
+                             ``OptionsChanged``
+==============  ===========  =========================================================  ==============
 
 Until the session is ``OPEN`` nothing is sent: an update must not reach the client before the
-answer that tells it of the session.
+answer that tells it of the session. Once it is, an option that changes (Claude Code's doing,
+or a mode set with ``session/set_mode``) goes out as ``OptionsChanged``, and the answer to
+``session/set_config_option`` carries them (``OptionsAnswered``).
 """
 
 from __future__ import annotations
@@ -43,6 +41,7 @@ from typing import Any
 from claude_bg_acp.claude.server_info import Applied, Model
 from claude_bg_acp.core.effects import ReadSettings, SetEffort, SetFast, SetModel, Ticket
 from claude_bg_acp.core.errors import Refusal, Refused
+from claude_bg_acp.core.lifecycle import Transitions
 
 MODE, MODEL, EFFORT, FAST = "mode", "model", "effort", "fast_mode"
 SWITCH = {True: True, False: False, "on": True, "off": False}
@@ -89,6 +88,22 @@ class Introduction(enum.Enum):
     OPEN = "open"
 
 
+class Told(enum.Enum):
+    """What moves the introduction (the trigger column of its table)."""
+
+    ANSWER = "answer"
+    WRITTEN = "written"
+
+
+INTRODUCTIONS: Transitions[Introduction, Told] = Transitions.of(
+    "introduction",
+    Introduction,
+    Told,
+    (tuple(Introduction), Told.ANSWER, Introduction.ANSWERED),
+    (tuple(Introduction), Told.WRITTEN, Introduction.OPEN),
+)
+
+
 class Config:
     def __init__(self, session_id: str) -> None:
         self.session_id = session_id
@@ -101,7 +116,7 @@ class Config:
         self.chosen_model: str | None = None
         self.chosen_effort: str | None = None
         """The client's choices: a Claude Code started again after a crash starts with them."""
-        self.introduction = Introduction.NONE
+        self.introduction: Introduction = Introduction.NONE
         self._shown: Options | None = None
         """The options as the client last had them."""
         self._reads = 0
@@ -209,12 +224,12 @@ class Config:
 
     def answer(self, options: Options) -> Options:
         """The options go into an answer that tells the client of the session."""
-        self.introduction, self._shown = Introduction.ANSWERED, options
+        self.introduction, self._shown = INTRODUCTIONS.move(self.introduction, Told.ANSWER), options
         return options
 
     def answer_written(self, options: Options) -> list[OptionsChanged]:
         """The client has the answer."""
-        self.introduction = Introduction.OPEN
+        self.introduction = INTRODUCTIONS.move(self.introduction, Told.WRITTEN)
         return self.changed(options)
 
     def changed(self, options: Options) -> list[OptionsChanged]:

@@ -2,26 +2,37 @@
 
 Theory of operation. What runs in the foreground is a turn, in one of five phases:
 
-===============  ==========================================================  ===============
-turn             what happens                                                next
-===============  ==========================================================  ===============
-``IDLE``         the next waiting prompt is written to Claude Code           ``PROMPTED``
-``IDLE``,        Claude Code says ``running``, or output of the main         ``CLAUDE_TURN``
-``EXPECTING``    conversation arrives (a turn Claude Code started itself)
-``IDLE``         a task ended by itself: its follow-up turn is owed (also    ``EXPECTING``
-                 right after the result of a turn it ended during)
-``PROMPTED``     its own result (or an ``idle`` after it was cancelled; an   ``IDLE``
-                 agent command: its answer)
-``CLAUDE_TURN``  a result, or Claude Code says ``idle``                      ``IDLE``
-``EXPECTING``    ``FOLLOW_UP_WAIT`` passes without one, or a result comes    ``IDLE``
-                 of a turn that showed nothing
-``PROMPTED``,    Claude Code died, and another one takes over                ``IDLE``
+===============  ======================  ==============================================  ===============
+turn             trigger                 what happens                                    next
+===============  ======================  ==============================================  ===============
+``IDLE``         ``INSERT``              the next waiting prompt is written to Claude    ``PROMPTED``
+                                         Code
+``IDLE``,        ``RUNNING``             Claude Code says ``running`` (again, in its     ``CLAUDE_TURN``
+``EXPECTING``,                           own turn)
+``CLAUDE_TURN``
+``IDLE``,        ``WORK_SEEN``           output of the main conversation arrives (a      ``CLAUDE_TURN``
+``EXPECTING``                            turn Claude Code started itself)
+``IDLE``         ``FOLLOW_UP_OWED``      a task ended by itself: its follow-up turn is   ``EXPECTING``
+                                         owed (also right after the result of a turn
+                                         it ended during)
+``PROMPTED``,    ``RESULT``              a result: the prompt's, Claude Code's own       ``IDLE``
+``CLAUDE_TURN``,                         turn's, or that of a turn that showed nothing
+``EXPECTING``,                           (late, once idle)
+``IDLE``
+``PROMPTED``     ``ANSWERED``            the agent answered its own command              ``IDLE``
+``PROMPTED``,    ``CLAUDE_IDLE``         Claude Code says ``idle`` (after a cancel,      ``IDLE``
+``CLAUDE_TURN``                          ending a prompt's turn too)
+``EXPECTING``    ``FOLLOW_UP_MISSED``    ``FOLLOW_UP_WAIT`` passes without one           ``IDLE``
+``PROMPTED``,    ``CRASHED``             Claude Code died, and another one takes over    ``IDLE``
 ``CLAUDE_TURN``,
-``EXPECTING``
-any              the session closes, or Claude Code is gone for good         ``CLOSED``
-===============  ==========================================================  ===============
+``EXPECTING``,
+``IDLE``
+any              ``CLOSE``               the session closes                              ``CLOSED``
+any              ``GONE``                Claude Code is gone for good                    ``CLOSED``
+===============  ======================  ==============================================  ===============
 
-Every change of phase goes through ``_enter``, held to that table (``TURNS``); what belongs to a
+Every change of phase goes through ``_enter`` with its trigger, held to that table (``TURNS``:
+a row whose phase leads back to itself is a trigger that leaves it as it is); what belongs to a
 phase goes with it: the inserted prompt (``PROMPTED``), when to stop waiting for the follow-up
 (``EXPECTING``), and a ``session/cancel`` of the turn's work (``cancelled``, until ``IDLE``).
 
@@ -92,22 +103,33 @@ output and permission requests then arrive inside the turn. Background shells ne
 turn, and a turn that spawned nothing is answered at its result. A hold has a lifecycle of its
 own, beside the turn's (``HOLDS``):
 
-========  ==============================================================  ========
-hold      what happens                                                    next
-========  ==============================================================  ========
-``NONE``  a prompt's result comes while subagents it spawned are live     ``HELD``
-``HELD``  its last subagent ended by itself while no turn runs: Claude    ``DUE``
-          Code follows that up; the release is due ``FOLLOW_UP_WAIT``
-          after, if no follow-up turn starts
-``DUE``   a turn starts: its result releases the hold (below)             ``HELD``
-``HELD``  released, with the stored outcome: at the result of a           ``NONE``
-          follow-up turn, or when Claude Code reports ``idle``, with
-          none of its subagents live; once its last subagent was
-          stopped (at once: nothing follows a stop); when the next
-          prompt arrives, or Claude Code died; as ``cancelled`` with
-          the stored usage, on ``session/cancel``; the session closes
-``DUE``   released as from ``HELD``, or ``FOLLOW_UP_WAIT`` passed         ``NONE``
-========  ==============================================================  ========
+========  =======================  ===================================================  ========
+hold      trigger                  what happens                                         next
+========  =======================  ===================================================  ========
+``NONE``  ``HOLD_AT_RESULT``       a prompt's result comes while subagents it spawned   ``HELD``
+                                   are live
+``HELD``  ``SUBAGENTS_DONE``       its last subagent ended by itself while no turn      ``DUE``
+                                   runs: Claude Code follows that up; the release is
+                                   due ``FOLLOW_UP_WAIT`` after, if no follow-up turn
+                                   starts
+``DUE``   ``TURN_STARTS``          a turn starts: its result releases the hold          ``HELD``
+                                   (below)
+``HELD``, ``FOLLOW_UP_RESULT``     released with the stored outcome: the result of a    ``NONE``
+``DUE``                            follow-up turn, with none of its subagents live
+``HELD``, ``CLAUDE_IDLE``          released: Claude Code reports ``idle``, with none    ``NONE``
+``DUE``                            of its subagents live
+``HELD``, ``SUBAGENTS_STOPPED``    released: its last subagent was stopped (at once:    ``NONE``
+``DUE``                            nothing follows a stop)
+``HELD``, ``NEXT_PROMPT``          released: the next prompt arrives                    ``NONE``
+``DUE``
+``HELD``, ``CLAUDE_DIED``          released: Claude Code died                           ``NONE``
+``DUE``
+``HELD``, ``CANCEL``               released as ``cancelled`` with the stored usage:     ``NONE``
+``DUE``                            ``session/cancel``
+``HELD``, ``CLOSE``                released: the session closes                         ``NONE``
+``DUE``
+``DUE``   ``FOLLOW_UP_MISSED``     ``FOLLOW_UP_WAIT`` passed without a follow-up turn   ``NONE``
+========  =======================  ===================================================  ========
 """
 
 from __future__ import annotations
@@ -123,7 +145,7 @@ from claude_bg_acp.claude.conventions import NOT_LOGGED_IN
 from claude_bg_acp.core.background import Listed
 from claude_bg_acp.core.effects import Fail, FindPrompt, Interrupt, Query, Ticket
 from claude_bg_acp.core.errors import Failing, Failure
-from claude_bg_acp.core.lifecycle import Lifecycle
+from claude_bg_acp.core.lifecycle import Transitions
 
 
 class SessionState(enum.Enum):
@@ -166,14 +188,40 @@ class TurnPhase(enum.Enum):
 
 
 BUSY = (TurnPhase.PROMPTED, TurnPhase.CLAUDE_TURN, TurnPhase.EXPECTING)
-TURNS = Lifecycle.of(
+
+
+class TurnTrigger(enum.Enum):
+    """What moves the turn (the trigger column of its table)."""
+
+    INSERT = enum.auto()
+    RUNNING = enum.auto()
+    WORK_SEEN = enum.auto()
+    FOLLOW_UP_OWED = enum.auto()
+    RESULT = enum.auto()
+    ANSWERED = enum.auto()
+    CLAUDE_IDLE = enum.auto()
+    FOLLOW_UP_MISSED = enum.auto()
+    CRASHED = enum.auto()
+    CLOSE = enum.auto()
+    GONE = enum.auto()
+
+
+IDLE, PROMPTED, CLAUDE_TURN, EXPECTING, CLOSED = TurnPhase
+TURNS: Transitions[TurnPhase, TurnTrigger] = Transitions.of(
     "turn",
     TurnPhase,
-    ((TurnPhase.IDLE,), TurnPhase.PROMPTED),
-    ((TurnPhase.IDLE, TurnPhase.EXPECTING), TurnPhase.CLAUDE_TURN),
-    ((TurnPhase.IDLE,), TurnPhase.EXPECTING),
-    (BUSY, TurnPhase.IDLE),
-    (tuple(TurnPhase), TurnPhase.CLOSED),
+    TurnTrigger,
+    ((IDLE,), TurnTrigger.INSERT, PROMPTED),
+    ((IDLE, EXPECTING, CLAUDE_TURN), TurnTrigger.RUNNING, CLAUDE_TURN),
+    ((IDLE, EXPECTING), TurnTrigger.WORK_SEEN, CLAUDE_TURN),
+    ((IDLE,), TurnTrigger.FOLLOW_UP_OWED, EXPECTING),
+    ((PROMPTED, CLAUDE_TURN, EXPECTING, IDLE), TurnTrigger.RESULT, IDLE),
+    ((PROMPTED,), TurnTrigger.ANSWERED, IDLE),
+    ((PROMPTED, CLAUDE_TURN), TurnTrigger.CLAUDE_IDLE, IDLE),
+    ((EXPECTING,), TurnTrigger.FOLLOW_UP_MISSED, IDLE),
+    ((PROMPTED, CLAUDE_TURN, EXPECTING, IDLE), TurnTrigger.CRASHED, IDLE),
+    (tuple(TurnPhase), TurnTrigger.CLOSE, CLOSED),
+    (tuple(TurnPhase), TurnTrigger.GONE, CLOSED),
 )
 
 
@@ -183,13 +231,38 @@ class HoldPhase(enum.Enum):
     DUE = "due"
 
 
-HOLDS = Lifecycle.of(
+class HoldTrigger(enum.Enum):
+    """What moves the hold (the trigger column of its table)."""
+
+    HOLD_AT_RESULT = enum.auto()
+    SUBAGENTS_DONE = enum.auto()
+    TURN_STARTS = enum.auto()
+    FOLLOW_UP_RESULT = enum.auto()
+    CLAUDE_IDLE = enum.auto()
+    SUBAGENTS_STOPPED = enum.auto()
+    NEXT_PROMPT = enum.auto()
+    CLAUDE_DIED = enum.auto()
+    CANCEL = enum.auto()
+    CLOSE = enum.auto()
+    FOLLOW_UP_MISSED = enum.auto()
+
+
+HELD_OR_DUE = (HoldPhase.HELD, HoldPhase.DUE)
+HOLDS: Transitions[HoldPhase, HoldTrigger] = Transitions.of(
     "hold",
     HoldPhase,
-    ((HoldPhase.NONE,), HoldPhase.HELD),
-    ((HoldPhase.HELD,), HoldPhase.DUE),
-    ((HoldPhase.DUE,), HoldPhase.HELD),
-    ((HoldPhase.HELD, HoldPhase.DUE), HoldPhase.NONE),
+    HoldTrigger,
+    ((HoldPhase.NONE,), HoldTrigger.HOLD_AT_RESULT, HoldPhase.HELD),
+    ((HoldPhase.HELD,), HoldTrigger.SUBAGENTS_DONE, HoldPhase.DUE),
+    ((HoldPhase.DUE,), HoldTrigger.TURN_STARTS, HoldPhase.HELD),
+    (HELD_OR_DUE, HoldTrigger.FOLLOW_UP_RESULT, HoldPhase.NONE),
+    (HELD_OR_DUE, HoldTrigger.CLAUDE_IDLE, HoldPhase.NONE),
+    (HELD_OR_DUE, HoldTrigger.SUBAGENTS_STOPPED, HoldPhase.NONE),
+    (HELD_OR_DUE, HoldTrigger.NEXT_PROMPT, HoldPhase.NONE),
+    (HELD_OR_DUE, HoldTrigger.CLAUDE_DIED, HoldPhase.NONE),
+    (HELD_OR_DUE, HoldTrigger.CANCEL, HoldPhase.NONE),
+    (HELD_OR_DUE, HoldTrigger.CLOSE, HoldPhase.NONE),
+    ((HoldPhase.DUE,), HoldTrigger.FOLLOW_UP_MISSED, HoldPhase.NONE),
 )
 
 
@@ -370,7 +443,7 @@ class Foreground:
         if self.phase is TurnPhase.CLOSED:
             return [Fail(prompt.ticket, self.refusal)]
         # The next prompt hands a held turn off with the outcome it recorded.
-        out = self._release()
+        out = self._release(HoldTrigger.NEXT_PROMPT)
         self.waiting.append(prompt)
         if prompt.key is not None and self.stored_before and prompt.key not in self.looking_up:
             self.looking_up.add(prompt.key)
@@ -410,16 +483,16 @@ class Foreground:
         if state in ("running", "requires_action") and self._aside(state):
             return []
         if state in ("running", "requires_action"):
-            out += self._claude_turn()
+            out += self._claude_turn(TurnTrigger.RUNNING)
         elif state == "idle":
             self.restarted = False
             if self.cancelled and self.phase is not TurnPhase.EXPECTING:
                 # An interrupt that produced no result still ends the cancelled work.
-                return self._settle(Outcome("cancelled"))
+                return self._settle(Outcome("cancelled"), TurnTrigger.CLAUDE_IDLE)
             if self.phase is TurnPhase.CLAUDE_TURN:
-                self._enter(TurnPhase.IDLE)
+                self._enter(TurnTrigger.CLAUDE_IDLE)
             if not self._hold_needed():
-                return self._release() + self._report()
+                return self._release(HoldTrigger.CLAUDE_IDLE) + self._report()
         return out + self._report()
 
     def _aside(self, state: str) -> bool:
@@ -457,7 +530,7 @@ class Foreground:
         self.restarted = False  # a hidden turn shows itself now
         if self.phase in (TurnPhase.PROMPTED, TurnPhase.CLAUDE_TURN):
             return self._report()
-        return self._claude_turn() + self._report()
+        return self._claude_turn(TurnTrigger.WORK_SEEN) + self._report()
 
     def outcome_of(
         self,
@@ -505,13 +578,15 @@ class Foreground:
             return self._report()  # Claude Code's turn before the prompt's: the prompt's is to come
         if follow_up and not self._hold_needed():
             # The promised summary of the held turn's subagents has been streamed by now.
-            return self._release() + self._settle(outcome, now)
-        return self._settle(outcome, now)
+            return self._release(HoldTrigger.FOLLOW_UP_RESULT) + self._settle(
+                outcome, TurnTrigger.RESULT, now
+            )
+        return self._settle(outcome, TurnTrigger.RESULT, now)
 
     def answered(self, now: float) -> list[ForegroundOut]:
         """The agent answered its own command (``CommandDue``): its turn ends, with no model
         request."""
-        return self._settle(Outcome("end_turn"), now)
+        return self._settle(Outcome("end_turn"), TurnTrigger.ANSWERED, now)
 
     # --- subagents and held turns --------------------------------------------------------------
 
@@ -531,12 +606,12 @@ class Foreground:
             return []  # the turn that runs now releases the hold at its result
         if status in ("completed", "failed"):
             # Claude Code follows a finished subagent up with a turn; its result releases.
-            self._move_hold(HoldPhase.DUE, now + FOLLOW_UP_WAIT)
+            self._move_hold(HoldTrigger.SUBAGENTS_DONE, now + FOLLOW_UP_WAIT)
             return []
-        return self._release() + self._report()
+        return self._release(HoldTrigger.SUBAGENTS_STOPPED) + self._report()
 
     def cancel(self) -> list[ForegroundOut]:
-        out = self._release(cancelled=True) + self._refuse_waiting()
+        out = self._release(HoldTrigger.CANCEL) + self._refuse_waiting()
         if not self.busy or self.cancelled:
             return out
         self.cancelled = True
@@ -547,11 +622,11 @@ class Foreground:
 
     def close(self) -> list[ForegroundOut]:
         """The session closes: nothing more is inserted or expected, the turn ends as cancelled."""
-        out = self._release() + self._refuse_waiting()
+        out = self._release(HoldTrigger.CLOSE) + self._refuse_waiting()
         was_busy = self.prompt is not None or self.reported is not SessionState.IDLE
-        self._close(Failure(Failing.ERROR, SESSION_CLOSED))
+        self._close(Failure(Failing.ERROR, SESSION_CLOSED), TurnTrigger.CLOSE)
         if was_busy:
-            out += self._settle(Outcome("cancelled"))
+            out += self._settle(Outcome("cancelled"), TurnTrigger.CLOSE)
         return out
 
     def set_blocked(self, blocked: bool) -> list[ForegroundOut]:
@@ -582,12 +657,12 @@ class Foreground:
         out: list[ForegroundOut] = []
         if self.follow_up_until is not None and now >= self.follow_up_until:
             cancelled = self.cancelled
-            self._enter(TurnPhase.IDLE)
+            self._enter(TurnTrigger.FOLLOW_UP_MISSED)
             self.owed.clear()  # none came: Claude Code owes nothing we still wait for
             if cancelled:
                 self.last_outcome = Outcome("cancelled")
         if self.release_at is not None and now >= self.release_at:
-            out += self._release()
+            out += self._release(HoldTrigger.FOLLOW_UP_MISSED)
         return out + self._report()
 
     def next_deadline(self) -> float | None:
@@ -610,69 +685,72 @@ class Foreground:
         """Claude Code is gone: end the turn with an error and refuse what was held and what comes.
         Its subagents went with it: nothing holds the turn's answer."""
         self.live_subagents.clear()
-        out = self._release()
-        self._close(error)
+        out = self._release(HoldTrigger.CLAUDE_DIED)
+        self._close(error, TurnTrigger.GONE)
         while self.waiting:
             out += [Fail(ticket, error) for ticket in self.waiting.popleft().tickets]
-        return out + self._settle(Outcome("error", error=error))
+        return out + self._settle(Outcome("error", error=error), TurnTrigger.GONE)
 
     def crashed(self, error: Failure) -> list[ForegroundOut]:
         """Claude Code died and another one takes over: the running turn ends with ``error``."""
         self.live_subagents.clear()
-        out = self._release()
+        out = self._release(HoldTrigger.CLAUDE_DIED)
         quiet = self.prompt is None and self.reported is SessionState.IDLE
         self._stop()
         self.restarted = True
         if quiet:
             return out + self._report()
-        return out + self._settle(Outcome("error", error=error))
+        return out + self._settle(Outcome("error", error=error), TurnTrigger.CRASHED)
 
     # --- transitions ------------------------------------------------------------------------
 
-    def _enter(self, phase: TurnPhase) -> None:
-        """The turn's one way from phase to phase (``TURNS``); what belonged to the phase it
-        leaves goes with it."""
-        self.phase = TURNS.move(self.phase, phase)
-        if phase is not TurnPhase.EXPECTING:
+    def _enter(self, trigger: TurnTrigger) -> None:
+        """The turn's one way from phase to phase (``TURNS``, asked with the trigger); what
+        belonged to the phase it leaves goes with it."""
+        self.phase = TURNS.move(self.phase, trigger)
+        if self.phase is not TurnPhase.EXPECTING:
             self.follow_up_until = None
-        if phase not in BUSY:
+        if self.phase not in BUSY:
             self.cancelled = False
 
-    def _move_hold(self, phase: HoldPhase, release_at: float | None = None) -> None:
-        """The hold's one way from phase to phase (``HOLDS``); ``release_at`` is ``DUE``'s."""
-        self.hold = HOLDS.move(self.hold, phase)
+    def _move_hold(self, trigger: HoldTrigger, release_at: float | None = None) -> None:
+        """The hold's one way from phase to phase (``HOLDS``, asked with the trigger);
+        ``release_at`` is ``DUE``'s."""
+        self.hold = HOLDS.move(self.hold, trigger)
         self.release_at = release_at
-        if phase is HoldPhase.NONE:
+        if self.hold is HoldPhase.NONE:
             self.held = None
 
-    def _claude_turn(self) -> list[ForegroundOut]:
-        """Claude Code is running a turn: ours, if a prompt is in, else one of its own."""
+    def _claude_turn(self, trigger: TurnTrigger) -> list[ForegroundOut]:
+        """Claude Code is running a turn: ours, if a prompt is in, else one of its own
+        (``trigger``: it says so, or its work shows)."""
         if self.phase is TurnPhase.CLOSED:
             return []  # the session closed (or Claude Code is gone for good): nothing more runs
         expected = self.phase is TurnPhase.EXPECTING
         if self.phase is not TurnPhase.PROMPTED:
-            self._enter(TurnPhase.CLAUDE_TURN)
+            self._enter(trigger)
         if self.hold is HoldPhase.DUE:
-            self._move_hold(HoldPhase.HELD)  # the turn's result releases it, not the timer
+            self._move_hold(HoldTrigger.TURN_STARTS)  # the turn's result releases it, not the timer
         # The turn was cancelled before it started: interrupt it now.
         return [Interrupt()] if expected and self.cancelled else []
 
     def _stop(self) -> None:
         """Whatever ran in the foreground is over; an inserted prompt is settled by the caller."""
         if self.phase not in (TurnPhase.PROMPTED, TurnPhase.CLOSED):
-            self._enter(TurnPhase.IDLE)
+            self._enter(TurnTrigger.CRASHED)
         self.owed.clear()
 
-    def _close(self, refusal: Failure) -> None:
-        """No turn runs any more; an inserted prompt is settled by the caller."""
+    def _close(self, refusal: Failure, trigger: TurnTrigger) -> None:
+        """No turn runs any more (``trigger``: the session closed, or Claude Code is gone for
+        good); an inserted prompt is settled by the caller."""
         self.refusal = refusal
-        self._enter(TurnPhase.CLOSED)
+        self._enter(trigger)
         self.owed.clear()
 
     def _insert_next(self) -> list[ForegroundOut]:
         # The next prompt hands a held turn off, also when it waited while that turn ran.
-        out = self._release()
-        self._enter(TurnPhase.PROMPTED)
+        out = self._release(HoldTrigger.NEXT_PROMPT)
+        self._enter(TurnTrigger.INSERT)
         waiting = self.waiting.popleft()
         self.restarted = False
         self._next_message += 1
@@ -695,18 +773,20 @@ class Foreground:
             out.append(Query(waiting.claude_content, prompt_uuid))
         return out
 
-    def _settle(self, outcome: Outcome, now: float | None = None) -> list[ForegroundOut]:
-        """The turn ended (with its result at ``now``, if it had one)."""
+    def _settle(
+        self, outcome: Outcome, trigger: TurnTrigger, now: float | None = None
+    ) -> list[ForegroundOut]:
+        """The turn ended on ``trigger`` (with its result at ``now``, if it had one)."""
         out: list[ForegroundOut] = []
         prompt, self.prompt = self.prompt, None
         if self.phase is not TurnPhase.CLOSED:
-            self._enter(TurnPhase.IDLE)
+            self._enter(trigger)
         self.last_outcome = outcome
         if prompt is not None:
             spawned_live = prompt.spawned & self.live_subagents
             if self.answers_wait_for_subagents and spawned_live and outcome.stop_reason != "cancelled":
                 prompt.outcome, self.held = outcome, prompt
-                self._move_hold(HoldPhase.HELD)
+                self._move_hold(HoldTrigger.HOLD_AT_RESULT)
             else:
                 out.append(PromptAnswered(prompt.ticket, outcome))
         if self.owed and now is not None and outcome.stop_reason != "cancelled":
@@ -717,23 +797,23 @@ class Foreground:
         return out + self._report()
 
     def _expect(self, now: float) -> None:
-        self._enter(TurnPhase.EXPECTING)
+        self._enter(TurnTrigger.FOLLOW_UP_OWED)
         self.follow_up_until = now + FOLLOW_UP_WAIT
         self.last_outcome = None
 
     def _hold_needed(self) -> bool:
         return self.held is not None and bool(self.held.spawned & self.live_subagents)
 
-    def _release(self, cancelled: bool = False) -> list[ForegroundOut]:
-        """Answer the held turn with the outcome it recorded; ``cancelled`` (``session/cancel``)
-        with that stop reason instead, which the v1 schema requires after a cancel, and the
-        usage it recorded, which the held-turns PR keeps (its stored outcome)."""
+    def _release(self, trigger: HoldTrigger) -> list[ForegroundOut]:
+        """Answer the held turn with the outcome it recorded; on ``session/cancel`` with that
+        stop reason instead, which the v1 schema requires after a cancel, and the usage it
+        recorded, which the held-turns PR keeps (its stored outcome)."""
         held = self.held
         if held is None:
             return []
-        self._move_hold(HoldPhase.NONE)
+        self._move_hold(trigger)
         outcome = held.outcome
-        if cancelled:
+        if trigger is HoldTrigger.CANCEL:
             outcome = Outcome("cancelled", outcome.usage if outcome is not None else None)
         return [PromptAnswered(held.ticket, outcome)] if outcome is not None else []
 

@@ -16,17 +16,19 @@ after the last of the output. A command whose turn was cut short ends at once: w
 still holds is dropped. A command Claude Code moves to the background becomes a background
 shell (``core.background``) with the same file, followed on from where it was. Its lifecycle:
 
-=============  ===============================================  =============
-shell          what happens                                     next
-=============  ===============================================  =============
-(task)         a foreground shell task of a running tool call   ``FOLLOWED``
-``FOLLOWED``   its task ended, or its tool result came          ``DRAINING``
-``FOLLOWED``   its turn was cut short                           ``DROPPING``
-``DRAINING``   its turn was cut short                           ``DROPPING``
-``FOLLOWED``   Claude Code moved it to the background           (gone)
-``DRAINING``   its file was read to the end                     (gone)
-``DROPPING``   its file was read to the end                     (gone)
-=============  ===============================================  =============
+=============  ================  ===============================================  =============
+shell          trigger           what happens                                     next
+=============  ================  ===============================================  =============
+(task)         ``FOLLOW``        a foreground shell task of a running tool call   ``FOLLOWED``
+``FOLLOWED``   ``ENDED``         its task ended, or its tool result came          ``DRAINING``
+``FOLLOWED``,  ``CUT``           its turn was cut short                           ``DROPPING``
+``DRAINING``,
+``DROPPING``
+``FOLLOWED``   ``BACKGROUNDED``  Claude Code moved it to the background           (gone)
+``DRAINING``,  ``READ``          its file was read to the end (also one whose     (gone)
+``DROPPING``,                    end was not asked for yet)
+``FOLLOWED``
+=============  ================  ===============================================  =============
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from claude_bg_acp.core.effects import FinishCommandTail, FinishTail, Tail
-from claude_bg_acp.core.lifecycle import Lifecycle
+from claude_bg_acp.core.lifecycle import Transitions
 from claude_bg_acp.core.tasks import Task
 from claude_bg_acp.core.tool_uses import ToolCallCut, ToolCallFinished, ToolUse
 
@@ -47,14 +49,24 @@ class ShellPhase(enum.Enum):
     DROPPING = "dropping"
 
 
-SHELLS = Lifecycle.of(
+class ShellTrigger(enum.Enum):
+    FOLLOW = "follow"
+    ENDED = "ended"
+    CUT = "cut"
+    BACKGROUNDED = "backgrounded"
+    READ = "read"
+
+
+FOLLOWED, DRAINING, DROPPING = ShellPhase
+SHELLS: Transitions[ShellPhase, ShellTrigger] = Transitions.of(
     "shell",
     ShellPhase,
-    ((None,), ShellPhase.FOLLOWED),
-    ((ShellPhase.FOLLOWED,), ShellPhase.DRAINING),
-    ((ShellPhase.FOLLOWED, ShellPhase.DRAINING), ShellPhase.DROPPING),
-    ((ShellPhase.FOLLOWED,), None),
-    ((ShellPhase.DRAINING, ShellPhase.DROPPING), None),
+    ShellTrigger,
+    ((None,), ShellTrigger.FOLLOW, FOLLOWED),
+    ((FOLLOWED,), ShellTrigger.ENDED, DRAINING),
+    ((FOLLOWED, DRAINING, DROPPING), ShellTrigger.CUT, DROPPING),
+    ((FOLLOWED,), ShellTrigger.BACKGROUNDED, None),
+    ((DRAINING, DROPPING, FOLLOWED), ShellTrigger.READ, None),
 )
 
 
@@ -96,7 +108,7 @@ class ForegroundShells:
             return []
         if output_file is None or task.task_type not in (None, "local_bash"):
             return []
-        phase = SHELLS.move(None, ShellPhase.FOLLOWED)
+        phase = SHELLS.move(None, ShellTrigger.FOLLOW)
         self._shells[task.task_id] = Shell(tool.session_id, tool.call_id, phase)
         return [Tail(task.task_id, output_file)]
 
@@ -105,7 +117,7 @@ class ForegroundShells:
         from now on (followed on, by the same key)."""
         shell = self._shells.get(task_id)
         if shell is not None and shell.phase is ShellPhase.FOLLOWED:
-            SHELLS.move(shell.phase, None)
+            SHELLS.forget(shell.phase, ShellTrigger.BACKGROUNDED)
             del self._shells[task_id]
 
     def ended(self, task_id: str) -> list[ShellOut]:
@@ -121,7 +133,7 @@ class ForegroundShells:
     def drained(self, task_id: str, rest: bytes) -> list[ShellOut]:
         out = self.output(task_id, rest)
         shell = self._shells.pop(task_id)
-        SHELLS.move(shell.phase, None)
+        SHELLS.forget(shell.phase, ShellTrigger.READ)
         return [*out, *shell.held]
 
     def results(self, ended: Sequence[Ended]) -> list[ShellOut]:
@@ -136,7 +148,7 @@ class ForegroundShells:
             task_id, shell = found
             if isinstance(fact, ToolCallCut):
                 out += [*self._drain(task_id, shell), fact]
-                shell.phase = SHELLS.move(shell.phase, ShellPhase.DROPPING)
+                shell.phase = SHELLS.move(shell.phase, ShellTrigger.CUT)
                 shell.held.clear()
             else:
                 out += self._drain(task_id, shell)
@@ -146,7 +158,7 @@ class ForegroundShells:
     def _drain(self, task_id: str, shell: Shell) -> list[ShellOut]:
         if shell.phase is not ShellPhase.FOLLOWED:
             return []
-        shell.phase = SHELLS.move(shell.phase, ShellPhase.DRAINING)
+        shell.phase = SHELLS.move(shell.phase, ShellTrigger.ENDED)
         return [FinishCommandTail(task_id)]
 
     def _of_call(self, tool_call_id: str) -> tuple[str, Shell] | None:

@@ -6,16 +6,16 @@ a late or second answer finds nothing to decide. While a question of the main co
 (``foreground``) is open, the root's turn is blocked on it (``requires_action``); one of a
 child's, the child is. Its lifecycle:
 
-=============  =================================================================  =============
-question       what happens                                                       next
-=============  =================================================================  =============
-(asked)        Claude Code asks: the client is asked (``AskPermission``; Claude's  ``OPEN``
-               own questions ``AskQuestions``, ``core.user_questions``)
-``OPEN``       the client answers, or cancels its request: ``Decide``             ``ANSWERED``
-``OPEN``       withdrawn: the turn it blocks is cancelled, the session closes,    ``WITHDRAWN``
-               Claude Code died or no longer waits for it
-               (``WithdrawPermission``, then ``Decide``: denied, interrupt)
-=============  =================================================================  =============
+=============  ============  =================================================================  =============
+question       trigger       what happens                                                       next
+=============  ============  =================================================================  =============
+(asked)        ``ASK``       Claude Code asks: the client is asked (``AskPermission``; Claude's  ``OPEN``
+                             own questions ``AskQuestions``, ``core.user_questions``)
+``OPEN``       ``ANSWER``    the client answers, or cancels its request: ``Decide``             ``ANSWERED``
+``OPEN``       ``WITHDRAW``  withdrawn: the turn it blocks is cancelled, the session closes,    ``WITHDRAWN``
+                             Claude Code died or no longer waits for it
+                             (``WithdrawPermission``, then ``Decide``: denied, interrupt)
+=============  ============  =================================================================  =============
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import enum
 from dataclasses import dataclass
 
 from claude_bg_acp.core.effects import Ticket
-from claude_bg_acp.core.lifecycle import Lifecycle
+from claude_bg_acp.core.lifecycle import Transitions
 from claude_bg_acp.core.permission_options import Choice
 
 
@@ -34,12 +34,19 @@ class QuestionPhase(enum.Enum):
     WITHDRAWN = "withdrawn"
 
 
-QUESTIONS = Lifecycle.of(
+class QuestionTrigger(enum.Enum):
+    ASK = "ask"
+    ANSWER = "answer"
+    WITHDRAW = "withdraw"
+
+
+QUESTIONS: Transitions[QuestionPhase, QuestionTrigger] = Transitions.of(
     "question",
     QuestionPhase,
-    ((None,), QuestionPhase.OPEN),
-    ((QuestionPhase.OPEN,), QuestionPhase.ANSWERED),
-    ((QuestionPhase.OPEN,), QuestionPhase.WITHDRAWN),
+    QuestionTrigger,
+    ((None,), QuestionTrigger.ASK, QuestionPhase.OPEN),
+    ((QuestionPhase.OPEN,), QuestionTrigger.ANSWER, QuestionPhase.ANSWERED),
+    ((QuestionPhase.OPEN,), QuestionTrigger.WITHDRAW, QuestionPhase.WITHDRAWN),
 )
 
 
@@ -65,7 +72,7 @@ class Questions:
 
     def ask(self, ticket: Ticket, session_id: str, foreground: bool, choices: tuple[Choice, ...]) -> None:
         self._open[ticket] = PermissionQuestion(
-            session_id, foreground, choices, QUESTIONS.move(None, QuestionPhase.OPEN)
+            session_id, foreground, choices, QUESTIONS.move(None, QuestionTrigger.ASK)
         )
 
     def chosen(self, ticket: Ticket, option_id: str | None) -> Choice | None:
@@ -81,8 +88,8 @@ class Questions:
         """A question of the main conversation is open."""
         return any(question.foreground for question in self._open.values())
 
-    def decide(self, ticket: Ticket, how: QuestionPhase) -> PermissionQuestion:
-        """The open question ``ticket`` is ``ANSWERED`` or ``WITHDRAWN``, and forgotten."""
+    def decide(self, ticket: Ticket, how: QuestionTrigger) -> PermissionQuestion:
+        """The open question ``ticket`` is answered or withdrawn (``how``), and forgotten."""
         question = self._open[ticket]
         question.phase = QUESTIONS.move(question.phase, how)
         del self._open[ticket]

@@ -10,18 +10,18 @@ model's own ``ScheduleWakeup`` with ``stop`` and ``CronDelete`` remove them).
 
 The scheduled call's phase is its tool call's status:
 
-=================  ===========================================================  =============
-schedule           what happens                                                 next
-=================  ===========================================================  =============
-(tool call)        the result of ``ScheduleWakeup``, or of a non-durable        ``PENDING``
-                   ``CronCreate``
-``PENDING``        a wakeup: Claude Code starts a turn whose origin is a        ``COMPLETED``
-                   ``scheduled-trigger`` (the oldest pending wakeup is the one
-                   that fired)
-``PENDING``        a wakeup: a later ``ScheduleWakeup`` with ``stop`` ends the  ``CANCELLED``
-                   loop; a cron job: a ``CronDelete`` names its id; any: the
-                   session closes, or Claude Code is gone
-=================  ===========================================================  =============
+=================  =============  ===========================================================  =============
+schedule           trigger        what happens                                                 next
+=================  =============  ===========================================================  =============
+(tool call)        ``SCHEDULED``  the result of ``ScheduleWakeup``, or of a non-durable        ``PENDING``
+                                  ``CronCreate``
+``PENDING``        ``FIRED``      a wakeup: Claude Code starts a turn whose origin is a        ``COMPLETED``
+                                  ``scheduled-trigger`` (the oldest pending wakeup is the one
+                                  that fired)
+``PENDING``        ``STOPPED``    a wakeup: a later ``ScheduleWakeup`` with ``stop`` ends the  ``CANCELLED``
+                                  loop; a cron job: a ``CronDelete`` names its id; any: the
+                                  session closes, or Claude Code is gone
+=================  =============  ===========================================================  =============
 
 A scheduled call that ended is forgotten.
 """
@@ -30,10 +30,10 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from claude_bg_acp.core.lifecycle import Lifecycle
+from claude_bg_acp.core.lifecycle import Transitions
 from claude_bg_acp.core.tool_uses import ToolUse
 
 WAKEUP, CRON, CRON_DELETE = "ScheduleWakeup", "CronCreate", "CronDelete"
@@ -47,12 +47,19 @@ class SchedulePhase(enum.Enum):
     CANCELLED = "cancelled"
 
 
-SCHEDULES = Lifecycle.of(
+class ScheduleTrigger(enum.Enum):
+    SCHEDULED = "scheduled"
+    FIRED = "fired"
+    STOPPED = "stopped"
+
+
+SCHEDULES: Transitions[SchedulePhase, ScheduleTrigger] = Transitions.of(
     "schedule",
     SchedulePhase,
-    ((None,), SchedulePhase.PENDING),
-    ((SchedulePhase.PENDING,), SchedulePhase.COMPLETED),
-    ((SchedulePhase.PENDING,), SchedulePhase.CANCELLED),
+    ScheduleTrigger,
+    ((None,), ScheduleTrigger.SCHEDULED, SchedulePhase.PENDING),
+    ((SchedulePhase.PENDING,), ScheduleTrigger.FIRED, SchedulePhase.COMPLETED),
+    ((SchedulePhase.PENDING,), ScheduleTrigger.STOPPED, SchedulePhase.CANCELLED),
 )
 
 
@@ -73,7 +80,7 @@ class Scheduled:
     result_text: str
     due_at: float | None = None
     """When a wakeup fires (from its ``delaySeconds``), if it said."""
-    phase: SchedulePhase = SchedulePhase.PENDING
+    phase: SchedulePhase = field(default_factory=lambda: SCHEDULES.move(None, ScheduleTrigger.SCHEDULED))
 
 
 def schedules_work(name: str, tool_input: dict[str, Any]) -> bool:
@@ -129,7 +136,8 @@ class Schedules:
         self, which: Callable[[Scheduled], bool], status: Literal["completed", "cancelled"]
     ) -> list[ScheduleEnded]:
         ended = [s for s in self.pending.values() if which(s)]
+        trigger = ScheduleTrigger.FIRED if status == "completed" else ScheduleTrigger.STOPPED
         for scheduled in ended:
-            scheduled.phase = SCHEDULES.move(scheduled.phase, SchedulePhase(status))
+            scheduled.phase = SCHEDULES.move(scheduled.phase, trigger)
             del self.pending[scheduled.tool_call_id]
         return [ScheduleEnded(s.session_id, s.tool_call_id, status) for s in ended]

@@ -132,7 +132,7 @@ from claude_bg_acp.core.plan import PLAN_TOOLS, Plan
 from claude_bg_acp.core.policy import Policy
 from claude_bg_acp.core.presenting import Fact, Presenter
 from claude_bg_acp.core.prompts import to_claude_content
-from claude_bg_acp.core.questions import QuestionPhase, Questions
+from claude_bg_acp.core.questions import Questions, QuestionTrigger
 from claude_bg_acp.core.schedules import ScheduleEnded, Schedules, schedules_work
 from claude_bg_acp.core.subagents import ChildAnnounced, ChildFact, Subagents
 from claude_bg_acp.core.task_list import OWN_COMMANDS, TaskList, own_command
@@ -897,7 +897,7 @@ class SessionCore:
             decision = Decide(ticket, False, message="The user rejected this tool use")
         else:
             decision = Decide(ticket, True, choice.updates)
-        return [decision, *self._forget_question(ticket, QuestionPhase.ANSWERED)]
+        return [decision, *self._forget_question(ticket, QuestionTrigger.ANSWER)]
 
     def _questions_answered(self, ticket: Ticket, updated_input: dict[str, Any] | None) -> list[Effect]:
         """Claude's questions answered (``updated_input``) or declined (None)."""
@@ -908,17 +908,17 @@ class SessionCore:
             if updated_input is None
             else DecideAnswered(ticket, True, updated_input=updated_input)
         )
-        return [decision, *self._forget_question(ticket, QuestionPhase.ANSWERED)]
+        return [decision, *self._forget_question(ticket, QuestionTrigger.ANSWER)]
 
     def _withdraw(self, ticket: Ticket, why: str) -> list[Effect]:
         # Withdraw first: once decided, the host forgets the question and its request id.
         return [
             WithdrawPermission(ticket),
             Decide(ticket, False, message=why, interrupt=True),
-            *self._forget_question(ticket, QuestionPhase.WITHDRAWN),
+            *self._forget_question(ticket, QuestionTrigger.WITHDRAW),
         ]
 
-    def _forget_question(self, ticket: Ticket, how: QuestionPhase) -> list[Effect]:
+    def _forget_question(self, ticket: Ticket, how: QuestionTrigger) -> list[Effect]:
         question = self.questions.decide(ticket, how)
         self.subagents.asking(question.session_id, opened=False)
         return self._blocking()

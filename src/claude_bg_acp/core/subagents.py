@@ -25,21 +25,23 @@ call and its traffic shows in the session that launched it.
 
 A child's lifecycle:
 
-===================  ==================================================  ===================
-child                what happens                                        next
-===================  ==================================================  ===================
-(task)               announced, its parent being exposed                 ``RUNNING``
-``RUNNING``          its foreground is blocked: a permission question    ``REQUIRES_ACTION``
-                     of its own opens, or every synchronous child it
-                     waits on is ``REQUIRES_ACTION``
-``REQUIRES_ACTION``  it is no longer blocked (its last open question is  ``RUNNING``
-                     decided, a child it waited on goes on or ends)
-``RUNNING``,         its task ended (``end_turn``, ``cancelled``,        ``IDLE``
-``REQUIRES_ACTION``  ``error``; no stop reason when how is unknown), or
-                     Claude Code, which ran it, is gone (``error``)
-``IDLE``             a new run of its task (a resumed subagent), also    ``RUNNING``
-                     one that a Claude Code taking over starts
-===================  ==================================================  ===================
+===================  =============  ==================================================  ===================
+child                trigger        what happens                                        next
+===================  =============  ==================================================  ===================
+(task)               ``ANNOUNCE``   announced, its parent being exposed                 ``RUNNING``
+``RUNNING``          ``BLOCKED``    its foreground is blocked: a permission question    ``REQUIRES_ACTION``
+                                    of its own opens, or every synchronous child it
+                                    waits on is ``REQUIRES_ACTION``
+``REQUIRES_ACTION``  ``UNBLOCKED``  it is no longer blocked (its last open question is  ``RUNNING``
+                                    decided, a child it waited on goes on or ends)
+``RUNNING``,         ``ENDED``      its task ended (``end_turn``, ``cancelled``,        ``IDLE``
+``REQUIRES_ACTION``                 ``error``; no stop reason when how is unknown)
+``RUNNING``,         ``LOST``       Claude Code, which ran it, is gone (``error``)      ``IDLE``
+``REQUIRES_ACTION``
+``IDLE``,            ``NEW_RUN``    a new run of its task (a resumed subagent), also    ``RUNNING``
+``RUNNING``,                        one that a Claude Code taking over starts
+``REQUIRES_ACTION``
+===================  =============  ==================================================  ===================
 
 A child is never ``unknown``: the agent always knows when its work stops (its task's end, or
 the end of the Claude Code that ran it, whose processes the agent stops), and a child whose
@@ -50,15 +52,16 @@ A change of its own ``background`` list is reported as a repeated snapshot of it
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from claude_bg_acp.core.background import Listed
 from claude_bg_acp.core.effects import StopTask
 from claude_bg_acp.core.errors import Refusal, Refused
 from claude_bg_acp.core.foreground import SessionState
-from claude_bg_acp.core.lifecycle import Lifecycle
+from claude_bg_acp.core.lifecycle import Transitions
 from claude_bg_acp.core.tasks import Task
 from claude_bg_acp.core.tool_uses import ToolUse
 
@@ -72,14 +75,27 @@ END_STATES: dict[str, StopReason] = {
 
 
 WORKING = (SessionState.RUNNING, SessionState.REQUIRES_ACTION)
-CHILDREN = Lifecycle.of(
+
+
+class ChildTrigger(enum.Enum):
+    ANNOUNCE = "announce"
+    BLOCKED = "blocked"
+    UNBLOCKED = "unblocked"
+    ENDED = "ended"
+    LOST = "lost"
+    NEW_RUN = "new_run"
+
+
+CHILDREN: Transitions[SessionState, ChildTrigger] = Transitions.of(
     "child",
     SessionState,
-    ((None,), SessionState.RUNNING),
-    ((SessionState.RUNNING,), SessionState.REQUIRES_ACTION),
-    ((SessionState.REQUIRES_ACTION,), SessionState.RUNNING),
-    (WORKING, SessionState.IDLE),
-    ((SessionState.IDLE,), SessionState.RUNNING),
+    ChildTrigger,
+    ((None,), ChildTrigger.ANNOUNCE, SessionState.RUNNING),
+    ((SessionState.RUNNING,), ChildTrigger.BLOCKED, SessionState.REQUIRES_ACTION),
+    ((SessionState.REQUIRES_ACTION,), ChildTrigger.UNBLOCKED, SessionState.RUNNING),
+    (WORKING, ChildTrigger.ENDED, SessionState.IDLE),
+    (WORKING, ChildTrigger.LOST, SessionState.IDLE),
+    ((SessionState.IDLE, *WORKING), ChildTrigger.NEW_RUN, SessionState.RUNNING),
 )
 
 
@@ -92,7 +108,7 @@ class Child:
     parent_id: str
     title: str
     description: str | None
-    state: SessionState = SessionState.RUNNING
+    state: SessionState = field(default_factory=lambda: CHILDREN.move(None, ChildTrigger.ANNOUNCE))
     stop_reason: StopReason | None = None
     questions: int = 0
     """Permission questions of its own that are open."""
@@ -188,7 +204,7 @@ class Subagents:
         known = self.children.get(task.task_id)
         if known is not None:
             known.task = task  # a Claude Code that took over knows it anew
-            return self._report(known, SessionState.RUNNING, None)  # the same child, working again
+            return self._report(known, ChildTrigger.NEW_RUN, None)  # the same child, working again
         description = _text(tool.tool_input.get("description")) or task.description or None
         child = Child(
             task.task_id,
@@ -228,14 +244,14 @@ class Subagents:
             return []
         stop_reason = END_STATES.get(task.end_status or "")
         error = (task.summary or "The subagent failed") if stop_reason == "error" else None
-        return self._report(child, SessionState.IDLE, stop_reason, error)
+        return self._report(child, ChildTrigger.ENDED, stop_reason, error)
 
     def lost(self, reason: str) -> list[ChildFact]:
         """Claude Code is gone (``reason``), and the work of its children with it."""
         facts: list[ChildFact] = []
         for child in self.children.values():
             if child.state in WORKING:
-                facts += self._report(child, SessionState.IDLE, "error", reason, lost=True)
+                facts += self._report(child, ChildTrigger.LOST, "error", reason, lost=True)
         return facts
 
     def restate(self, session_id: str, cancellable: bool) -> ChildRestated:
@@ -287,7 +303,9 @@ class Subagents:
             blocked = child.questions > 0 or self.waits_blocked(child.session_id)
             state = SessionState.REQUIRES_ACTION if blocked else SessionState.RUNNING
             if child.state is not state:
-                facts += self._report(child, state, None)
+                facts += self._report(
+                    child, ChildTrigger.BLOCKED if blocked else ChildTrigger.UNBLOCKED, None
+                )
         return facts
 
     def waits_blocked(self, session_id: str) -> bool:
@@ -340,15 +358,21 @@ class Subagents:
     @staticmethod
     def _report(
         child: Child,
-        state: SessionState,
+        trigger: ChildTrigger,
         stop_reason: StopReason | None,
         error: str | None = None,
         lost: bool = False,
     ) -> list[ChildFact]:
-        child.state, child.stop_reason = CHILDREN.move(child.state, state), stop_reason
+        child.state, child.stop_reason = CHILDREN.move(child.state, trigger), stop_reason
         return [
             ChildStateChanged(
-                child.parent_id, child.session_id, state, child.background, stop_reason, error, lost=lost
+                child.parent_id,
+                child.session_id,
+                child.state,
+                child.background,
+                stop_reason,
+                error,
+                lost=lost,
             )
         ]
 

@@ -9,17 +9,18 @@ Theory of operation. Claude Code reports work two ways, and neither is enough al
 
 They arrive in any order. A task is known from whichever comes first. Its lifecycle:
 
-==========  ==========================================================  ==========
-task        what happens                                                next
-==========  ==========================================================  ==========
-``LIVE``    a terminal status (``task_updated``: completed, failed,     ``ENDED``
-            killed; ``task_notification``: completed, failed, stopped)
-``LIVE``    it left the level and ``ORPHAN_GRACE`` passed with no end   ``LOST``
-            event (how it ended is unknown)
-``LOST``    a late end event says how it ended ("corrected")            ``ENDED``
-``ENDED``,  an event of a newer ``run_id`` (a resumed subagent)         ``LIVE``
+==========  ==============  ==========================================================  ==========
+task        trigger         what happens                                                next
+==========  ==============  ==========================================================  ==========
+``LIVE``,   ``END``         a terminal status (``task_updated``: completed, failed,     ``ENDED``
+``LOST``                    killed; ``task_notification``: completed, failed,
+                            stopped); after ``LOST``, a late one says how it ended
+                            ("corrected")
+``LIVE``    ``ORPHANED``    it left the level and ``ORPHAN_GRACE`` passed with no end   ``LOST``
+                            event (how it ended is unknown)
+``ENDED``,  ``NEW_RUN``     an event of a newer ``run_id`` (a resumed subagent)         ``LIVE``
 ``LOST``
-==========  ==========================================================  ==========
+==========  ==============  ==========================================================  ==========
 
 Events that name an older ``run_id`` (run ids sort by plain string order; a worker restarted
 the task) are ignored. A task marked ``ambient`` on any message is housekeeping: it is dropped,
@@ -36,7 +37,7 @@ from typing import Any, Literal
 
 from claude_agent_sdk.types import TERMINAL_TASK_STATUSES, TaskNotificationStatus, TaskUpdatedStatus
 
-from claude_bg_acp.core.lifecycle import Lifecycle
+from claude_bg_acp.core.lifecycle import Transitions
 
 ORPHAN_GRACE = 0.5
 """Seconds a task may be missing from the level before its end event is given up on."""
@@ -52,13 +53,19 @@ class TaskPhase(enum.Enum):
     LOST = "lost"
 
 
-TASKS = Lifecycle.of(
+class TaskTrigger(enum.Enum):
+    END = "end"
+    ORPHANED = "orphaned"
+    NEW_RUN = "new_run"
+
+
+TASKS: Transitions[TaskPhase, TaskTrigger] = Transitions.of(
     "task",
     TaskPhase,
-    ((TaskPhase.LIVE,), TaskPhase.ENDED),
-    ((TaskPhase.LIVE,), TaskPhase.LOST),
-    ((TaskPhase.LOST,), TaskPhase.ENDED),
-    ((TaskPhase.ENDED, TaskPhase.LOST), TaskPhase.LIVE),
+    TaskTrigger,
+    ((TaskPhase.LIVE, TaskPhase.LOST), TaskTrigger.END, TaskPhase.ENDED),
+    ((TaskPhase.LIVE,), TaskTrigger.ORPHANED, TaskPhase.LOST),
+    ((TaskPhase.ENDED, TaskPhase.LOST), TaskTrigger.NEW_RUN, TaskPhase.LIVE),
 )
 
 
@@ -222,7 +229,7 @@ class TaskRegistry:
         changes: list[TaskChange] = []
         for task in self.tasks.values():
             if task.left_level_at is not None and not task.ended and now >= task.left_level_at + ORPHAN_GRACE:
-                task.phase = TASKS.move(task.phase, TaskPhase.LOST)
+                task.phase = TASKS.move(task.phase, TaskTrigger.ORPHANED)
                 changes.append(TaskChange(Change.ENDED, task))
         return changes
 
@@ -258,7 +265,7 @@ class TaskRegistry:
         if run_id is not None and run_id != task.run_id:
             if task.run_id is not None and task.ended:
                 # The same task started again (a resumed subagent): it is live once more.
-                task.phase = TASKS.move(task.phase, TaskPhase.LIVE)
+                task.phase = TASKS.move(task.phase, TaskTrigger.NEW_RUN)
                 task.status, task.left_level_at = "running", None
                 task.run, task.prompt, task.run_tool_use_id = task.run + 1, None, None
                 changes.append(TaskChange(Change.RESUMED, task))
@@ -270,12 +277,12 @@ class TaskRegistry:
     def _end(task: Task, status: EndStatus) -> list[TaskChange]:
         if task.phase is TaskPhase.LOST:
             # A late end event after an orphan was finalized may still say how it ended.
-            task.phase = TASKS.move(task.phase, TaskPhase.ENDED)
+            task.phase = TASKS.move(task.phase, TaskTrigger.END)
             task.status, task.left_level_at = status, None
             return [TaskChange(Change.CORRECTED, task)]
         if task.ended:
             return []
-        task.phase, task.status = TASKS.move(task.phase, TaskPhase.ENDED), status
+        task.phase, task.status = TASKS.move(task.phase, TaskTrigger.END), status
         return [TaskChange(Change.ENDED, task)]
 
 

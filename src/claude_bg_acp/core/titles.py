@@ -11,15 +11,15 @@ titled by its first prompt as soon as Claude Code is given it, without a model r
 embedded context and resource links left out (a prompt of resources alone is titled by the
 first one's name). Its lifecycle:
 
-=====================  ===============================================  ============
-title                  what happens                                     next
-=====================  ===============================================  ============
-``UNTITLED``           the first prompt, or a read of a stored one,     ``PROMPTED``
-                       makes a title: the client is told
-``UNTITLED``,          a read finds Claude Code's title: the client     ``NAMED``
-``PROMPTED``,          is told (unless it is the title told already)
-``NAMED``
-=====================  ===============================================  ============
+=============  =============  ========================================  ============
+title          trigger        what happens                              next
+=============  =============  ========================================  ============
+``UNTITLED``   ``PROMPTED``   the first prompt, or a read of a stored   ``PROMPTED``
+                              one, makes a title: the client is told
+``UNTITLED``,  ``NAMED``      a read finds Claude Code's title: the     ``NAMED``
+``PROMPTED``,                 client is told (unless it is the title
+``NAMED``                     told already)
+=============  =============  ========================================  ============
 
 A read that finds no title, or only the first prompt's once a title is told, changes nothing;
 so does a prompt of a conversation that was stored before (``stored``): its first prompt is
@@ -32,7 +32,7 @@ import enum
 from dataclasses import dataclass
 from typing import Any
 
-from claude_bg_acp.core.lifecycle import Lifecycle
+from claude_bg_acp.core.lifecycle import Transitions
 from claude_bg_acp.core.prompts import resource_uri
 
 LIMIT = 80
@@ -47,11 +47,19 @@ class TitlePhase(enum.Enum):
     """Titled by Claude Code."""
 
 
-TITLES = Lifecycle.of(
+class TitleTrigger(enum.Enum):
+    PROMPTED = "prompted"
+    """The first prompt (or a read of a stored conversation's) makes a title."""
+    NAMED = "named"
+    """A read finds Claude Code's own title."""
+
+
+TITLES: Transitions[TitlePhase, TitleTrigger] = Transitions.of(
     "title",
     TitlePhase,
-    ((TitlePhase.UNTITLED,), TitlePhase.PROMPTED),
-    ((TitlePhase.UNTITLED, TitlePhase.PROMPTED, TitlePhase.NAMED), TitlePhase.NAMED),
+    TitleTrigger,
+    ((TitlePhase.UNTITLED,), TitleTrigger.PROMPTED, TitlePhase.PROMPTED),
+    ((TitlePhase.UNTITLED, TitlePhase.PROMPTED, TitlePhase.NAMED), TitleTrigger.NAMED, TitlePhase.NAMED),
 )
 
 
@@ -85,17 +93,17 @@ class Title:
         title = from_prompt(content)
         if title is None:
             return []  # a command: the next prompt may be the first one
-        return self._told(TitlePhase.PROMPTED, title, None)
+        return self._told(TitleTrigger.PROMPTED, title, None)
 
     def read(self, title: str | None, own: bool, updated_at: str | None) -> list[TitleChanged]:
         """What the stored session is titled: Claude Code's own title (``own``) or its first
         prompt's."""
         if title is None or (not own and self.phase is not TitlePhase.UNTITLED):
             return []
-        return self._told(TitlePhase.NAMED if own else TitlePhase.PROMPTED, title, updated_at)
+        return self._told(TitleTrigger.NAMED if own else TitleTrigger.PROMPTED, title, updated_at)
 
-    def _told(self, to: TitlePhase, title: str, updated_at: str | None) -> list[TitleChanged]:
-        self.phase = TITLES.move(self.phase, to)
+    def _told(self, trigger: TitleTrigger, title: str, updated_at: str | None) -> list[TitleChanged]:
+        self.phase = TITLES.move(self.phase, trigger)
         if title == self.current:
             return []
         self.current = title

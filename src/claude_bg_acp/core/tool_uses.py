@@ -6,17 +6,18 @@ transcript; each entry remembers the session it belongs to (a subagent finds the
 launched it through it). Should the model use an id again in a new message, that is a new
 tool call with an id of its own, never a final one reopened. Its lifecycle:
 
-=============================  ==============================================  =============
-tool use                       what happens                                    next
-=============================  ==============================================  =============
-(unknown)                      its block starts streaming                      ``STREAMING``
-(unknown), ``STREAMING``       the complete assistant message gives its input  ``RUNNING``
-``STREAMING``, ``RUNNING``     background work reports through it (a Monitor,  ``DETACHED``
-                               a workflow, a scheduled wakeup)
-``STREAMING``, ``RUNNING``     its result; its turn was cancelled or failed;   ``FINAL``
-                               Claude Code died; the session closed
-``DETACHED``                   the work ended                                  ``FINAL``
-=============================  ==============================================  =============
+=============================  ============  ==============================================  =============
+tool use                       trigger       what happens                                    next
+=============================  ============  ==============================================  =============
+(unknown)                      ``STARTS``    its block starts streaming                      ``STREAMING``
+(unknown), ``STREAMING``       ``INPUT``     the complete assistant message gives its input  ``RUNNING``
+``STREAMING``, ``RUNNING``,    ``DETACH``    background work reports through it (a Monitor,  ``DETACHED``
+``DETACHED``                                 a workflow, a scheduled wakeup)
+``STREAMING``, ``RUNNING``,    ``FINISH``    its result; the work it reports (detached)      ``FINAL``
+``DETACHED``                                 ended
+``STREAMING``, ``RUNNING``     ``CUT``       its turn was cancelled or failed; Claude Code   ``FINAL``
+                                             died; the session closed
+=============================  ============  ==============================================  =============
 
 A ``FINAL`` tool call never changes again (a late result or message is ignored), and only the
 work a ``DETACHED`` one reports for ends it. A result that handed work off is taken once: the
@@ -33,7 +34,7 @@ from typing import Any, Literal
 
 from claude_bg_acp.claude import file_tools
 from claude_bg_acp.claude.conventions import SHELL_TOOLS, shell_result
-from claude_bg_acp.core.lifecycle import Lifecycle
+from claude_bg_acp.core.lifecycle import Transitions
 from claude_bg_acp.core.transcript import Image
 from claude_bg_acp.output.closing_line import ExitInfo
 
@@ -45,14 +46,24 @@ class ToolUsePhase(enum.Enum):
     FINAL = "final"
 
 
-TOOL_USES = Lifecycle.of(
+class ToolUseTrigger(enum.Enum):
+    STARTS = "starts"
+    INPUT = "input"
+    DETACH = "detach"
+    FINISH = "finish"
+    CUT = "cut"
+
+
+STREAMING, RUNNING, DETACHED, FINAL = ToolUsePhase
+TOOL_USES: Transitions[ToolUsePhase, ToolUseTrigger] = Transitions.of(
     "tool use",
     ToolUsePhase,
-    ((None,), ToolUsePhase.STREAMING),
-    ((None, ToolUsePhase.STREAMING), ToolUsePhase.RUNNING),
-    ((ToolUsePhase.STREAMING, ToolUsePhase.RUNNING), ToolUsePhase.DETACHED),
-    ((ToolUsePhase.STREAMING, ToolUsePhase.RUNNING), ToolUsePhase.FINAL),
-    ((ToolUsePhase.DETACHED,), ToolUsePhase.FINAL),
+    ToolUseTrigger,
+    ((None,), ToolUseTrigger.STARTS, STREAMING),
+    ((None, STREAMING), ToolUseTrigger.INPUT, RUNNING),
+    ((STREAMING, RUNNING, DETACHED), ToolUseTrigger.DETACH, DETACHED),
+    ((STREAMING, RUNNING, DETACHED), ToolUseTrigger.FINISH, FINAL),
+    ((STREAMING, RUNNING), ToolUseTrigger.CUT, FINAL),
 )
 
 
@@ -185,7 +196,7 @@ class ToolUses:
         if tool_use_id in self._latest:
             return []
         use = self._add(
-            ToolUse(tool_use_id, name, {}, session_id, TOOL_USES.move(None, ToolUsePhase.STREAMING))
+            ToolUse(tool_use_id, name, {}, session_id, TOOL_USES.move(None, ToolUseTrigger.STARTS))
         )
         return [ToolCallStarted(session_id, use.call_id, name, use.shell)]
 
@@ -205,27 +216,27 @@ class ToolUses:
             use = None  # an id the model reused in a new message
         first = use is None
         if use is None:
-            running = TOOL_USES.move(None, ToolUsePhase.RUNNING)
+            running = TOOL_USES.move(None, ToolUseTrigger.INPUT)
             use = self._add(ToolUse(tool_use_id, name, tool_input, session_id, running, launched_by))
         use.tool_input, use.message = tool_input, use.message or message
         if use.final:
             return []
         if use.phase is ToolUsePhase.STREAMING:
-            use.phase = TOOL_USES.move(use.phase, ToolUsePhase.RUNNING)
+            use.phase = TOOL_USES.move(use.phase, ToolUseTrigger.INPUT)
         return [ToolCallRunning(session_id, use.call_id, name, tool_input, first, use.shell, pending)]
 
     def detach(self, call_id: str) -> None:
         """Background work reports through this tool call from now on."""
         use = self._calls.get(call_id)
         if use is not None and not use.final:
-            use.phase = TOOL_USES.move(use.phase, ToolUsePhase.DETACHED)
+            use.phase = TOOL_USES.move(use.phase, ToolUseTrigger.DETACH)
 
     def finish(self, call_id: str) -> bool:
         """Give it its final status; False when it had one already (or is unknown)."""
         use = self._calls.get(call_id)
         if use is None or use.final:
             return False
-        use.phase = TOOL_USES.move(use.phase, ToolUsePhase.FINAL)
+        use.phase = TOOL_USES.move(use.phase, ToolUseTrigger.FINISH)
         return True
 
     def result(
@@ -267,6 +278,6 @@ class ToolUses:
         for use in self._calls.values():
             if use.phase in (ToolUsePhase.FINAL, ToolUsePhase.DETACHED) or not which(use):
                 continue
-            use.phase = TOOL_USES.move(use.phase, ToolUsePhase.FINAL)
+            use.phase = TOOL_USES.move(use.phase, ToolUseTrigger.CUT)
             cut.append(ToolCallCut(use.session_id, use.call_id, failed))
         return cut

@@ -90,7 +90,7 @@ from claude_bg_acp.output.tail import (
     TailerOptions,
     TailEvent,
 )
-from claude_bg_acp.session.lifecycle import ENDED, ENDING, FAILED, HostLifecycle, HostPhase
+from claude_bg_acp.session.lifecycle import ENDED, ENDING, HostLifecycle, HostPhase, HostTrigger
 from claude_bg_acp.session.outbox import Handed, Outbox
 from claude_bg_acp.session.permissions import PermissionBridge
 from claude_bg_acp.session.supervisor import ClaudeSupervisor, Launch
@@ -188,7 +188,7 @@ class SessionHost:
                 failure = await self._supervisor.supervise(tg)
                 if failure is not None:
                     self.failure = failure
-                    self._lifecycle.move(FAILED)
+                    self._lifecycle.move(HostTrigger.FIRST_START_FAILED)
                 # Let the final updates (and answers) of the close go out before stopping.
                 ticker.cancel()
                 self._tailer.close()
@@ -198,7 +198,7 @@ class SessionHost:
             why = f"an internal error ended it ({_innermost(exc)!r}); the agent's log has the details"
             message = f"Session {self.session_id} failed: {why}"
             self.failure = RpcError(INTERNAL_ERROR, message, {"sessionId": self.session_id})
-            self._lifecycle.move(FAILED)
+            self._lifecycle.move(HostTrigger.TASK_RAISED)
             with anyio.CancelScope(shield=True):
                 await self._abandon(message)
             raise
@@ -208,7 +208,7 @@ class SessionHost:
             self._supervisor.first.failed(
                 self.failure or RpcError(INTERNAL_ERROR, "The session was closed before Claude Code started")
             )
-            self._lifecycle.move(ENDED)
+            self._lifecycle.move(HostTrigger.RUN_RETURNED)
 
     async def _abandon(self, reason: str) -> None:
         """After a failure, which no task of the session outlived: withdraw the client's

@@ -78,15 +78,14 @@ from claude_bg_acp.core.permission_modes import DEFAULT_MODE
 from claude_bg_acp.core.session import SessionCore
 from claude_bg_acp.output.closing_line import ExitInfo
 from claude_bg_acp.session.lifecycle import (
-    CLOSING,
     DOWN,
     ENDING,
     GONE,
     SERVING,
     STARTING,
-    STOPPING,
     WITH_CLAUDE,
     HostLifecycle,
+    HostTrigger,
 )
 from claude_bg_acp.session.waiter import Waiter
 
@@ -191,7 +190,7 @@ class ClaudeSupervisor:
     def close(self) -> None:
         """The session closes (the core is told next): Claude Code is stopped."""
         self._settled_at_close = self._session.settled_from_now()
-        self._lifecycle.move(STOPPING if self._lifecycle.phase is SERVING else CLOSING)
+        self._lifecycle.move(HostTrigger.CLOSE)
 
     async def trust_folder(self) -> None:
         """The user trusted the folder: start Claude Code again with its settings; return once
@@ -233,7 +232,7 @@ class ClaudeSupervisor:
             stopped = await self._stop_left_by(runner)
             if self._restarting:
                 self._restarting = False
-                self._lifecycle.move(STARTING)
+                self._lifecycle.move(HostTrigger.TRUSTED)
                 continue
             if not self.first.outcome.done.is_set() and (runner.resumes or not self._session.open):
                 resumed = f"Claude Code cannot resume session {self._session.session_id}: {reason}"
@@ -250,13 +249,13 @@ class ClaudeSupervisor:
                 if self._trusted is not None:
                     self._trusted.set()
                 if self._lifecycle.phase is DOWN:
-                    self._lifecycle.move(GONE)
+                    self._lifecycle.move(HostTrigger.FATAL)
                 await self._lifecycle.until(*ENDING)
                 return None
             with anyio.move_on_after(RESTART_DELAY * failures):
                 await self._lifecycle.until(*ENDING)
             if self._lifecycle.phase is DOWN:
-                self._lifecycle.move(STARTING)
+                self._lifecycle.move(HostTrigger.RESTART)
         return None
 
     async def _next_runner(self) -> ClaudeRunner:
@@ -299,7 +298,7 @@ class ClaudeSupervisor:
         except Exception as exc:
             log.debug("Claude Code did not start", exc_info=True)
             if self._lifecycle.phase is STARTING:
-                self._lifecycle.move(DOWN)
+                self._lifecycle.move(HostTrigger.START_FAILED)
             await runner.disconnect()
             return start_failure(exc)
         reason = "Claude Code exited"
@@ -309,10 +308,10 @@ class ClaudeSupervisor:
             reason = await runner.read()
             self.claude_running = False
             if self._lifecycle.phase is SERVING:
-                self._lifecycle.move(DOWN)
+                self._lifecycle.move(HostTrigger.STREAM_ENDED)
 
         # A close during the start leaves it to connect; it is stopped then.
-        self._lifecycle.move(SERVING if self._lifecycle.phase is STARTING else STOPPING)
+        self._lifecycle.move(HostTrigger.CONNECTED)
         self.claude_running = True
         tg.start_soon(read)
         await self._started(runner)

@@ -13,22 +13,24 @@ the prompt is cancelled (``settle`` says so: it reaches Claude Code, with the us
 alone, cancelled at once, as a ``session/cancel`` right after it would). The session's end
 withdraws an open question (``$/cancel_request``):
 
-============  ===============================================================  ============
-trust         what happens                                                     next
-============  ===============================================================  ============
-(new)         the folder's settings would act, and Claude Code has no trust    ``OPEN``
-              record for it: Claude Code starts with the user's settings alone
-(new)         nothing to ask (trusted, no settings, ``--trust-all-folders``)   ``SETTLED``
-``OPEN``      a prompt comes: the question goes out (other prompts wait)       ``ASKING``
-``OPEN``      a prompt comes, and the folder's settings are gone meanwhile     ``SETTLED``
-``ASKING``    the question is cancelled, withdrawn or fails: the prompt is     ``OPEN``
-              cancelled
-``ASKING``    "Trust this folder": Claude Code starts again with the folder's  ``TRUSTING``
-              settings, on the same conversation, and records the trust
-``ASKING``    "Not now": the prompt goes on without the folder's settings      ``SETTLED``
-``TRUSTING``  Claude Code runs with the folder's settings (or the session      ``SETTLED``
-              ended, or Claude Code is gone): the prompt goes in
-============  ===============================================================  ============
+============  ==================  ==============================================================  ============
+trust         trigger             what happens                                                    next
+============  ==================  ==============================================================  ============
+(new)         ``UNTRUSTED``       the folder's settings would act, and Claude Code has no trust   ``OPEN``
+                                  record for it: Claude Code starts with the user's settings
+                                  alone
+(new)         ``NOTHING_TO_ASK``  nothing to ask (trusted, no settings, ``--trust-all-folders``)  ``SETTLED``
+``OPEN``      ``PROMPT``          a prompt comes: the question goes out (other prompts wait)      ``ASKING``
+``OPEN``      ``SETTINGS_GONE``   a prompt comes, and the folder's settings are gone meanwhile    ``SETTLED``
+``ASKING``    ``UNANSWERED``      the question is cancelled, withdrawn or fails: the prompt is    ``OPEN``
+                                  cancelled
+``ASKING``    ``TRUST``           "Trust this folder": Claude Code starts again with the          ``TRUSTING``
+                                  folder's settings, on the same conversation, and records
+                                  the trust
+``ASKING``    ``NOT_NOW``         "Not now": the prompt goes on without the folder's settings     ``SETTLED``
+``TRUSTING``  ``RESTARTED``       Claude Code runs with the folder's settings (or the session     ``SETTLED``
+                                  ended, or Claude Code is gone): the prompt goes in
+============  ==================  ==============================================================  ============
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ from claude_bg_acp.acp.schema import PermissionResponse
 from claude_bg_acp.acp.stdio import Endpoint
 from claude_bg_acp.claude.trust import ProjectSettings, read_project_settings
 from claude_bg_acp.core.effects import Notify
-from claude_bg_acp.core.lifecycle import Lifecycle
+from claude_bg_acp.core.lifecycle import Transitions
 from claude_bg_acp.core.presenting import Presenter
 from claude_bg_acp.core.tool_uses import ToolCallFinished
 from claude_bg_acp.session.lifecycle import ENDING, HostLifecycle
@@ -71,17 +73,31 @@ class TrustPhase(enum.Enum):
 
 
 OPEN, ASKING, TRUSTING, SETTLED = TrustPhase.OPEN, TrustPhase.ASKING, TrustPhase.TRUSTING, TrustPhase.SETTLED
-TRUST_TABLE = Lifecycle.of(
+
+
+class TrustTrigger(enum.Enum):
+    UNTRUSTED = "untrusted"
+    NOTHING_TO_ASK = "nothing_to_ask"
+    PROMPT = "prompt"
+    SETTINGS_GONE = "settings_gone"
+    UNANSWERED = "unanswered"
+    TRUST = "trust"
+    NOT_NOW = "not_now"
+    RESTARTED = "restarted"
+
+
+TRUST_TABLE: Transitions[TrustPhase, TrustTrigger] = Transitions.of(
     "trust",
     TrustPhase,
-    ((None,), OPEN),
-    ((None,), SETTLED),
-    ((OPEN,), ASKING),
-    ((OPEN,), SETTLED),
-    ((ASKING,), OPEN),
-    ((ASKING,), TRUSTING),
-    ((ASKING,), SETTLED),
-    ((TRUSTING,), SETTLED),
+    TrustTrigger,
+    ((None,), TrustTrigger.UNTRUSTED, OPEN),
+    ((None,), TrustTrigger.NOTHING_TO_ASK, SETTLED),
+    ((OPEN,), TrustTrigger.PROMPT, ASKING),
+    ((OPEN,), TrustTrigger.SETTINGS_GONE, SETTLED),
+    ((ASKING,), TrustTrigger.UNANSWERED, OPEN),
+    ((ASKING,), TrustTrigger.TRUST, TRUSTING),
+    ((ASKING,), TrustTrigger.NOT_NOW, SETTLED),
+    ((TRUSTING,), TrustTrigger.RESTARTED, SETTLED),
 )
 
 
@@ -107,7 +123,9 @@ class FolderTrust:
         self._tell = tell
         self._trust = trust
         self._lifecycle = lifecycle
-        self.phase: TrustPhase = TRUST_TABLE.move(None, OPEN if asks else SETTLED)
+        self.phase: TrustPhase = TRUST_TABLE.move(
+            None, TrustTrigger.UNTRUSTED if asks else TrustTrigger.NOTHING_TO_ASK
+        )
         self._lock = anyio.Lock()
 
     async def settle(self) -> bool:
@@ -118,9 +136,9 @@ class FolderTrust:
                 return True
             settings = await anyio.to_thread.run_sync(read_project_settings, self._cwd)
             if not settings.files:
-                self.phase = TRUST_TABLE.move(self.phase, SETTLED)
+                self.phase = TRUST_TABLE.move(self.phase, TrustTrigger.SETTINGS_GONE)
                 return True
-            self.phase = TRUST_TABLE.move(self.phase, ASKING)
+            self.phase = TRUST_TABLE.move(self.phase, TrustTrigger.PROMPT)
             return await self._ask(settings)
 
     async def _ask(self, settings: ProjectSettings) -> bool:
@@ -138,14 +156,16 @@ class FolderTrust:
         await self._tell([])  # its tool call comes after what the client was told before
         choice = await self._answer(params)
         if choice is None:
-            self.phase = TRUST_TABLE.move(self.phase, OPEN)
+            self.phase = TRUST_TABLE.move(self.phase, TrustTrigger.UNANSWERED)
             if self._lifecycle.phase not in ENDING:  # else nothing more is told
                 await self._end(call_id, failed=True, text=UNANSWERED)
             return False
         if choice == TRUST:
-            self.phase = TRUST_TABLE.move(self.phase, TRUSTING)
+            self.phase = TRUST_TABLE.move(self.phase, TrustTrigger.TRUST)
             await self._trust()
-        self.phase = TRUST_TABLE.move(self.phase, SETTLED)
+            self.phase = TRUST_TABLE.move(self.phase, TrustTrigger.RESTARTED)
+        else:
+            self.phase = TRUST_TABLE.move(self.phase, TrustTrigger.NOT_NOW)
         verdict = TRUSTED if choice == TRUST else NOT_TRUSTED
         await self._end(call_id, failed=choice != TRUST, text="\n".join([verdict, *settings.lines()]))
         return True
