@@ -125,6 +125,15 @@ def summary_exit_code(summary: str | None) -> int | None:
 
 # --- the closing line of a background shell's output file -------------------------------------
 
+
+@dataclass(frozen=True, slots=True)
+class ExitInfo:
+    """How the command ended: an exit code, or the signal that stopped it (never both)."""
+
+    exit_code: int | None
+    signal: str | None
+
+
 KILLED_SIGNAL = "SIGKILL"
 """The signal reported for ``[killed]``: the line names none; the CLI stops a task by killing
 its process group, and its group kill defaults to SIGKILL."""

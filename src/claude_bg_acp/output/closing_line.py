@@ -43,6 +43,7 @@ from claude_bg_acp.claude.conventions import (
     MAX_CLOSING_LINE,
     MAX_CODE_DIGITS,
     UNKNOWN_CODE,
+    ExitInfo,
 )
 
 STOPPED = frozenset({"killed", "stopped"})
@@ -57,14 +58,6 @@ PREFIX_GRACE = 0.1
 
 _CODE_PREFIX = re.compile(rb"-?[0-9]{0,%d}" % MAX_CODE_DIGITS)
 _CODE_DONE = re.compile(rb"-?[0-9]{1,%d}\]\n?" % MAX_CODE_DIGITS)
-
-
-@dataclass(frozen=True, slots=True)
-class ExitInfo:
-    """How the command ended: an exit code, or the signal that stopped it (never both)."""
-
-    exit_code: int | None
-    signal: str | None
 
 
 @dataclass(frozen=True, slots=True)
