@@ -68,8 +68,8 @@ def test_no_two_modules_import_each_other_directly_or_through_others() -> None:
 def test_the_core_imports_no_edge_and_no_presenter() -> None:
     """The core is sans-IO: it knows neither the endpoint, the runner, the tailer, the stored
     conversations nor a presenter."""
-    edges = {f"{NAME}.{name}" for name in ("acp.stdio", "agent", "output.tail", "cli")}
-    edges |= {module for module in MODULES if module.startswith(f"{NAME}.session")}
+    edges = {f"{NAME}.{name}" for name in ("acp.stdio", "agent", "cli")}
+    edges |= {module for module in MODULES if module.startswith((f"{NAME}.session", f"{NAME}.output"))}
     edges |= {
         f"{NAME}.claude.{name}"
         for name in ("runner", "options", "transport", "store", "orphans", "leftovers", "lifeline")
@@ -78,6 +78,30 @@ def test_the_core_imports_no_edge_and_no_presenter() -> None:
         imported = imports_of(module)
         assert not imported & edges, f"{module} imports an edge: {imported & edges}"
         assert not any(m.startswith(f"{NAME}.presenters") for m in imported), f"{module} imports a presenter"
+
+
+def imports_under(package: str, prefixes: tuple[str, ...]) -> dict[str, set[str]]:
+    """What each module of ``package`` imports from under any of ``prefixes``."""
+    found = {
+        module: {m for m in imports_of(module) if m.startswith(prefixes)}
+        for module in MODULES
+        if module.startswith(f"{NAME}.{package}.")
+    }
+    assert found, f"no module under {package}"
+    return {module: imported for module, imported in found.items() if imported}
+
+
+def test_the_claude_side_imports_nothing_above_it() -> None:
+    """``claude/`` speaks Claude Code's and the SDK's terms only: what reads them in the core's
+    terms (a replay, an output file under the closing-line rule, a title) lives above it."""
+    above = tuple(f"{NAME}.{name}" for name in ("core", "output", "session", "presenters", "agent", "cli"))
+    assert imports_under("claude", above) == {}
+
+
+def test_the_output_rules_know_no_protocol_core_or_session() -> None:
+    """``output/`` reads bytes under Claude Code's conventions; the host makes events of them."""
+    above = tuple(f"{NAME}.{name}" for name in ("core", "acp", "session", "presenters", "agent", "cli"))
+    assert imports_under("output", above) == {}
 
 
 def reads_the_platform(tree: ast.AST) -> bool:

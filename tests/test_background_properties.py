@@ -51,13 +51,12 @@ from typing import Any
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from claude_bg_acp.claude.conventions import KILLED_SIGNAL
+from claude_bg_acp.claude.conventions import KILLED_SIGNAL, ExitInfo
 from claude_bg_acp.core import events as ev
 from claude_bg_acp.core.background import CLASSIFY_GRACE
 from claude_bg_acp.core.effects import Effect, FinishTail, Notify, Reply, StopTask, Tail
 from claude_bg_acp.core.errors import Refused
 from claude_bg_acp.core.tasks import ORPHAN_GRACE
-from claude_bg_acp.output.closing_line import ExitInfo
 from tests.support.driver import CoreDriver, as_jsonrpc
 from tests.support.frames import (
     TASKS_DIR,

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
+from claude_bg_acp.claude.conventions import ExitInfo, ShellEnd
 from claude_bg_acp.core import events as ev
 from claude_bg_acp.core.effects import Effect, Fail, FinishTail
-from claude_bg_acp.output.closing_line import ExitInfo, ShellEnd
 from tests.support.driver import CoreDriver, as_jsonrpc
 from tests.support.frames import (
     TaskSpec,

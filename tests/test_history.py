@@ -33,6 +33,7 @@ from claude_bg_acp.core.effects import Effect, Notify, ReadTitle
 from claude_bg_acp.core.errors import Refused
 from claude_bg_acp.core.events import StoredMessage
 from claude_bg_acp.core.prompts import from_claude_content, to_claude_content
+from claude_bg_acp.session import replay
 from tests.support.driver import (
     CLIENTS,
     CWD,
@@ -94,7 +95,7 @@ def test_a_prompt_is_found_in_the_stored_conversation_only_where_it_is_stored(tm
     user message is found by its uuid; an assistant message's is not, though its line and the
     next one's (its parent) name it; nor is any uuid in another session."""
     with mock.patch.dict(os.environ, store_recorded(load_frames(RECORDING), tmp_path)):
-        messages = store._conversation_entries(RECORDED_SESSION, CWD)
+        messages = store.conversation_entries(RECORDED_SESSION, CWD)
         [prompt, *_] = [entry["uuid"] for entry in messages if entry["type"] == "user"]
         [answer, *_] = [entry["uuid"] for entry in messages if entry["type"] == "assistant"]
         assert store._holds_prompt(RECORDED_SESSION, CWD, prompt)
@@ -128,7 +129,7 @@ def test_a_transcript_is_decoded_as_the_sdk_decodes_it(lines: list[str], ending:
     what it refuses: a lone surrogate)."""
     content = ("\n".join(lines) + ending).encode()
     as_text = io.TextIOWrapper(io.BytesIO(content), encoding="utf-8").read()  # as ``read_text``
-    assert store._entries(content) == _parse_transcript_entries(as_text)
+    assert store.transcript_entries(content) == _parse_transcript_entries(as_text)
 
 
 def test_a_line_that_is_not_utf8_is_skipped_and_the_others_read() -> None:
@@ -136,7 +137,7 @@ def test_a_line_that_is_not_utf8_is_skipped_and_the_others_read() -> None:
     SDK's reader, which decodes the whole file first, reads none of it)."""
     good = {"type": "user", "uuid": "u1", "message": {"role": "user", "content": "hi"}}
     content = b'{"type":"user","uuid":"u0","message":"\xff"}\n' + json.dumps(good).encode() + b"\n"
-    assert store._entries(content) == [good]
+    assert store.transcript_entries(content) == [good]
 
 
 @pytest.mark.parametrize("client", list(CLIENTS))
@@ -147,7 +148,7 @@ def test_a_replay_in_parts_is_the_replay_in_one(client: str, size: int, tmp_path
     is, several parts on; the shell's output comes with the part that hands it off; the notes
     of later parts end what earlier parts handed off."""
     with mock.patch.dict(os.environ, store_recorded(load_frames(RECORDING), tmp_path)):
-        parts = list(store._parts(RECORDED_SESSION, CWD, size))
+        parts = list(replay._parts(RECORDED_SESSION, CWD, size))
     assert len(parts) == -(-len(joined(parts).messages) // size) > 2
     assert parts[0].children and parts[0].notes and not any(p.children or p.notes for p in parts[1:])
     assert not parts[0].outputs and [list(p.outputs) for p in parts if p.outputs] == [[SHELL]]

@@ -19,8 +19,7 @@ import anyio
 import pytest
 
 from claude_bg_acp.claude import leftovers
-from claude_bg_acp.claude.conventions import output_file
-from claude_bg_acp.output.closing_line import ExitInfo
+from claude_bg_acp.claude.conventions import ExitInfo, output_file
 from claude_bg_acp.platform import POSIX, WINDOWS
 from tests.support.processes import running
 

@@ -23,8 +23,7 @@ import anyio
 import pytest
 
 from claude_bg_acp.claude import orphans
-from claude_bg_acp.claude.conventions import output_file
-from claude_bg_acp.output.closing_line import ExitInfo
+from claude_bg_acp.claude.conventions import ExitInfo, output_file
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="orphans are adopted on Linux only")
 

@@ -12,13 +12,11 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
-from claude_bg_acp.claude.conventions import KILLED_SIGNAL
+from claude_bg_acp.claude.conventions import KILLED_SIGNAL, ExitInfo, ShellEnd
 from claude_bg_acp.output.closing_line import (
     LINE_GRACE,
     MAX_TRAILER,
     PREFIX_GRACE,
-    ExitInfo,
-    ShellEnd,
     TrailerGate,
     parse_closing_line,
 )

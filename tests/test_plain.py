@@ -20,9 +20,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from claude_bg_acp.acp.capabilities import ClientCapabilities
+from claude_bg_acp.claude.conventions import ExitInfo
 from claude_bg_acp.core import events as ev
 from claude_bg_acp.core.effects import Notify
-from claude_bg_acp.output.closing_line import ExitInfo
 from claude_bg_acp.presenters.air import AirPresenter
 from claude_bg_acp.presenters.choice import presenter_for
 from claude_bg_acp.presenters.live_output import LEFT_OUT, WINDOW

@@ -26,8 +26,8 @@ from unittest import mock
 import pytest
 
 from claude_bg_acp.claude import conventions
+from claude_bg_acp.claude.conventions import ExitInfo
 from claude_bg_acp.core import events as ev
-from claude_bg_acp.output.closing_line import ExitInfo
 from claude_bg_acp.output.task_output import NotOutput, open_output
 from tests.support.driver import (
     CWD,

@@ -34,7 +34,7 @@ from claude_bg_acp.acp.jsonrpc import RpcError
 from claude_bg_acp.acp.session_list import page, start
 from claude_bg_acp.claude import listing, summaries
 from claude_bg_acp.claude.conventions import OWN_MESSAGES
-from claude_bg_acp.core.titles import LIMIT, short
+from claude_bg_acp.claude.prompt_text import LIMIT, short
 from tests.support.driver import CWD, RECORDED_SESSION, load_frames, store_recorded
 
 COPIES = 23

@@ -20,13 +20,12 @@ import anyio
 import pytest
 import watchfiles
 
-from claude_bg_acp.claude.conventions import KILLED_SIGNAL
+from claude_bg_acp.claude.conventions import KILLED_SIGNAL, ExitInfo
 from claude_bg_acp.output import watch
 from claude_bg_acp.output.tail import (
     BUSY_TICK,
     TICK,
     Chunk,
-    ExitInfo,
     Final,
     Grid,
     OutputTailer,

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
+from claude_bg_acp.claude.conventions import ExitInfo
 from claude_bg_acp.core import events as ev
 from claude_bg_acp.core.effects import Effect, Notify, Query, Reply, StopTask
-from claude_bg_acp.output.closing_line import ExitInfo
 from tests.support.driver import CLIENTS, CoreDriver, as_jsonrpc, check_transcript, recorded_server_info
 from tests.support.frames import TaskSpec, commands_changed, result, state_changed, text
 from tests.support.plain import PlainView

@@ -19,9 +19,9 @@ import anyio
 import pytest
 
 from claude_bg_acp.claude import listing, store
+from claude_bg_acp.claude.prompt_text import LIMIT, from_prompt, short
 from claude_bg_acp.core import events as ev
 from claude_bg_acp.core.effects import ReadTitle
-from claude_bg_acp.core.titles import LIMIT, from_prompt, short
 from tests.support.driver import CWD, RECORDED_SESSION, CoreDriver, load_frames, store_recorded
 from tests.support.frames import result, text
 

@@ -19,11 +19,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from claude_bg_acp.acp.capabilities import ClientCapabilities
-from claude_bg_acp.claude.conventions import shell_result
+from claude_bg_acp.claude.conventions import ExitInfo, shell_result
 from claude_bg_acp.core import events as ev
 from claude_bg_acp.core.effects import Notify, Tail
 from claude_bg_acp.core.policy import Policy
-from claude_bg_acp.output.closing_line import ExitInfo
 from claude_bg_acp.presenters.choice import presenter_for
 from claude_bg_acp.presenters.zed import SKIPPED, ZedPresenter
 from tests.support.driver import CoreDriver, as_jsonrpc, shell_past_the_answer

@@ -399,12 +399,12 @@ class Agent:
             else:
                 session = self._session(session_id)  # unless it failed
                 _same_directory(session_id, session.cwd, params.cwd)
-        from claude_bg_acp.claude import store
+        from claude_bg_acp.session.replay import conversation
 
         history = None
         if replay:
             stored_yet = session_id not in self._unprompted
-            history = store.conversation(session_id, session.cwd) if stored_yet else _nothing()
+            history = conversation(session_id, session.cwd) if stored_yet else _nothing()
         await (self._attached(session, history) if resumed else session.attach(history))
         return self._opened(session, request_id)
 

@@ -17,10 +17,10 @@ played from the output files the recorder kept: when the core finishes a termina
 bytes go through the closing-line rule the tailer applies, then back to the core.
 
 ``stored_conversation`` reads what a recording kept of Claude Code's stored conversation the
-way the agent does (the SDK's readers through ``claude.store``), for ``attach``: a client
-loading or resuming the session, with the replay of a conversation (in parts, or all of it as
-one) or without, up to its answer; ``answered`` is what follows the answer. The driver keeps
-where the client asked and was answered, for the rules (``timeline``).
+way the agent does (the SDK's readers through ``claude.store`` and ``session.replay``), for
+``attach``: a client loading or resuming the session, with the replay of a conversation (in
+parts, or all of it as one) or without, up to its answer; ``answered`` is what follows the
+answer. The driver keeps where the client asked and was answered, for the rules (``timeline``).
 ``live_after_first_turn`` is a v2 session whose recorded first turn left its work running, to
 re-attach to.
 
@@ -56,8 +56,7 @@ from claude_agent_sdk.types import PermissionUpdate
 from claude_bg_acp.acp.capabilities import ASYNC_TASKS, ClientCapabilities
 from claude_bg_acp.acp.errors import rpc_error
 from claude_bg_acp.acp.schema import ContentBlock
-from claude_bg_acp.claude import store
-from claude_bg_acp.claude.conventions import tasks_base
+from claude_bg_acp.claude.conventions import ExitInfo, tasks_base
 from claude_bg_acp.claude.server_info import Applied, read_server_info
 from claude_bg_acp.core import events as ev
 from claude_bg_acp.core.background import Kind
@@ -74,9 +73,10 @@ from claude_bg_acp.core.effects import (
 )
 from claude_bg_acp.core.permission_options import ALLOW_ONCE, REJECT_ONCE
 from claude_bg_acp.core.session import SessionCore
-from claude_bg_acp.output.closing_line import ExitInfo, TrailerGate
+from claude_bg_acp.output.closing_line import TrailerGate
 from claude_bg_acp.presenters.choice import presenter_for
 from claude_bg_acp.presenters.plain import PlainPresenter
+from claude_bg_acp.session import replay
 from tests.support.air import air_capabilities as air_capabilities_of
 from tests.support.air import declares_air
 from tests.support.frames import TaskSpec, result, state_changed, text
@@ -493,8 +493,8 @@ def stored_conversation(recorded: list[Frame], config_dir: Path) -> ev.StoredCon
 
 
 def read_whole(session_id: str = RECORDED_SESSION, cwd: str = CWD) -> ev.StoredConversation:
-    """A stored conversation as the agent reads it (``store``), its parts joined into one."""
-    return joined(list(store._parts(session_id, cwd)))
+    """A stored conversation as the agent reads it (``session.replay``), its parts joined into one."""
+    return joined(list(replay._parts(session_id, cwd)))
 
 
 def joined(parts: list[ev.StoredConversation]) -> ev.StoredConversation:

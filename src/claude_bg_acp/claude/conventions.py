@@ -125,6 +125,41 @@ def summary_exit_code(summary: str | None) -> int | None:
 
 # --- the closing line of a background shell's output file -------------------------------------
 
+
+@dataclass(frozen=True, slots=True)
+class ExitInfo:
+    """How the command ended: an exit code, or the signal that stopped it (never both)."""
+
+    exit_code: int | None
+    signal: str | None
+
+
+STOPPED = frozenset({"killed", "stopped"})
+"""The end statuses of a task whose process was killed: its closing line is ``[killed]``."""
+
+
+@dataclass(frozen=True, slots=True)
+class ShellEnd:
+    """What Claude Code said of a shell task's end: its final status (None: it said nothing,
+    as when the agent stopped the process itself) and the exit code its summary names."""
+
+    status: str | None = None
+    exit_code: int | None = None
+
+    def confirms(self, exit_info: ExitInfo) -> bool:
+        """Whether a closing line saying ``exit_info`` is the one this end had Claude Code write
+        (``[killed]`` for a stopped task, ``[exited with code N]`` for the others)."""
+        if self.status is None:
+            return False
+        if exit_info.signal is not None:
+            return self.status in STOPPED
+        if self.status in STOPPED:
+            return False
+        if self.exit_code is not None:
+            return exit_info.exit_code == self.exit_code
+        return (exit_info.exit_code == 0) == (self.status == "completed")
+
+
 KILLED_SIGNAL = "SIGKILL"
 """The signal reported for ``[killed]``: the line names none; the CLI stops a task by killing
 its process group, and its group kill defaults to SIGKILL."""

@@ -41,8 +41,7 @@ from dataclasses import dataclass
 import anyio
 
 from claude_bg_acp.claude import orphans
-from claude_bg_acp.claude.conventions import OUTPUT_SUFFIX
-from claude_bg_acp.output.closing_line import ExitInfo
+from claude_bg_acp.claude.conventions import OUTPUT_SUFFIX, ExitInfo
 from claude_bg_acp.platform import host
 
 log = logging.getLogger(__name__)

@@ -38,6 +38,7 @@ from stat import S_ISDIR, S_ISREG
 
 from claude_bg_acp.claude import store_files, summaries
 from claude_bg_acp.claude.conventions import OWN_MESSAGES
+from claude_bg_acp.claude.prompt_text import from_prompt, short
 from claude_bg_acp.claude.sdk_private import (
     LITE_READ_BUF_SIZE,
     canonicalize_path,
@@ -48,7 +49,6 @@ from claude_bg_acp.claude.sdk_private import (
     get_projects_dir,
     validate_uuid,
 )
-from claude_bg_acp.core.titles import from_prompt, short
 
 Position = tuple[str, str]
 """Where a session stands in the order: ``(updated_at, session_id)``, the latest first."""
@@ -208,7 +208,7 @@ def described(path: str) -> summaries.Summary:
     (``_read_session_lite``, ``_parse_session_info_from_lite``), of what a listing shows: each
     field by the SDK's own function, and none that a listing does not show (the git branch, the
     tag, the time of the first message). The title is Claude Code's own (``_own_title``), else
-    the one the first prompt makes (``core.titles.from_prompt``)."""
+    the one the first prompt makes (``prompt_text.from_prompt``)."""
     try:
         with os.fdopen(store_files.open_regular(path), "rb") as file:
             size = os.fstat(file.fileno()).st_size

@@ -36,8 +36,7 @@ from dataclasses import dataclass
 
 import anyio
 
-from claude_bg_acp.claude.conventions import task_of_output_file
-from claude_bg_acp.output.closing_line import ExitInfo
+from claude_bg_acp.claude.conventions import ExitInfo, task_of_output_file
 from claude_bg_acp.platform import host
 
 log = logging.getLogger(__name__)

@@ -11,87 +11,46 @@ What it reads of the store it reads only from regular files (``store_files``): a
 or a link named as a conversation is refused (``Unreadable``) before an SDK reader opens it,
 and its work runs in the store's own bounded threads (``store_files.run``).
 
-It knows nothing of ACP: it answers with sessions (id, cwd, title, last change) and with
-conversations in the form the core replays (``StoredConversation``), the SDK's own parser
-having made typed messages of the stored ones, with Claude Code's structured form of each tool
-result (``toolUseResult``, which the SDK's readers leave out) kept. A background shell's output
-file is read back (its latest ``RECALL_LIMIT`` bytes, through the closing-line rule) while it is
-still there, under the rules the live tailer reads it by (``task_output``), from this
-conversation's own task directory only: a shell is a background one when Claude Code's
-structured result or the tool use says so (``conventions.hand_off``), never by the words of its
-output, and its file is the task's own there, never a path the words name.
+It knows nothing of ACP nor of the core: it answers with sessions (id, cwd, title, last
+change) and with a conversation's transcript entries, which ``session.replay`` makes into the
+form the core replays.
 
 Whether a conversation holds a given user message (``holds_prompt``, a prompt's retry after
 the agent restarted) is told from its own transcript alone, streamed: only the lines that name
 the message's id are decoded, and the message must be stored under it, not merely named.
 
-A conversation is read in parts (``conversation``), for the core to replay each as it comes.
-Which messages are the conversation is known only once the whole transcript is read: a prompt
-edited or rewound starts a branch, and the conversation is the branch of its latest message
-(the SDK's chain, whose functions find it). So the transcript's lines are decoded first, as
-the bytes they are (by pydantic's JSON parser, in a third of the time ``json`` takes, and a
-line that is not UTF-8 skipped like one that is not JSON: Claude Code resumes the same
-conversation meanwhile, and the CPU is better left to it), and
-the messages are then made ``PART_SIZE`` at a time, each part with the output files of the
-shells its messages hand off. The first part also has what the whole replay needs from the
-start: the subagents' conversations (each replayed where its Agent tool use is) and the task
-notifications (a shell's end is told at its hand-off, before the notification that says it).
+Which messages are the conversation (``conversation_entries``) is known only once the whole
+transcript is read: a prompt edited or rewound starts a branch, and the conversation is the
+branch of its latest message (the SDK's chain, whose functions find it). So the transcript's
+lines are decoded first, as the bytes they are (by pydantic's JSON parser, in a third of the
+time ``json`` takes, and a line that is not UTF-8 skipped like one that is not JSON: Claude
+Code resumes the same conversation meanwhile, and the CPU is better left to it).
 """
 
 from __future__ import annotations
 
 import glob
 import json
-import logging
 import os
 import uuid
-from collections import deque
-from collections.abc import AsyncGenerator, Iterable, Iterator
-from pathlib import Path
+from collections.abc import Iterable
 from typing import Any
 
-from claude_agent_sdk.types import AssistantMessage, ToolUseBlock, UserMessage
 from pydantic_core import from_json
 
 from claude_bg_acp.claude import store_files
-from claude_bg_acp.claude.conventions import (
-    TaskNote,
-    hand_off,
-    output_file,
-    projects_dir,
-    task_notes,
-    tasks_base,
-    tasks_root,
-)
+from claude_bg_acp.claude.conventions import TaskNote, projects_dir, task_notes
 from claude_bg_acp.claude.listing import StoredSession, described, timestamp
 from claude_bg_acp.claude.sdk_private import (
     TRANSCRIPT_ENTRY_TYPES,
-    MessageParseError,
     build_conversation_chain,
-    build_subagent_chain,
-    collect_agent_files,
     delete_session,
     fork_session,
     get_session_info,
     is_visible_message,
-    parent_ids_from_agent_metadata,
-    parse_message,
-    read_agent_metadata_sidecar,
     resolve_session_file,
-    resolve_subagents_dir,
     validate_uuid,
 )
-from claude_bg_acp.core.events import StoredChild, StoredConversation, StoredMessage, StoredOutput
-from claude_bg_acp.core.transcript import Transcript
-from claude_bg_acp.output.closing_line import TrailerGate
-from claude_bg_acp.output.task_output import recall
-
-log = logging.getLogger(__name__)
-
-RECALL_LIMIT = 256 * 1024
-PART_SIZE = 200
-"""Messages per part of a conversation read back: the core replays a part and the client is
-sent it while the next is made, and no more of it is held at a time."""
 
 Entry = dict[str, Any]
 """A decoded line of a transcript."""
@@ -113,13 +72,6 @@ async def find(session_id: str) -> StoredSession:
 
 async def exists(session_id: str, cwd: str) -> bool:
     return await store_files.run(lambda: _info(session_id, cwd) is not None)
-
-
-async def conversation(session_id: str, cwd: str) -> AsyncGenerator[StoredConversation, None]:
-    """The stored conversation in parts, in order, each read in a worker thread when asked for."""
-    parts = _parts(session_id, cwd)
-    while (part := await store_files.run(lambda: next(parts, None))) is not None:
-        yield part
 
 
 async def holds_prompt(session_id: str, cwd: str, message_id: str) -> bool:
@@ -227,21 +179,7 @@ def _holds_prompt(session_id: str, cwd: str, message_id: str) -> bool:
     return False
 
 
-def _parts(session_id: str, cwd: str, size: int = PART_SIZE) -> Iterator[StoredConversation]:
-    """The conversation ``size`` messages at a time; the first part (there is always one) has
-    the children and the notes."""
-    entries = deque(_conversation_entries(session_id, cwd))
-    children, notes = _children(session_id, cwd)
-    notes = _notes(entries) + notes
-    outputs = _Outputs(session_id, cwd)
-    messages = _messages(entries, size)
-    yield StoredConversation(messages, children, outputs.left_by(messages, children), notes)
-    while entries:
-        messages = _messages(entries, size)
-        yield StoredConversation(messages, [], outputs.left_by(messages, []), [])
-
-
-def _conversation_entries(session_id: str, cwd: str) -> list[Entry]:
+def conversation_entries(session_id: str, cwd: str) -> list[Entry]:
     """The conversation's messages as its transcript holds them, in order (what the SDK's
     ``get_session_messages`` reads, with every field kept)."""
     if not validate_uuid(session_id):
@@ -252,10 +190,11 @@ def _conversation_entries(session_id: str, cwd: str) -> list[Entry]:
         content = store_files.read_regular(str(path)) if path is not None else b""
     except FileNotFoundError:
         return []  # deleted meanwhile: nothing is stored
-    return [entry for entry in build_conversation_chain(_entries(content)) if is_visible_message(entry)]
+    chain = build_conversation_chain(transcript_entries(content))
+    return [entry for entry in chain if is_visible_message(entry)]
 
 
-def _entries(content: bytes) -> list[Entry]:
+def transcript_entries(content: bytes) -> list[Entry]:
     """The transcript lines that are messages, as the SDK's ``_parse_transcript_entries`` takes
     them (an object of a message's type, with a uuid; a line that is not JSON, or not UTF-8,
     skipped). The lines are decoded as they are read, bytes, in a third less time than as text."""
@@ -286,65 +225,7 @@ def _decoded(line: str | bytes) -> Any:
         return None
 
 
-def _children(session_id: str, cwd: str) -> tuple[list[StoredChild], list[TaskNote]]:
-    """The subagents' conversations (what the SDK's ``get_subagent_messages`` reads, with every
-    field kept), each with the Agent tool use that launched it; and their task notifications."""
-    subagents = resolve_subagents_dir(session_id, cwd) if validate_uuid(session_id) else None
-    found: dict[str, Path] = {}
-    for agent_id, path in collect_agent_files(subagents) if subagents is not None else []:
-        found.setdefault(agent_id, path)
-    children: list[StoredChild] = []
-    notes: list[TaskNote] = []
-    for agent_id, path in found.items():
-        try:
-            content = store_files.read_regular(str(path))
-            sidecar = path.with_name(path.name.removesuffix(".jsonl") + ".meta.json")
-            meta = read_agent_metadata_sidecar(path) if store_files.regular(str(sidecar)) else None
-        except OSError:
-            continue
-        launched_by, _ = parent_ids_from_agent_metadata(meta)
-        chain = [
-            entry
-            for entry in build_subagent_chain(_entries(content))
-            if entry.get("type") in ("user", "assistant")
-        ]
-        if launched_by is not None and chain:
-            messages = [message for entry in chain if (message := _stored(entry, launched_by)) is not None]
-            children.append(StoredChild(agent_id, launched_by, messages))
-            notes += _notes(chain)
-    return children, notes
-
-
-def _messages(entries: deque[Entry], size: int) -> list[StoredMessage]:
-    """The next ``size`` entries as messages (those the SDK cannot parse left out)."""
-    taken = [entries.popleft() for _ in range(min(size, len(entries)))]
-    return [message for entry in taken if (message := _stored(entry)) is not None]
-
-
-def _stored(entry: Entry, launched_by: str | None = None) -> StoredMessage | None:
-    """The SDK's typed message of a transcript entry, with Claude Code's structured form of its
-    tool result; ``launched_by``: the Agent tool use whose subagent wrote it."""
-    message = entry.get("message")
-    frame = {
-        "type": "user" if entry.get("type") == "user" else "assistant",
-        "message": message,
-        "uuid": entry.get("uuid", ""),
-        "session_id": entry.get("sessionId", ""),
-        "parent_tool_use_id": launched_by,
-        "tool_use_result": entry.get("toolUseResult"),
-    }
-    try:
-        parsed = parse_message(frame)
-    except MessageParseError as exc:
-        log.warning("skipped a stored message the SDK cannot parse (%s)", exc)
-        return None
-    if parsed is None:
-        return None
-    content = message.get("content") if isinstance(message, dict) else None
-    return StoredMessage(frame["uuid"], parsed, content)
-
-
-def _notes(entries: Iterable[Entry]) -> list[TaskNote]:
+def notes_in(entries: Iterable[Entry]) -> list[TaskNote]:
     """The task notifications among a conversation's messages, read from their entries (before
     their messages are made)."""
     notes: list[TaskNote] = []
@@ -354,51 +235,6 @@ def _notes(entries: Iterable[Entry]) -> list[TaskNote]:
         if entry.get("type") == "user" and isinstance(content, str):
             notes += task_notes(content)
     return notes
-
-
-class _Outputs:
-    """What each background shell of the conversation left in its output file: the task's own
-    file in this conversation's task directory (never a path a tool result names), read under
-    the live tailer's rules from Claude Code's temp directory down."""
-
-    def __init__(self, session_id: str, cwd: str) -> None:
-        self._session_id = session_id
-        self._root = tasks_root(cwd)
-        self._base = tasks_base()
-        self._transcript = Transcript(session_id)
-        self._inputs: dict[str, dict[str, Any]] = {}
-        """Every tool use's input so far, by its id (a result needs it, a part or more later)."""
-
-    def left_by(self, messages: list[StoredMessage], children: list[StoredChild]) -> dict[str, StoredOutput]:
-        """The outputs of the shells that ``messages`` and ``children`` hand off."""
-        outputs: dict[str, StoredOutput] = {}
-        for stored in messages + [m for child in children for m in child.messages]:
-            message = stored.message
-            if isinstance(message, AssistantMessage):
-                self._inputs |= {b.id: b.input for b in message.content if isinstance(b, ToolUseBlock)}
-            elif isinstance(message, UserMessage):
-                for result in self._transcript.tool_results(message):
-                    tool_input = self._inputs.get(result.tool_use_id, {})
-                    handed = hand_off(tool_input, result.text, result.is_error, result.structured)
-                    if handed is None:
-                        continue
-                    path = output_file(self._root, self._session_id, handed.task_id)
-                    # Claude Code removes a conversation's task directory when it ends: one look
-                    # spares the walk down to a file that is not there (nothing is read on it).
-                    if not os.path.isdir(os.path.dirname(path)):
-                        continue
-                    latest = recall(path, self._base, RECALL_LIMIT)
-                    if latest is not None:
-                        outputs[handed.task_id] = _output(*latest)
-        return outputs
-
-
-def _output(data: bytes, whole: bool) -> StoredOutput:
-    """What a finished shell printed (its closing line withheld), and how it exited."""
-    gate = TrailerGate(at_start=whole)
-    shown = gate.feed(data)
-    rest, exit_info = gate.close()
-    return StoredOutput(shown + rest, exit_info)
 
 
 def _is_uuid(text: str) -> bool:

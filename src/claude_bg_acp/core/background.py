@@ -83,13 +83,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from claude_bg_acp.claude.conventions import KILLED_SIGNAL, SHELL_TOOLS, summary_exit_code
+from claude_bg_acp.claude.conventions import KILLED_SIGNAL, SHELL_TOOLS, ExitInfo, ShellEnd, summary_exit_code
 from claude_bg_acp.core.effects import FinishTail, Log, StopTask, Tail, Ticket
 from claude_bg_acp.core.errors import Refusal, Refused
 from claude_bg_acp.core.lifecycle import Transitions
 from claude_bg_acp.core.tasks import Task
 from claude_bg_acp.core.tool_uses import ToolUse, ToolUsePhase
-from claude_bg_acp.output.closing_line import ExitInfo, ShellEnd
 
 CLASSIFY_GRACE = 0.5
 STOP_BOUND = 10.0

@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from claude_bg_acp.claude.conventions import ShellEnd
 from claude_bg_acp.core.errors import Failure
-from claude_bg_acp.output.closing_line import ShellEnd
 
 if TYPE_CHECKING:
     from claude_agent_sdk.types import PermissionUpdate

@@ -29,10 +29,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from claude_bg_acp.acp.schema import ContentBlock
-from claude_bg_acp.claude.conventions import TaskNote
+from claude_bg_acp.claude.conventions import ExitInfo, TaskNote
 from claude_bg_acp.claude.server_info import Applied, McpServerState, ServerInfo
 from claude_bg_acp.core.effects import ControlMcp, Ticket
-from claude_bg_acp.output.closing_line import ExitInfo
 
 if TYPE_CHECKING:
     # Only named here: the agent imports the events before the SDK is needed (see ``agent``).

@@ -11,13 +11,10 @@ text, images, and embedded text resources (a mention stays the text it became).
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
+from claude_bg_acp.claude.prompt_text import CONTEXT
 from claude_bg_acp.core.errors import Refusal, Refused
-
-_CONTEXT = re.compile(r'<context ref="([^"]*)">\n(.*)\n</context>', re.DOTALL)
-_MENTION = re.compile(r"@\S*")
 
 
 def to_claude_content(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -54,15 +51,6 @@ def _resource(resource: dict[str, Any]) -> dict[str, Any]:
     return {"type": "text", "text": f"@{uri}"}
 
 
-def resource_uri(text: str) -> str | None:
-    """The URI of the resource a text block of Claude's content stands for (an embedded one's
-    context, or the mention a link became: a block of its own); None for typed text."""
-    context = _CONTEXT.fullmatch(text)
-    if context:
-        return context[1]
-    return text[1:] if _MENTION.fullmatch(text) else None
-
-
 def from_claude_content(content: str | list[Any]) -> list[dict[str, Any]]:
     blocks: list[Any] = [{"type": "text", "text": content}] if isinstance(content, str) else content
     converted: list[dict[str, Any]] = []
@@ -70,7 +58,7 @@ def from_claude_content(content: str | list[Any]) -> list[dict[str, Any]]:
         if not isinstance(block, dict):
             continue
         if block.get("type") == "text" and isinstance(block.get("text"), str):
-            context = _CONTEXT.fullmatch(block["text"])
+            context = CONTEXT.fullmatch(block["text"])
             if context:
                 converted.append({"type": "resource", "resource": {"uri": context[1], "text": context[2]}})
             else:

@@ -68,6 +68,7 @@ from claude_agent_sdk.types import (
 )
 
 from claude_bg_acp.claude import conventions
+from claude_bg_acp.claude.conventions import ExitInfo
 from claude_bg_acp.claude.server_info import read_commands
 from claude_bg_acp.core import events as ev
 from claude_bg_acp.core import user_questions
@@ -148,7 +149,6 @@ from claude_bg_acp.core.transcript import (
     TranscriptFact,
 )
 from claude_bg_acp.core.usage import Usage
-from claude_bg_acp.output.closing_line import ExitInfo
 
 BUFFER_LIMIT = 1000
 """Messages kept per subagent that is not exposed yet (its parent is unknown)."""

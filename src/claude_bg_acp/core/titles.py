@@ -7,9 +7,9 @@ each turn while Claude Code has named none, and the host reads it when a client 
 (before its answer); the answer comes back as a ``TitleRead``: Claude Code's own title or, for
 a stored conversation it has not named, the one its first prompt makes. A new conversation is
 titled by its first prompt as soon as Claude Code is given it, without a model request
-(``from_prompt``): the first line the person typed, cut at a word to ``LIMIT`` characters,
-embedded context and resource links left out (a prompt of resources alone is titled by the
-first one's name). Its lifecycle:
+(``claude.prompt_text.from_prompt``): the first line the person typed, cut at a word to
+``LIMIT`` characters, embedded context and resource links left out (a prompt of resources
+alone is titled by the first one's name). Its lifecycle:
 
 =============  =============  ========================================  ============
 title          trigger        what happens                              next
@@ -32,11 +32,8 @@ import enum
 from dataclasses import dataclass
 from typing import Any
 
+from claude_bg_acp.claude.prompt_text import from_prompt
 from claude_bg_acp.core.lifecycle import Transitions
-from claude_bg_acp.core.prompts import resource_uri
-
-LIMIT = 80
-"""The longest title a client is shown, in characters (a longer one is cut, ``…`` ending it)."""
 
 
 class TitlePhase(enum.Enum):
@@ -108,35 +105,3 @@ class Title:
             return []
         self.current = title
         return [TitleChanged(self.session_id, title, updated_at)]
-
-
-def from_prompt(content: str | list[Any]) -> str | None:
-    """The title a prompt makes (Claude Code's content, as sent or stored): the first line the
-    person typed, else the name of the first resource it holds; ``short``. None for a command
-    (``/name``) or a prompt without text."""
-    blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
-    texts = [
-        block["text"]
-        for block in blocks
-        if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str)
-    ]
-    uris = [uri for text in texts if (uri := resource_uri(text)) is not None]
-    typed = "\n".join(text for text in texts if resource_uri(text) is None)
-    line = next((line for line in typed.splitlines() if line.strip()), None)
-    if line is None:
-        return short(uris[0].rstrip("/").rsplit("/", 1)[-1]) if uris else None
-    return None if line.lstrip().startswith("/") else short(line)
-
-
-def short(text: str) -> str | None:
-    """``text`` on one line, at most ``LIMIT`` characters: cut at a word when longer (within one
-    only when that would keep less than half). None when it is blank."""
-    line = " ".join(text.split())
-    if not line:
-        return None
-    if len(line) <= LIMIT:
-        return line
-    cut = line[:LIMIT]  # one more than is kept: a space there ends a word
-    space = cut.rfind(" ")
-    kept = cut[:space] if space > LIMIT // 2 else cut[: LIMIT - 1]
-    return kept.rstrip() + "…"

@@ -33,10 +33,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from claude_bg_acp.claude import file_tools
-from claude_bg_acp.claude.conventions import SHELL_TOOLS, shell_result
+from claude_bg_acp.claude.conventions import SHELL_TOOLS, ExitInfo, shell_result
 from claude_bg_acp.core.lifecycle import Transitions
 from claude_bg_acp.core.transcript import Image
-from claude_bg_acp.output.closing_line import ExitInfo
 
 
 class ToolUsePhase(enum.Enum):

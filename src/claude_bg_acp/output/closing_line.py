@@ -22,7 +22,7 @@ which outlasts every half-done write measured.
 
 A command can print a line exactly like a closing line, and Claude Code tells a task's end
 before its closing line reaches the file: at that moment the forged line is the file's last.
-So a live task's closing line counts only if the task's end confirms it (:class:`ShellEnd`: its
+So a live task's closing line counts only if the task's end confirms it (``conventions.ShellEnd``: its
 status, and the exit code its summary names); one that does not is output, and the real line
 is waited for. Left: a forged line that agrees with the real end is taken for it (the exit is
 right; that one line of output is not shown).
@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from claude_bg_acp.claude.conventions import (
     CLOSING_LINE,
@@ -43,10 +42,8 @@ from claude_bg_acp.claude.conventions import (
     MAX_CLOSING_LINE,
     MAX_CODE_DIGITS,
     UNKNOWN_CODE,
+    ExitInfo,
 )
-
-STOPPED = frozenset({"killed", "stopped"})
-"""The end statuses of a task whose process was killed: its closing line is ``[killed]``."""
 
 MAX_TRAILER = MAX_CLOSING_LINE
 """The most bytes a :class:`TrailerGate` ever withholds."""
@@ -57,36 +54,6 @@ PREFIX_GRACE = 0.1
 
 _CODE_PREFIX = re.compile(rb"-?[0-9]{0,%d}" % MAX_CODE_DIGITS)
 _CODE_DONE = re.compile(rb"-?[0-9]{1,%d}\]\n?" % MAX_CODE_DIGITS)
-
-
-@dataclass(frozen=True, slots=True)
-class ExitInfo:
-    """How the command ended: an exit code, or the signal that stopped it (never both)."""
-
-    exit_code: int | None
-    signal: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class ShellEnd:
-    """What Claude Code said of a shell task's end: its final status (None: it said nothing,
-    as when the agent stopped the process itself) and the exit code its summary names."""
-
-    status: str | None = None
-    exit_code: int | None = None
-
-    def confirms(self, exit_info: ExitInfo) -> bool:
-        """Whether a closing line saying ``exit_info`` is the one this end had Claude Code write
-        (``[killed]`` for a stopped task, ``[exited with code N]`` for the others)."""
-        if self.status is None:
-            return False
-        if exit_info.signal is not None:
-            return self.status in STOPPED
-        if self.status in STOPPED:
-            return False
-        if self.exit_code is not None:
-            return exit_info.exit_code == self.exit_code
-        return (exit_info.exit_code == 0) == (self.status == "completed")
 
 
 def _is_code_prefix(text: bytes) -> bool:

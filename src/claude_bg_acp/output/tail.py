@@ -78,13 +78,13 @@ import anyio
 import anyio.abc
 import anyio.lowlevel
 
-from claude_bg_acp.output.closing_line import LINE_GRACE, MAX_TRAILER, ExitInfo, TrailerGate
+from claude_bg_acp.claude.conventions import ExitInfo
+from claude_bg_acp.output.closing_line import LINE_GRACE, MAX_TRAILER, TrailerGate
 from claude_bg_acp.output.task_output import NotOutput, latest, open_output, read_at
 from claude_bg_acp.output.watch import WatchOptions, make_watcher
 
 __all__ = [
     "Chunk",
-    "ExitInfo",
     "Final",
     "OutputTailer",
     "Reset",

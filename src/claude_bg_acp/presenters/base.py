@@ -29,6 +29,7 @@ from claude_bg_acp.acp.updates import (
     ToolCall,
     UsageUpdate,
 )
+from claude_bg_acp.claude.conventions import ExitInfo
 from claude_bg_acp.claude.server_info import SlashCommand
 from claude_bg_acp.core.attaching import ReplayCompleted
 from claude_bg_acp.core.background import (
@@ -82,7 +83,6 @@ from claude_bg_acp.core.tool_uses import (
 )
 from claude_bg_acp.core.transcript import MessageChunk
 from claude_bg_acp.core.usage import UsageReported
-from claude_bg_acp.output.closing_line import ExitInfo
 from claude_bg_acp.presenters import diffs, tool_views
 from claude_bg_acp.presenters.live_output import LiveOutput
 

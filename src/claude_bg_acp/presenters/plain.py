@@ -48,6 +48,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from claude_bg_acp.acp.updates import ToolCall
+from claude_bg_acp.claude.conventions import ExitInfo
 from claude_bg_acp.core.background import (
     TerminalExited,
     TerminalOpened,
@@ -71,7 +72,6 @@ from claude_bg_acp.core.tool_uses import (
     ToolCallStarted,
 )
 from claude_bg_acp.core.transcript import MessageChunk
-from claude_bg_acp.output.closing_line import ExitInfo
 from claude_bg_acp.presenters import tool_views
 from claude_bg_acp.presenters.base import raw_output
 from claude_bg_acp.presenters.live_output import Window, decoder

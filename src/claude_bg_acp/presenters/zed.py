@@ -37,6 +37,7 @@ import codecs
 from typing import Any, Literal
 
 from claude_bg_acp.acp.updates import ToolCall
+from claude_bg_acp.claude.conventions import ExitInfo
 from claude_bg_acp.core.background import TerminalExited, TerminalOpened, TerminalOutput, TerminalReplaced
 from claude_bg_acp.core.effects import ClientEffect, Notify
 from claude_bg_acp.core.foreground_shells import ShellOutput
@@ -47,7 +48,6 @@ from claude_bg_acp.core.tool_uses import (
     ToolCallRunning,
     ToolCallStarted,
 )
-from claude_bg_acp.output.closing_line import ExitInfo
 from claude_bg_acp.presenters.base import exit_status
 from claude_bg_acp.presenters.live_output import decoder
 from claude_bg_acp.presenters.v1 import V1Presenter

@@ -47,7 +47,7 @@ from claude_bg_acp.acp.jsonrpc import INTERNAL_ERROR, RequestId, RpcError
 from claude_bg_acp.acp.schema import ContentBlock, McpServer
 from claude_bg_acp.acp.stdio import Endpoint
 from claude_bg_acp.claude import store
-from claude_bg_acp.claude.conventions import tasks_base, tasks_root
+from claude_bg_acp.claude.conventions import ExitInfo, ShellEnd, tasks_base, tasks_root
 from claude_bg_acp.claude.options import may_bypass_permissions
 from claude_bg_acp.claude.runner import ClaudeRunner
 from claude_bg_acp.core import events as ev
@@ -79,7 +79,6 @@ from claude_bg_acp.core.effects import (
 from claude_bg_acp.core.errors import Refused
 from claude_bg_acp.core.presenting import Presenter
 from claude_bg_acp.core.session import SessionCore
-from claude_bg_acp.output.closing_line import ExitInfo, ShellEnd
 from claude_bg_acp.output.tail import (
     Chunk,
     Final,

@@ -52,6 +52,7 @@ from claude_agent_sdk.types import CanUseTool
 from claude_bg_acp.acp.jsonrpc import INTERNAL_ERROR, RpcError
 from claude_bg_acp.acp.schema import McpServer
 from claude_bg_acp.claude import leftovers, store
+from claude_bg_acp.claude.conventions import ExitInfo
 from claude_bg_acp.claude.options import session_options
 from claude_bg_acp.claude.runner import ClaudeRunner, start_failure
 from claude_bg_acp.claude.server_info import (
@@ -76,7 +77,6 @@ from claude_bg_acp.core.effects import (
 )
 from claude_bg_acp.core.permission_modes import DEFAULT_MODE
 from claude_bg_acp.core.session import SessionCore
-from claude_bg_acp.output.closing_line import ExitInfo
 from claude_bg_acp.session.lifecycle import (
     DOWN,
     ENDING,
