@@ -266,7 +266,9 @@ class Agent:
         answer = await self._session(params.session_id).prompt(params.prompt, key, request_id)
         if params.session_id in self._unprompted:  # Claude Code stores it from now on
             self._unprompted.discard(params.session_id)
-            await anyio.to_thread.run_sync(created.forget, params.session_id)
+            # Beside the answer, not before it: a retry of the prompt (v2) is answered at once,
+            # and would otherwise overtake the original's answer.
+            self._tg.start_soon(anyio.to_thread.run_sync, created.forget, params.session_id)
         return answer
 
     async def _set_mode(self, params: SetModeParams, request_id: jsonrpc.RequestId) -> dict[str, Any]:
