@@ -141,6 +141,9 @@ class SessionHost:
         """Every client request the core answers through a ticket (prompts, config choices, stops
         by task id), waiting for its answer."""
         self._prompt_requests: dict[RequestId, Ticket] = {}
+        self._settling: dict[RequestId, bool] = {}
+        """Prompt requests waiting for the folder's trust, not yet the core's: whether the client
+        withdrew one meanwhile (its ``$/cancel_request`` must not slip between the two)."""
         self._lifecycle = HostLifecycle(session_id)
         self._outbox = Outbox(session_id, endpoint, self._perform)
         self._bridge = PermissionBridge(endpoint, self.handle, self._tickets, [cwd, *(add_dirs or [])])
@@ -353,7 +356,13 @@ class SessionHost:
         """``session/prompt``; ``key``: its v2 ``idempotencyKey``, if any (the core inserts a
         key's prompt once and answers every attempt with it)."""
         self._refuse_if_ending()
-        answered = await self._trust.settle()  # the folder's trust first (``session.trust``)
+        self._settling[request_id] = False
+        try:
+            answered = await self._trust.settle()  # the folder's trust first (``session.trust``)
+        finally:
+            withdrawn = self._settling.pop(request_id)
+        if withdrawn:
+            raise errors.Rejected(errors.Rejection.WITHDRAWN, "Prompt withdrawn before insertion")
         self._refuse_if_ending()
         ticket = next(self._tickets)
         waiter = self._waiters[ticket] = Waiter()
@@ -384,6 +393,9 @@ class SessionHost:
 
     def withdraw(self, request_id: RequestId) -> bool:
         """The client withdrew a prompt request (``$/cancel_request``); False if not ours."""
+        if request_id in self._settling:
+            self._settling[request_id] = True
+            return True
         ticket = self._prompt_requests.get(request_id)
         if ticket is None:
             return False
