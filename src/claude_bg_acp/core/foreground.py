@@ -108,8 +108,8 @@ hold      trigger                  what happens                                 
 ========  =======================  ===================================================  ========
 ``NONE``  ``HOLD_AT_RESULT``       a prompt's result comes while subagents it spawned   ``HELD``
                                    are live
-``HELD``  ``SUBAGENTS_DONE``       its last subagent ended by itself while no turn      ``DUE``
-                                   runs: Claude Code follows that up; the release is
+``HELD``, ``SUBAGENTS_DONE``       its last subagent ended by itself while no turn      ``DUE``
+``DUE``                            runs: Claude Code follows that up; the release is
                                    due ``FOLLOW_UP_WAIT`` after, if no follow-up turn
                                    starts
 ``DUE``   ``TURN_STARTS``          a turn starts: its result releases the hold          ``HELD``
@@ -253,7 +253,7 @@ HOLDS: Transitions[HoldPhase, HoldTrigger] = Transitions.of(
     HoldPhase,
     HoldTrigger,
     ((HoldPhase.NONE,), HoldTrigger.HOLD_AT_RESULT, HoldPhase.HELD),
-    ((HoldPhase.HELD,), HoldTrigger.SUBAGENTS_DONE, HoldPhase.DUE),
+    (HELD_OR_DUE, HoldTrigger.SUBAGENTS_DONE, HoldPhase.DUE),
     ((HoldPhase.DUE,), HoldTrigger.TURN_STARTS, HoldPhase.HELD),
     (HELD_OR_DUE, HoldTrigger.FOLLOW_UP_RESULT, HoldPhase.NONE),
     (HELD_OR_DUE, HoldTrigger.CLAUDE_IDLE, HoldPhase.NONE),
