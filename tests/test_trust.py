@@ -122,3 +122,27 @@ def test_the_question_shows_what_the_settings_would_do(tmp_path: Path) -> None:
         "- Allowed without asking: Bash(*)",
     ]
     assert read_project_settings(str(tmp_path / "empty")).files == []
+
+
+def test_a_settings_file_too_large_to_be_one_is_named_and_not_read(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A repository's file is read bounded: a sparse 64 MiB one (no memory spent making it) is
+    not read, yet still names itself in the question."""
+    work = tmp_path / "work"
+    huge = work / ".claude" / "settings.json"
+    huge.parent.mkdir(parents=True)
+    with huge.open("wb") as file:
+        file.truncate(64 << 20)
+    found = read_project_settings(str(work))
+    assert found.files == [".claude/settings.json"]
+    assert "larger than" in caplog.text
+
+
+def test_a_linked_settings_file_is_read_as_claude_code_reads_it(tmp_path: Path) -> None:
+    """Claude Code follows a link to a settings file, so the question must show what it holds."""
+    work = tmp_path / "work"
+    write(tmp_path / "elsewhere.json", {"env": {"ANTHROPIC_BASE_URL": "http://elsewhere"}})
+    (work / ".claude").mkdir(parents=True)
+    (work / ".claude" / "settings.json").symlink_to(tmp_path / "elsewhere.json")
+    assert read_project_settings(str(work)).env == ["ANTHROPIC_BASE_URL=http://elsewhere"]

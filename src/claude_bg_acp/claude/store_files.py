@@ -53,11 +53,13 @@ def regular(path: str) -> bool:
         return False
 
 
-def open_regular(path: str, flags: int = os.O_RDONLY, dir_fd: int | None = None) -> int:
+def open_regular(path: str, flags: int = os.O_RDONLY, dir_fd: int | None = None, follow: bool = False) -> int:
     """A descriptor on the regular file at ``path``, opened without blocking or following a
-    link; ``NotRegular`` for anything else. Blocking is switched back on for reading."""
+    link (``follow``: through one, for a file its owner may link, as Claude Code reads it);
+    ``NotRegular`` for anything else. Blocking is switched back on for reading."""
     nonblock = getattr(os, "O_NONBLOCK", 0)
-    careful = getattr(os, "O_NOFOLLOW", 0) | nonblock | getattr(os, "O_NOCTTY", 0) | os.O_CLOEXEC
+    nofollow = 0 if follow else getattr(os, "O_NOFOLLOW", 0)
+    careful = nofollow | nonblock | getattr(os, "O_NOCTTY", 0) | os.O_CLOEXEC
     try:
         fd = os.open(path, flags | careful, dir_fd=dir_fd)
     except OSError as exc:
@@ -72,10 +74,10 @@ def open_regular(path: str, flags: int = os.O_RDONLY, dir_fd: int | None = None)
     return fd
 
 
-def read_regular(path: str, limit: int | None = None) -> bytes:
+def read_regular(path: str, limit: int | None = None, follow: bool = False) -> bytes:
     """The whole regular file at ``path``; with ``limit``, only if it holds at most that many
     bytes (else ``NotRegular``: too large to be what it claims)."""
-    fd = open_regular(path)
+    fd = open_regular(path, follow=follow)
     with os.fdopen(fd, "rb") as file:
         if limit is None:
             return file.read()

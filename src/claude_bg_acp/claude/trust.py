@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from claude_bg_acp.claude import store_files
+
 log = logging.getLogger(__name__)
 
 TRUST_ALL_ENV = "CLAUDE_BG_ACP_TRUST_ALL_FOLDERS"
@@ -173,9 +175,15 @@ def _dicts(value: Any) -> list[dict[str, Any]]:
     return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
 
 
+MAX_SETTINGS = 16 << 20
+"""Bytes a settings file may hold to be read (a larger one is no settings file, and counts as
+empty: the question is still asked, its file named)."""
+
+
 def _read_json(path: Path) -> dict[str, Any]:
+    # A repository's file: never blocking (a FIFO), never unbounded (a huge or endless file).
     try:
-        value = json.loads(path.read_text(encoding="utf-8"))
+        value = json.loads(store_files.read_regular(str(path), MAX_SETTINGS, follow=True))
     except FileNotFoundError:
         return {}
     except (OSError, ValueError) as exc:
