@@ -30,11 +30,12 @@ import pytest
 from claude_agent_sdk import SDKSessionInfo
 from claude_agent_sdk._internal.sessions import get_session_messages, list_sessions
 
-from claude_bg_acp.acp.jsonrpc import RpcError
+from claude_bg_acp.acp.errors import rpc_error
 from claude_bg_acp.acp.session_list import page, start
 from claude_bg_acp.claude import listing, summaries
 from claude_bg_acp.claude.conventions import OWN_MESSAGES
 from claude_bg_acp.claude.prompt_text import LIMIT, short
+from claude_bg_acp.core.errors import Refused
 from tests.support.driver import CWD, RECORDED_SESSION, load_frames, store_recorded
 
 COPIES = 23
@@ -340,6 +341,7 @@ def test_a_listing_does_without_the_file_where_it_cannot_be_written(store: Path)
 
 @pytest.mark.parametrize("cursor", ["", "offset:5", "bm90IGpzb24=", "WzEsMl0="])
 def test_a_cursor_this_agent_did_not_give_is_refused(cursor: str) -> None:
-    with pytest.raises(RpcError) as refused:
+    with pytest.raises(Refused) as refused:
         start(cursor)
-    assert refused.value.code == -32602 and "cursor" in refused.value.message
+    error = rpc_error(refused.value)
+    assert error.code == -32602 and error.message.startswith("Invalid params: cursor: ")

@@ -16,7 +16,7 @@ import binascii
 import json
 from typing import Any
 
-from claude_bg_acp.acp.jsonrpc import INVALID_PARAMS, RpcError
+from claude_bg_acp.core.errors import Refusal, Refused
 
 PAGE_SIZE = 100
 
@@ -54,5 +54,5 @@ def _decode(cursor: str) -> Position:
     except (ValueError, binascii.Error, UnicodeEncodeError):
         position = None
     if not (isinstance(position, list) and len(position) == 2 and all(isinstance(p, str) for p in position)):
-        raise RpcError(INVALID_PARAMS, f"Invalid params: cursor: {cursor!r} is not a cursor this agent gave")
+        raise Refused(Refusal.INVALID, f"{cursor!r} is not a cursor this agent gave", "cursor")
     return position[0], position[1]

@@ -43,7 +43,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from claude_bg_acp.acp import errors
-from claude_bg_acp.acp.jsonrpc import INTERNAL_ERROR, RequestId, RpcError
+from claude_bg_acp.acp.jsonrpc import RequestId, RpcError
 from claude_bg_acp.acp.schema import ContentBlock, McpServer
 from claude_bg_acp.acp.stdio import Endpoint
 from claude_bg_acp.claude import store
@@ -76,7 +76,7 @@ from claude_bg_acp.core.effects import (
     Ticket,
     WithdrawPermission,
 )
-from claude_bg_acp.core.errors import Refused
+from claude_bg_acp.core.errors import Failing, Failure, Refused
 from claude_bg_acp.core.presenting import Presenter
 from claude_bg_acp.core.session import SessionCore
 from claude_bg_acp.output.tail import (
@@ -199,7 +199,7 @@ class SessionHost:
         except Exception as exc:
             why = f"an internal error ended it ({_innermost(exc)!r}); the agent's log has the details"
             message = f"Session {self.session_id} failed: {why}"
-            self.failure = RpcError(INTERNAL_ERROR, message, {"sessionId": self.session_id})
+            self.failure = errors.session_failed(self.session_id, message)
             self._lifecycle.move(HostTrigger.TASK_RAISED)
             with anyio.CancelScope(shield=True):
                 await self._abandon(message)
@@ -207,9 +207,8 @@ class SessionHost:
         finally:
             if self.failure is not None:
                 self._fail_waiting(self.failure)
-            self._supervisor.first.failed(
-                self.failure or RpcError(INTERNAL_ERROR, "The session was closed before Claude Code started")
-            )
+            closed = Failure(Failing.ERROR, "The session was closed before Claude Code started")
+            self._supervisor.first.failed(self.failure or errors.rpc_error(closed))
             self._lifecycle.move(HostTrigger.RUN_RETURNED)
 
     async def _abandon(self, reason: str) -> None:
@@ -389,7 +388,7 @@ class SessionHost:
 
     def _refuse_if_ending(self) -> None:
         if self.phase in ENDING:
-            raise self.failure or RpcError(INTERNAL_ERROR, "The session is closed")
+            raise self.failure or errors.rpc_error(Failure(Failing.ERROR, "The session is closed"))
 
     def withdraw(self, request_id: RequestId) -> bool:
         """The client withdrew a prompt request (``$/cancel_request``); False if not ours."""

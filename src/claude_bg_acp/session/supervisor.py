@@ -49,7 +49,8 @@ import anyio
 from anyio.abc import TaskGroup
 from claude_agent_sdk.types import CanUseTool
 
-from claude_bg_acp.acp.jsonrpc import INTERNAL_ERROR, RpcError
+from claude_bg_acp.acp.errors import rpc_error
+from claude_bg_acp.acp.jsonrpc import RpcError
 from claude_bg_acp.acp.schema import McpServer
 from claude_bg_acp.claude import leftovers, store
 from claude_bg_acp.claude.conventions import ExitInfo
@@ -75,6 +76,7 @@ from claude_bg_acp.core.effects import (
     SetPermissionMode,
     StopTask,
 )
+from claude_bg_acp.core.errors import Failing, Failure
 from claude_bg_acp.core.permission_modes import DEFAULT_MODE
 from claude_bg_acp.core.session import SessionCore
 from claude_bg_acp.session.lifecycle import (
@@ -236,7 +238,7 @@ class ClaudeSupervisor:
                 continue
             if not self.first.outcome.done.is_set() and (runner.resumes or not self._session.open):
                 resumed = f"Claude Code cannot resume session {self._session.session_id}: {reason}"
-                error = RpcError(INTERNAL_ERROR, resumed if runner.resumes else reason)
+                error = rpc_error(Failure(Failing.ERROR, resumed if runner.resumes else reason))
                 self.first.failed(error)
                 return error
             self.first.ready.set()
@@ -245,7 +247,7 @@ class ClaudeSupervisor:
             log.warning("session %s: %s%s", self._session.session_id, reason, "" if fatal else "; restarting")
             self._session.handle(ev.ClaudeDied(reason, fatal, stopped))
             if fatal:
-                self.first.failed(RpcError(INTERNAL_ERROR, reason))
+                self.first.failed(rpc_error(Failure(Failing.ERROR, reason)))
                 if self._trusted is not None:
                     self._trusted.set()
                 if self._lifecycle.phase is DOWN:
