@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar, Literal, assert_never
 
+from claude_bg_acp.acp.answers import ConfigOption, SessionFields
 from claude_bg_acp.acp.schema import ContentBlock
 from claude_bg_acp.acp.updates import (
     AvailableCommandsUpdate,
@@ -287,10 +288,10 @@ class BasePresenter:
             fields["content"] = view.content
         return fields
 
-    def answer_fields(self, options: Options) -> dict[str, Any]:
+    def answer_fields(self, options: Options) -> SessionFields:
         return {"configOptions": self.config_options(options)}
 
-    def config_options(self, options: Options) -> list[dict[str, Any]]:
+    def config_options(self, options: Options) -> list[ConfigOption]:
         """The mode, the model once Claude Code said which it uses, the effort when it has one."""
         modes = [
             {"value": m["id"], "name": m["name"], "description": m["description"]} for m in options.modes

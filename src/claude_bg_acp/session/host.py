@@ -43,6 +43,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from claude_bg_acp.acp import errors
+from claude_bg_acp.acp.answers import SessionFields, TicketAnswer
 from claude_bg_acp.acp.jsonrpc import RequestId, RpcError
 from claude_bg_acp.acp.schema import ContentBlock, McpServer
 from claude_bg_acp.acp.stdio import Endpoint
@@ -351,7 +352,9 @@ class SessionHost:
             return  # the session failed: nothing more is performed
         await self._outbox.written()
 
-    async def prompt(self, content: list[ContentBlock], key: str | None, request_id: RequestId) -> Any:
+    async def prompt(
+        self, content: list[ContentBlock], key: str | None, request_id: RequestId
+    ) -> TicketAnswer:
         """``session/prompt``; ``key``: its v2 ``idempotencyKey``, if any (the core inserts a
         key's prompt once and answers every attempt with it)."""
         self._refuse_if_ending()
@@ -370,21 +373,23 @@ class SessionHost:
         if not answered:
             self.handle(ev.CancelTurn())
         try:
-            return await waiter.wait()
+            result: TicketAnswer = await waiter.wait()  # a ``Reply``'s
         finally:
             self._waiters.pop(ticket, None)
             self._prompt_requests.pop(request_id, None)
+        return result
 
-    async def answer(self, request: Callable[[Ticket], ev.Event]) -> Any:
+    async def answer(self, request: Callable[[Ticket], ev.Event]) -> TicketAnswer:
         """A client request the core answers through a ticket (``Reply`` or ``Fail``)."""
         self._refuse_if_ending()
         ticket = next(self._tickets)
         waiter = self._waiters[ticket] = Waiter()
         try:
             self.handle(request(ticket))
-            return await waiter.wait()
+            result: TicketAnswer = await waiter.wait()
         finally:
             self._waiters.pop(ticket, None)
+        return result
 
     def _refuse_if_ending(self) -> None:
         if self.phase in ENDING:
@@ -404,7 +409,7 @@ class SessionHost:
     def has_child(self, session_id: str) -> bool:
         return self.core.has_child(session_id)
 
-    def answer_fields(self) -> dict[str, Any]:
+    def answer_fields(self) -> SessionFields:
         """The config options (and v1's modes) for an answer that tells the client of the
         session; ``AnswerWritten`` must follow once that answer is written."""
         return self.core.presenter.answer_fields(self.core.answer())
