@@ -24,7 +24,14 @@ from typing import Any
 
 from claude_bg_acp.acp.answers import PromptResponse, SessionFields, SessionModeState
 from claude_bg_acp.acp.jsonrpc import INTERNAL_ERROR
-from claude_bg_acp.acp.updates import CurrentModeUpdate, PlanEntries, SessionMessage, SubagentUpdate, ToolCall
+from claude_bg_acp.acp.updates import (
+    AvailableCommand,
+    CurrentModeUpdate,
+    PlanEntries,
+    SessionMessage,
+    SubagentUpdate,
+    ToolCall,
+)
 from claude_bg_acp.claude.server_info import SlashCommand
 from claude_bg_acp.core.background import TerminalRestated, WorkEnded, WorkOpened, WorkRestated, WorkStatus
 from claude_bg_acp.core.config import Options
@@ -102,8 +109,8 @@ class V1Presenter(BasePresenter):
     def mode(self, fact: ModeChanged) -> list[ClientEffect]:
         return [Notify(fact.session_id, CurrentModeUpdate(current_mode_id=fact.mode_id))]
 
-    def command(self, command: SlashCommand) -> dict[str, Any]:
-        wire: dict[str, Any] = {"name": command.name, "description": command.description}
+    def command(self, command: SlashCommand) -> AvailableCommand:
+        wire: AvailableCommand = {"name": command.name, "description": command.description}
         if command.hint:
             wire["input"] = {"hint": command.hint}
         return wire
