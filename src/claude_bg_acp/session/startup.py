@@ -1,12 +1,12 @@
 """A session's start-up state: how far its Claude Code's first start went, and whether a Claude
 Code's stream is open.
 
-Theory of operation. The supervisor (``session.supervisor``) tells both as Claude Code goes; the
-host's lifecycle (``session.lifecycle``) says where the session is with it, these two what the
-requests opening a session wait for, and what a closing line is waited for. The first start is
-what the requests opening the session wait for (``FirstStart``): its process exists
-(``spawned``), it said what it offers (``ready``: models, commands, the settings in effect),
-it has the conversation (``outcome``), or why it could not start:
+Theory of operation. The supervisor (``session.supervisor``) moves both as Claude Code goes,
+beside the host's phase (``session.lifecycle``): the phase says where the session is with its
+Claude Code; these say what the requests opening the session wait for, and whether a closing
+line may still come. The first start (``FirstStart``) is what those requests wait for: its
+process exists (``spawned``), it said what it offers (``ready``: models, commands, the settings
+in effect), it has the conversation (``outcome``), or why it could not start:
 
 ==============  ======================  ======================================================  ==============
 first start     trigger                 what happens                                            next

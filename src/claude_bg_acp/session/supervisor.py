@@ -15,14 +15,13 @@ arrives while Claude Code starts simply waits).
 
 The first start is what the requests that open a session wait for (``first``, its table in
 ``session.startup``): its process exists (``spawned``), it said what it offers (``ready``:
-models, commands, and the settings in effect, so that an answer can carry real options), it
-has the conversation (``outcome``). It
-fails the session when it fails before the client was told of the session, or when Claude Code
-cannot resume a stored conversation: ``supervise`` returns the error then, in terms a user can
-act on (``start_failure``), instead of starting over. Later failures start Claude Code again,
-after ``RESTART_DELAY`` times the failures in a row, until ``MAX_RESTARTS`` in a row without a
-message in between: then it is gone for good. The settings are read again whenever the core
-asks (``ReadSettings``).
+models, commands, and the settings in effect, so that an answer can carry real options), it has
+the conversation (``outcome``). It fails the session when it fails before the client was told
+of the session, or when Claude Code cannot resume a stored conversation: ``supervise`` returns
+the error then, in terms a user can act on (``start_failure``), instead of starting over. Later
+failures start Claude Code again, after ``RESTART_DELAY`` times the failures in a row, until
+``MAX_RESTARTS`` in a row without a message in between: then it is gone for good. The settings
+are read again whenever the core asks (``ReadSettings``).
 
 A folder not trusted yet starts Claude Code with the user's settings alone (``claude.trust``);
 once the user trusts it (``trust_folder``), Claude Code is stopped and started again at once,
