@@ -56,7 +56,6 @@ from claude_agent_sdk.types import (
 
 from claude_bg_acp.claude import conventions
 from claude_bg_acp.claude.conventions import ExitInfo
-from claude_bg_acp.claude.server_info import Applied, read_commands
 from claude_bg_acp.core import events as ev
 from claude_bg_acp.core.attach_routing import AttachRouting
 from claude_bg_acp.core.attaching import Attach
@@ -64,7 +63,8 @@ from claude_bg_acp.core.background import Background, Kind
 from claude_bg_acp.core.child_routing import ChildRouting
 from claude_bg_acp.core.commands import Commands
 from claude_bg_acp.core.compaction import COMPACT, Compaction, CompactionOpened
-from claude_bg_acp.core.config import MODE, Config, Introduction, Options, offered
+from claude_bg_acp.core.config import Config, Options
+from claude_bg_acp.core.config_routing import ConfigRouting
 from claude_bg_acp.core.effects import (
     Effect,
     Fail,
@@ -74,9 +74,7 @@ from claude_bg_acp.core.effects import (
     Log,
     Query,
     ReadTitle,
-    SetPermissionMode,
     Tail,
-    Ticket,
 )
 from claude_bg_acp.core.errors import Failing, Failure, Refusal, Refused
 from claude_bg_acp.core.foreground import (
@@ -89,7 +87,7 @@ from claude_bg_acp.core.foreground import (
 from claude_bg_acp.core.foreground_shells import ForegroundShells, ShellOut
 from claude_bg_acp.core.mcp_command import McpCommands, command_of
 from claude_bg_acp.core.message_routing import MessageRouting
-from claude_bg_acp.core.permission_modes import ModeChanged, PermissionModes, closed_modes
+from claude_bg_acp.core.permission_modes import PermissionModes
 from claude_bg_acp.core.permission_requests import PermissionRequests
 from claude_bg_acp.core.policy import Policy
 from claude_bg_acp.core.presenting import Fact, Presenter
@@ -141,11 +139,21 @@ class SessionCore:
         self.attach = Attach()
         self.questions = Questions()
         parts = Parts(
-            session_id, presenter, policy, self.foreground, self.background, self.shells, self.subagents,
-            self.schedules, self.tool_uses, self.questions, self.modes,
-        )  # fmt: skip
+            session_id,
+            presenter,
+            policy,
+            self.foreground,
+            self.background,
+            self.shells,
+            self.subagents,
+            self.schedules,
+            self.tool_uses,
+            self.questions,
+            self.modes,
+        )
         self.children = ChildRouting(session_id, policy, self.subagents, self)
-        self.permissions = PermissionRequests(parts, lambda: self._closed_modes, self.children, self)
+        self.settings = ConfigRouting(self.config, self.modes, self.commands, self.usage, self)
+        self.permissions = PermissionRequests(parts, self.settings.closed_modes, self.children, self)
         self.tasks = TaskRouting(parts, tasks_root, self.children, self.permissions, self)
         self.messages = MessageRouting(parts, self.children, self.permissions, self.tasks, self)
         self.attaching = AttachRouting(parts, self.attach, self.messages.plans, self.tasks, self)
@@ -183,19 +191,19 @@ class SessionCore:
             case ev.CancelTask(ticket, task_id):
                 return self.tasks.stop(ticket, task_id, now)
             case ev.ChooseMode(mode_id):
-                return self._switched(*self.modes.choose(mode_id, self._closed_modes))
+                return self.settings.switch(mode_id)
             case ev.ModeRefused(mode_id):
-                return self.present(self.modes.refused(mode_id)) + self._settings_changed()
+                return self.settings.refused(mode_id)
             case ev.ChooseOption(ticket, config_id, value):
-                return self._choose(ticket, config_id, value)
+                return self.settings.choose(ticket, config_id, value)
             case ev.AnswerWritten():
                 return self._answer_written()
             case ev.ClaudeResuming():
                 return self._resuming()
             case ev.ClaudeStarted():
-                return self._started(event)
+                return self.settings.started(event)
             case ev.SettingsRead(applied):
-                return self._settings_read(applied)
+                return self.settings.read(applied)
             case ev.PermissionAnswered(ticket, option_id):
                 return self.permissions.answered(ticket, option_id)
             case ev.QuestionsAnswered(ticket, updated_input):
@@ -254,16 +262,12 @@ class SessionCore:
 
     def options(self) -> Options:
         """The session's config options as they are now."""
-        return self.config.options(self.modes.available(self._closed_modes), self.modes.current)
-
-    @property
-    def _closed_modes(self) -> frozenset[str]:
-        return closed_modes(self.config.disabled_modes, self.config.runs_auto)
+        return self.settings.options()
 
     def answer(self) -> Options:
         """The options for an answer that tells the client of the session (``session/new``,
         load, resume); changes after it go out once the client has it (``AnswerWritten``)."""
-        return self.config.answer(self.options())
+        return self.settings.answer()
 
     # --- client requests -------------------------------------------------------------------------
 
@@ -281,38 +285,12 @@ class SessionCore:
         return self.foreground_out(self.foreground.submit(waiting))
 
     def _answer_written(self) -> list[Effect]:
-        opened = self.config.answer_written(self.options())
         confirmed = self.subagents.confirmed() if self.attach.answered() else []
-        return self.present([*opened, *self.commands.tell(again=True), *confirmed])
+        return self.present([*self.settings.answer_written(), *confirmed])
 
     def _cancel_turn(self) -> list[Effect]:
         effects = self.foreground_out(self.foreground.cancel())
         return effects + self.permissions.withdraw_all("The user cancelled the turn", foreground=True)
-
-    def _choose(self, ticket: Ticket, config_id: str, value: object) -> list[Effect]:
-        """``session/set_config_option``: the switch goes to Claude Code, the answer carries the
-        options (a mode switch also shows in the v1 modes)."""
-        if config_id == MODE:
-            shut = self._closed_modes
-            offered(MODE, value, [mode["id"] for mode in self.modes.available(shut)])
-            commands, changed = self.modes.choose(str(value), shut)
-            effects: list[Effect] = [*commands, *(self.config.confirm() if commands else [])]
-            effects += self.present(changed)
-        else:
-            effects = [*self.config.choose(config_id, value, self.options())]
-        return effects + self.present([self.config.answered(ticket, self.options())])
-
-    def _switched(self, commands: list[SetPermissionMode], changed: list[ModeChanged]) -> list[Effect]:
-        """A mode switch of the client's own (``session/set_mode``)."""
-        effects: list[Effect] = [*commands, *(self.config.confirm() if commands else [])]
-        return effects + self.present(changed) + self._settings_changed()
-
-    def _settings_changed(self) -> list[Effect]:
-        """What the client is told after the options or the commands may have changed."""
-        facts: list[Fact] = [*self.config.changed(self.options())]
-        if self.config.introduction is Introduction.OPEN:
-            facts += self.commands.tell()
-        return self.present(facts)
 
     def _close(self, now: float) -> list[Effect]:
         """Closing starts: withdraw questions, end the turn and its tool calls, and stop every
@@ -333,19 +311,6 @@ class SessionCore:
         self.title.stored()
         return []
 
-    def _started(self, started: ev.ClaudeStarted) -> list[Effect]:
-        self.config.started(started.info.models, started.applied)
-        changed = self.modes.started(started.info.permission_mode, self.config.settled)
-        self.commands.listed(started.info.commands)
-        # Before the client has the answer, the answer itself says which mode it is.
-        told = self.config.introduction is Introduction.OPEN
-        return (self.present(changed) if told else []) + self._settings_changed()
-
-    def _settings_read(self, applied: Applied | None) -> list[Effect]:
-        self.config.read(applied)
-        changed = self.modes.settled() if self.config.settled else []
-        return self.present(changed) + self._settings_changed()
-
     def _claude_message(self, message: Message, now: float) -> list[Effect]:
         parent = getattr(message, "parent_tool_use_id", None)
         if parent:
@@ -360,7 +325,7 @@ class SessionCore:
             if message.subtype == "session_title_changed":
                 return [ReadTitle()]
             effects = self._compaction(message.subtype, message.data)
-            effects += self._settings(message.subtype, message.data)
+            effects += self.settings.reported(message.subtype, message.data)
             return effects + self.tasks.system(message.subtype, message.data, now)
         if isinstance(message, StreamEvent):
             self.usage.stream_event(message.event)
@@ -372,29 +337,6 @@ class SessionCore:
             if message.error == conventions.NOT_LOGGED_IN:
                 return effects  # the turn's error says it, and how to log in
         return effects + self.messages.translate(self.session_id, message, now)
-
-    def _settings(self, subtype: str, data: dict[str, Any]) -> list[Effect]:
-        """What Claude Code says of its settings and commands by itself."""
-        changed: list[ModeChanged] = []
-        if subtype == "init":
-            if isinstance(data.get("model"), str):
-                self.config.model_reported(data["model"])
-            if isinstance(data.get("permissionMode"), str):
-                changed = self.modes.reported(data["permissionMode"], self.config.settled)
-            terminal = data.get("terminal_slash_commands")
-            self.commands.terminal_only(
-                [n for n in terminal if isinstance(n, str)] if isinstance(terminal, list) else []
-            )
-        elif subtype == "status" and isinstance(data.get("permissionMode"), str):
-            changed = self.modes.reported(data["permissionMode"], self.config.settled)
-        elif subtype == "commands_changed":
-            self.commands.listed(read_commands(data.get("commands")))
-        elif subtype == "compact_boundary" and isinstance(data.get("compact_metadata"), dict):
-            self.usage.compacted(data["compact_metadata"])
-            return []
-        else:
-            return []
-        return self.present(changed) + self._settings_changed()
 
     def _compaction(self, subtype: str, data: dict[str, Any]) -> list[Effect]:
         """A compaction's tool call: opened and ended as Claude Code reports it."""
