@@ -10,9 +10,10 @@ working children's current state and ``cancel`` once it has the answer.
 
 from __future__ import annotations
 
+from claude_bg_acp.core import background_list
 from claude_bg_acp.core import events as ev
 from claude_bg_acp.core.attaching import Attach, ReplayCompleted
-from claude_bg_acp.core.background import WorkRestated
+from claude_bg_acp.core.background_facts import WorkRestated
 from claude_bg_acp.core.effects import Effect
 from claude_bg_acp.core.history import History, Live
 from claude_bg_acp.core.plan import Plan
@@ -96,7 +97,10 @@ class AttachRouting:
         """What ``session_id`` lists, each as it is now, and its children that the client must
         know of; a child is introduced before its own work is restated, and its state (with its
         own list) follows that. Scheduled work cannot be cancelled (``schedules``)."""
-        facts: list[Fact] = list(self.background.restate(session_id, self.tool_uses.get))
+        restated = background_list.restate(
+            self.background.items, session_id, self.background.cwd, self.tool_uses.get
+        )
+        facts: list[Fact] = list(restated)
         for ref in self.schedules.listed(session_id):
             use = self.tool_uses.get(ref)
             name, tool_input = (use.name, use.tool_input) if use is not None else (None, {})
@@ -115,7 +119,8 @@ class AttachRouting:
         """The children of ``session_id`` a client (re)attaching must know of: those it lists,
         those working (a foreground child is not listed, and its traffic goes on), and those on
         the way to one (a child is never heard of before its parent)."""
-        listed = {entry.ref for entry in self.background.listed(session_id) if entry.kind == "subagent"}
+        entries = background_list.listed(self.background.items, session_id)
+        listed = {entry.ref for entry in entries if entry.kind == "subagent"}
         working = self.subagents.working()
         return [
             child.session_id

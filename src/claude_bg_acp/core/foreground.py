@@ -142,7 +142,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from claude_bg_acp.claude.conventions import NOT_LOGGED_IN
-from claude_bg_acp.core.background import Listed
+from claude_bg_acp.core.background_list import Listed
 from claude_bg_acp.core.effects import Fail, FindPrompt, Interrupt, Query, Ticket
 from claude_bg_acp.core.errors import Failing, Failure
 from claude_bg_acp.core.lifecycle import Transitions

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from claude_bg_acp.acp.answers import SessionFields
 from claude_bg_acp.core.attaching import ReplayCompleted
-from claude_bg_acp.core.background import (
+from claude_bg_acp.core.background_facts import (
     TaskChanged,
     TaskEnded,
     TaskOpened,

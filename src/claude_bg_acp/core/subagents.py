@@ -57,7 +57,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from claude_bg_acp.core.background import Listed
+from claude_bg_acp.core.background_list import Listed
 from claude_bg_acp.core.effects import StopTask
 from claude_bg_acp.core.errors import Refusal, Refused
 from claude_bg_acp.core.foreground import SessionState

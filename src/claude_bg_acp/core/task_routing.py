@@ -18,11 +18,11 @@ from typing import Any, Literal, assert_never
 
 from claude_bg_acp.claude import conventions
 from claude_bg_acp.claude.conventions import ExitInfo
-from claude_bg_acp.core.background import (
+from claude_bg_acp.core import background_list
+from claude_bg_acp.core.background_facts import (
     BackgroundOut,
     ChildEnded,
     FollowUpExpected,
-    Listed,
     TaskChanged,
     TaskEnded,
     TaskOpened,
@@ -36,6 +36,7 @@ from claude_bg_acp.core.background import (
     WorkOpened,
     WorkStatus,
 )
+from claude_bg_acp.core.background_list import Listed
 from claude_bg_acp.core.child_routing import ChildRouting
 from claude_bg_acp.core.effects import Effect, FinishTail, Log, StopTask, Tail, Ticket
 from claude_bg_acp.core.permission_requests import PermissionRequests
@@ -183,7 +184,7 @@ class TaskRouting:
 
     def _listed(self, session_id: str) -> list[Listed]:
         scheduled = [Listed("tool_call", ref) for ref in self.schedules.listed(session_id)]
-        return self.background.listed(session_id) + scheduled
+        return background_list.listed(self.background.items, session_id) + scheduled
 
     def schedules_ended(self, ended: list[ScheduleEnded], publish: bool = True) -> list[Effect]:
         for end in ended:

@@ -36,7 +36,7 @@ from claude_bg_acp.acp.updates import (
 from claude_bg_acp.claude.conventions import ExitInfo
 from claude_bg_acp.claude.server_info import SlashCommand
 from claude_bg_acp.core.attaching import ReplayCompleted
-from claude_bg_acp.core.background import (
+from claude_bg_acp.core.background_facts import (
     TaskChanged,
     TaskEnded,
     TaskOpened,
