@@ -34,15 +34,14 @@ each one is to the client and keeps the RFD's ordering rules:
   ``TaskOpened``, ``TaskChanged`` whenever Claude Code says something of it, ``TaskEnded``,
   each with what is known of it then (its tool call, output file, state); a presenter that
   follows tasks as such (JetBrains AIR's async tasks) tells its client what changed.
-- ``terminal/cancel``, ``tool_call/cancel`` and a stop by task id send ``stop_task``; only the
-  SDK's events confirm the stop, unless none comes within ``STOP_BOUND``, when the item is
-  finalized with an unknown exit and the log says why.
+- ``terminal/cancel``, ``tool_call/cancel`` and a stop by task id send ``stop_task``
+  (``stopping``); only the SDK's events confirm the stop, unless none comes within
+  ``STOP_BOUND``, when the item is finalized with an unknown exit and the log says why.
 - A client that (re)attaches learns what each listed item is now (``background_list``).
 
 These are facts about the work, the same for every client: which of them a client is shown,
-and how, is its presenter's business. A task is classified once its launching tool is known
-(``task_started`` or the tool result), or after ``CLASSIFY_GRACE`` on the level signal alone.
-An item's lifecycle:
+and how, is its presenter's business. A task is classified once what it is is known, or on a
+timer (``classifying``). An item's lifecycle:
 
 ============  ====================  ========================================================  ============
 item          trigger               what happens                                              next
@@ -78,7 +77,6 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
 
 from claude_bg_acp.claude.conventions import SHELL_TOOLS, ExitInfo, ShellEnd, summary_exit_code
 from claude_bg_acp.core.background_facts import (
@@ -103,14 +101,12 @@ from claude_bg_acp.core.background_facts import (
     WorkOpened,
     WorkStatus,
 )
-from claude_bg_acp.core.effects import FinishTail, Log, StopTask, Tail
-from claude_bg_acp.core.errors import Refusal, Refused
+from claude_bg_acp.core.effects import FinishTail, Log, Tail
 from claude_bg_acp.core.lifecycle import Transitions
 from claude_bg_acp.core.tasks import Task
 from claude_bg_acp.core.terminals import Recent, end_of_stop, exit_of
 from claude_bg_acp.core.tool_uses import ToolUse, ToolUsePhase
 
-CLASSIFY_GRACE = 0.5
 STOP_BOUND = 10.0
 FOLLOW_UP_STATUSES = ("completed", "failed")
 
@@ -222,7 +218,6 @@ class Background:
         self.root_id = root_id
         self.cwd = cwd
         self.items: dict[str, Item] = {}
-        self._stalled: set[str] = set()
         self._shown: set[str] = set()
         """Every terminal id and tool call id of our own given out so far."""
 
@@ -466,59 +461,7 @@ class Background:
         """The tasks whose items have no final status yet (a terminal may still be draining)."""
         return frozenset(item.task.task_id for item in self.items.values() if not item.final)
 
-    # --- stopping ---------------------------------------------------------------------------------
-
-    def cancel(
-        self, kind: Literal["terminal", "tool_call"], ref: str, session_id: str, now: float
-    ) -> list[BackgroundOut]:
-        """``terminal/cancel`` or ``tool_call/cancel`` in ``session_id``: refuses what cannot
-        be cancelled there."""
-        item = next(
-            (
-                i
-                for i in self.items.values()
-                if i.kind.value == kind and i.ref == ref and i.session_id == session_id
-            ),
-            None,
-        )
-        noun = "terminal" if kind == "terminal" else "tool call"
-        if item is None:
-            raise Refused(Refusal.UNKNOWN, f"unknown {noun} {ref}")
-        if item.final:
-            raise Refused(Refusal.FINISHED, f"{noun} {ref} has already finished")
-        return self._stop(item, now)
-
-    def stop(self, task_id: str, now: float) -> tuple[list[BackgroundOut], bool]:
-        """A stop by task id: whether a stop was sent (none for a task that is unknown, a
-        subagent, finished, or being stopped already)."""
-        item = self.items.get(task_id)
-        if item is None or not item.reported_as_task or item.final or item.stop_sent_at is not None:
-            return [], False
-        return self._stop(item, now), True
-
-    def stop_item(self, item: Item, now: float) -> list[BackgroundOut]:
-        """``/stop`` chose ``item`` (``task_list``): stopped as ``cancel`` stops it."""
-        return self._stop(item, now)
-
-    @staticmethod
-    def _stop(item: Item, now: float) -> list[BackgroundOut]:
-        if item.stop_sent_at is not None:
-            return []
-        item.stop_sent_at = now
-        return [StopTask(item.task.task_id)]
-
-    def stop_all(self, live: list[Task], now: float) -> list[BackgroundOut]:
-        """The session closes: stop every live task; the normal end path finalizes them."""
-        out: list[BackgroundOut] = []
-        for task in live:
-            item = self.items.get(task.task_id)
-            if item is not None:
-                item.closing = True
-            if item is None or item.stop_sent_at is None:
-                out.append(StopTask(task.task_id))
-                if item is not None:
-                    item.stop_sent_at = now
-        return out
+    # --- Claude Code gone -------------------------------------------------------------------------
 
     def abandon(self, now: float, stopped: Mapping[str, ExitInfo]) -> list[BackgroundOut]:
         """No end will be confirmed any more: finalize everything, so nothing stays listed.
@@ -561,16 +504,6 @@ class Background:
 
     # --- time -----------------------------------------------------------------------------------------
 
-    def due(self, live: list[Task], now: float) -> list[Task]:
-        """Tasks that waited ``CLASSIFY_GRACE`` to be classified: to be considered by force now."""
-        return [t for t in live if self._unclassified(t) and now >= t.first_seen_at + CLASSIFY_GRACE]
-
-    def stall(self, task: Task) -> None:
-        """Nothing to show yet (a foreground shell, a child whose parent is unknown): no timer
-        helps; its next event is considered as it comes."""
-        if task.task_id not in self.items:
-            self._stalled.add(task.task_id)
-
     def overdue(self, now: float) -> list[BackgroundOut]:
         out: list[BackgroundOut] = []
         for item in list(self.items.values()):
@@ -581,21 +514,14 @@ class Background:
                 out += self._finalize(item, ItemTrigger.STOP_UNCONFIRMED, None, now, unknown=True)
         return out
 
-    def next_deadline(self, live: list[Task]) -> float | None:
-        deadlines = [t.first_seen_at + CLASSIFY_GRACE for t in live if self._unclassified(t)]
-        deadlines += [
+    def next_deadline(self) -> float | None:
+        """When the first stop that waits for its end is overdue."""
+        deadlines = [
             i.stop_sent_at + STOP_BOUND
             for i in self.items.values()
             if i.stop_sent_at is not None and not i.final
         ]
         return min(deadlines) if deadlines else None
-
-    def _unclassified(self, task: Task) -> bool:
-        """Waiting to be shown on a timer: the level signal or ``task_started`` vouched for it
-        (an event that names no task type, like ``task_progress``, does not say it is not
-        housekeeping), yet nothing says what it is."""
-        vouched = task.in_level or task.started
-        return vouched and task.task_id not in self.items and task.task_id not in self._stalled
 
     def _follow(self, item: Item, path: str | None) -> list[BackgroundOut]:
         """Tail ``path`` for the item, unless it is already (Claude Code's own word for the path,

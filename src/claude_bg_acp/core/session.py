@@ -57,6 +57,7 @@ from claude_agent_sdk.types import (
 from claude_bg_acp.claude import conventions
 from claude_bg_acp.claude.conventions import ExitInfo
 from claude_bg_acp.core import events as ev
+from claude_bg_acp.core import stopping
 from claude_bg_acp.core.attach_routing import AttachRouting
 from claude_bg_acp.core.attaching import Attach
 from claude_bg_acp.core.background import Background, Kind
@@ -447,7 +448,7 @@ class SessionCore:
         if answer.stop is not None and answer.stop.kind is Kind.SUBAGENT:
             effects += self.subagents.cancel(answer.stop.ref)
         elif answer.stop is not None:
-            effects += self.tasks.background_out(self.background.stop_item(answer.stop, self._now), self._now)
+            effects += self.tasks.background_out(stopping.stop_item(answer.stop, self._now), self._now)
         return effects + self.foreground_out(self.foreground.answered(self._now))
 
     def shells_out(self, outs: list[ShellOut]) -> list[Effect]:

@@ -18,7 +18,7 @@ from typing import Any, Literal, assert_never
 
 from claude_bg_acp.claude import conventions
 from claude_bg_acp.claude.conventions import ExitInfo
-from claude_bg_acp.core import background_list
+from claude_bg_acp.core import background_list, stopping
 from claude_bg_acp.core.background_facts import (
     BackgroundOut,
     ChildEnded,
@@ -38,6 +38,7 @@ from claude_bg_acp.core.background_facts import (
 )
 from claude_bg_acp.core.background_list import Listed
 from claude_bg_acp.core.child_routing import ChildRouting
+from claude_bg_acp.core.classifying import Classifying
 from claude_bg_acp.core.effects import Effect, FinishTail, Log, StopTask, Tail, Ticket
 from claude_bg_acp.core.permission_requests import PermissionRequests
 from claude_bg_acp.core.routes import Parts, Routes
@@ -64,6 +65,7 @@ class TaskRouting:
         self.permissions = permissions
         self.routes = routes
         self.registry = TaskRegistry()
+        self.classifying = Classifying()
 
     # --- Claude Code's word on its tasks ---------------------------------------------------------
 
@@ -158,16 +160,17 @@ class TaskRouting:
 
     def tick(self, now: float) -> list[Effect]:
         effects = self.changes(self.registry.tick(now), now)
-        for task in self.background.due(self.registry.live(), now):
+        for task in self.classifying.due(self.registry.live(), self.background.items, now):
             effects += self._consider(task, now, force=True)
-            self.background.stall(task)
+            self.classifying.stall(task, self.background.items)
         effects += self.background_out(self.background.overdue(now), now) + self.publish()
         return effects + self.routes.foreground_out(self.foreground.tick(now)) + self.children.flush(now)
 
     def next_deadline(self) -> float | None:
-        live = self.registry.live()
-        candidates = (self.registry.next_deadline(), self.background.next_deadline(live))
-        deadlines = [d for d in candidates if d is not None]
+        deadlines = self.classifying.deadlines(self.registry.live(), self.background.items)
+        deadlines += [
+            d for d in (self.registry.next_deadline(), self.background.next_deadline()) if d is not None
+        ]
         return min(deadlines) if deadlines else None
 
     # --- the background lists ------------------------------------------------------------------
@@ -216,16 +219,16 @@ class TaskRouting:
         self, kind: Literal["terminal", "tool_call"], ref: str, session_id: str, now: float
     ) -> list[Effect]:
         """``terminal/cancel`` or ``tool_call/cancel``."""
-        return self.background_out(self.background.cancel(kind, ref, session_id, now), now)
+        return self.background_out(stopping.cancel(self.background.items, kind, ref, session_id, now), now)
 
     def stop(self, ticket: Ticket, task_id: str, now: float) -> list[Effect]:
         """A stop by task id, answered with whether it sent one."""
-        outs, stopped = self.background.stop(task_id, now)
+        outs, stopped = stopping.stop(self.background.items, task_id, now)
         return self.background_out(outs, now) + self.routes.present([TaskStopAnswered(ticket, stopped)])
 
     def stop_all(self, now: float) -> list[Effect]:
         """The session closes: every live task is stopped."""
-        return self.background_out(self.background.stop_all(self.registry.live(), now), now)
+        return self.background_out(stopping.stop_all(self.background.items, self.registry.live(), now), now)
 
     def abandon(self, now: float, stopped: Mapping[str, ExitInfo]) -> list[Effect]:
         """Finalize whatever did not confirm its end in time, so nothing stays listed (a terminal
