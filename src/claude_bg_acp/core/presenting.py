@@ -34,7 +34,7 @@ from claude_bg_acp.core.background_facts import (
 from claude_bg_acp.core.commands import CommandsChanged
 from claude_bg_acp.core.config import Options, OptionsAnswered, OptionsChanged
 from claude_bg_acp.core.effects import ClientEffect
-from claude_bg_acp.core.foreground import PromptFact, StateReported
+from claude_bg_acp.core.foreground_facts import PromptFact, StateReported
 from claude_bg_acp.core.foreground_shells import ShellOutput
 from claude_bg_acp.core.history import ChildMessageRecalled, HistoryIncomplete, PromptRecalled
 from claude_bg_acp.core.permission_modes import ModeChanged

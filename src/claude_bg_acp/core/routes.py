@@ -17,7 +17,8 @@ from claude_agent_sdk.types import Message
 
 from claude_bg_acp.core.background import Background
 from claude_bg_acp.core.effects import Effect
-from claude_bg_acp.core.foreground import Foreground, ForegroundOut
+from claude_bg_acp.core.foreground import Foreground
+from claude_bg_acp.core.foreground_facts import ForegroundOut
 from claude_bg_acp.core.foreground_shells import ForegroundShells, ShellOut
 from claude_bg_acp.core.permission_modes import PermissionModes
 from claude_bg_acp.core.policy import Policy

@@ -78,13 +78,8 @@ from claude_bg_acp.core.effects import (
     Tail,
 )
 from claude_bg_acp.core.errors import Failing, Failure, Refusal, Refused
-from claude_bg_acp.core.foreground import (
-    CommandDue,
-    Foreground,
-    ForegroundOut,
-    TurnPhase,
-    WaitingPrompt,
-)
+from claude_bg_acp.core.foreground import Foreground, TurnPhase
+from claude_bg_acp.core.foreground_facts import CommandDue, ForegroundOut, WaitingPrompt
 from claude_bg_acp.core.foreground_shells import ForegroundShells, ShellOut
 from claude_bg_acp.core.mcp_command import McpCommands, command_of
 from claude_bg_acp.core.message_routing import MessageRouting

@@ -54,7 +54,7 @@ from claude_bg_acp.core.background_facts import (
 from claude_bg_acp.core.commands import CommandsChanged
 from claude_bg_acp.core.config import EFFORT, FAST, MODE, MODEL, Options, OptionsAnswered, OptionsChanged
 from claude_bg_acp.core.effects import ClientEffect, Notify, Reply
-from claude_bg_acp.core.foreground import (
+from claude_bg_acp.core.foreground_facts import (
     PromptAnswered,
     PromptCancelled,
     PromptFact,

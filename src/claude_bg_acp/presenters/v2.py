@@ -53,7 +53,7 @@ from claude_bg_acp.core.background_facts import (
 from claude_bg_acp.core.background_list import Listed
 from claude_bg_acp.core.effects import ClientEffect, Fail, Notify, Reply
 from claude_bg_acp.core.errors import Failing, Failure
-from claude_bg_acp.core.foreground import (
+from claude_bg_acp.core.foreground_facts import (
     PromptCancelled,
     PromptFact,
     PromptInserted,
