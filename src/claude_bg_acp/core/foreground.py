@@ -139,9 +139,7 @@ import uuid
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
 
-from claude_bg_acp.claude.conventions import NOT_LOGGED_IN
 from claude_bg_acp.core.background_list import Listed
 from claude_bg_acp.core.effects import Fail, FindPrompt, Interrupt, Query, Ticket
 from claude_bg_acp.core.errors import Failing, Failure
@@ -160,10 +158,6 @@ from claude_bg_acp.core.foreground_facts import (
 )
 from claude_bg_acp.core.lifecycle import Transitions
 
-LOGIN_HINT = (
-    "Claude Code is not logged in: run `claude /login` (or `claude-bg-acp login`) in a terminal, "
-    "or give the agent an ANTHROPIC_API_KEY"
-)
 FOLLOW_UP_WAIT = 3.0
 """Seconds we report ``running`` for a follow-up turn Claude Code has not started yet."""
 SESSION_CLOSED = "The session is closed"
@@ -171,16 +165,6 @@ NOT_LOOKED_UP = (
     "Could not read the session's stored conversation to tell whether this prompt "
     "(its idempotencyKey) was sent before; nothing was inserted"
 )
-
-RESULT_STOP_REASONS = {
-    "end_turn": "end_turn",
-    "stop_sequence": "end_turn",
-    "tool_use": "end_turn",
-    "pause_turn": "end_turn",
-    "max_tokens": "max_tokens",
-    "model_context_window_exceeded": "max_tokens",
-    "refusal": "refusal",
-}
 
 
 class TurnPhase(enum.Enum):
@@ -438,30 +422,6 @@ class Foreground:
         if self.phase in (TurnPhase.PROMPTED, TurnPhase.CLAUDE_TURN):
             return self._report()
         return self._claude_turn(TurnTrigger.WORK_SEEN) + self._report()
-
-    def outcome_of(
-        self,
-        subtype: str,
-        stop_reason: str | None,
-        usage: dict[str, Any] | None,
-        is_error: bool,
-        errors: list[str],
-        api_error: str | None,
-    ) -> Outcome:
-        """How a result message says the turn ended."""
-        acp_usage = _usage(usage)
-        if self.cancelled:
-            return Outcome("cancelled", acp_usage)
-        if api_error == "max_output_tokens":
-            return Outcome("max_tokens", acp_usage)
-        if subtype == "error_max_turns":
-            return Outcome("max_turn_requests", acp_usage)
-        if subtype == "success" and not is_error:
-            return Outcome(RESULT_STOP_REASONS.get(stop_reason or "end_turn", "end_turn"), acp_usage)
-        message = "; ".join(errors) or f"Claude Code ended the turn: {subtype}"
-        if api_error == NOT_LOGGED_IN:
-            return Outcome("error", acp_usage, Failure(Failing.LOGIN_REQUIRED, f"{LOGIN_HINT} ({message})"))
-        return Outcome("error", acp_usage, Failure(Failing.ERROR, message))
 
     def answers_prompt(self, uuids: set[str], origin_kind: str) -> bool:
         """Whether a result is the end of the inserted prompt's turn (else Claude Code's own).
@@ -747,19 +707,3 @@ class Foreground:
         ):
             out += self._insert_next()
         return out
-
-
-def _usage(usage: dict[str, Any] | None) -> dict[str, Any] | None:
-    if not usage:
-        return None
-    inputs = int(usage.get("input_tokens") or 0)
-    outputs = int(usage.get("output_tokens") or 0)
-    cache_read = int(usage.get("cache_read_input_tokens") or 0)
-    cache_write = int(usage.get("cache_creation_input_tokens") or 0)
-    return {
-        "totalTokens": inputs + outputs + cache_read + cache_write,
-        "inputTokens": inputs,
-        "outputTokens": outputs,
-        "cachedReadTokens": cache_read,
-        "cachedWriteTokens": cache_write,
-    }

@@ -97,6 +97,7 @@ from claude_bg_acp.core.task_routing import TaskRouting
 from claude_bg_acp.core.titles import Title
 from claude_bg_acp.core.tool_uses import ToolUses
 from claude_bg_acp.core.transcript import MessageChunk
+from claude_bg_acp.core.turn_outcome import outcome_of
 from claude_bg_acp.core.usage import Usage
 
 
@@ -370,9 +371,8 @@ class SessionCore:
         self._wakeup_fired = False
         self.mcp.turn_ended()
         errors = message.errors or ([message.result] if message.is_error and message.result else [])
-        outcome = self.foreground.outcome_of(
-            message.subtype, message.stop_reason, message.usage, message.is_error, errors, self._turn_error
-        )
+        reported = (message.subtype, message.stop_reason, message.usage, message.is_error, errors)
+        outcome = outcome_of(self.foreground.cancelled, *reported, self._turn_error)
         self._turn_error = None
         if message.subtype != "success":
             # What the turn left unfinished ends with it: cancelled, or failed with the turn.
