@@ -96,40 +96,7 @@ the attempts are refused (a retry then asks again) rather than the prompt perhap
 prompt that an earlier Claude Code was handed but had not stored yet when its process ended is
 not found, and goes in again: the conversation taken over does not have it either.
 
-Held turns (the policy ``answers_wait_for_subagents``: for clients that stop listening at a
-prompt's answer, v1). A turn whose result arrives while subagents it spawned (during the turn
-or while held) are still live keeps its answer back, with the outcome stored: the subagents'
-output and permission requests then arrive inside the turn. Background shells never hold a
-turn, and a turn that spawned nothing is answered at its result. A hold has a lifecycle of its
-own, beside the turn's (``HOLDS``):
-
-========  =======================  ===================================================  ========
-hold      trigger                  what happens                                         next
-========  =======================  ===================================================  ========
-``NONE``  ``HOLD_AT_RESULT``       a prompt's result comes while subagents it spawned   ``HELD``
-                                   are live
-``HELD``, ``SUBAGENTS_DONE``       its last subagent ended by itself while no turn      ``DUE``
-``DUE``                            runs: Claude Code follows that up; the release is
-                                   due ``FOLLOW_UP_WAIT`` after, if no follow-up turn
-                                   starts
-``DUE``   ``TURN_STARTS``          a turn starts: its result releases the hold          ``HELD``
-                                   (below)
-``HELD``, ``FOLLOW_UP_RESULT``     released with the stored outcome: the result of a    ``NONE``
-``DUE``                            follow-up turn, with none of its subagents live
-``HELD``, ``CLAUDE_IDLE``          released: Claude Code reports ``idle``, with none    ``NONE``
-``DUE``                            of its subagents live
-``HELD``, ``SUBAGENTS_STOPPED``    released: its last subagent was stopped (at once:    ``NONE``
-``DUE``                            nothing follows a stop)
-``HELD``, ``NEXT_PROMPT``          released: the next prompt arrives                    ``NONE``
-``DUE``
-``HELD``, ``CLAUDE_DIED``          released: Claude Code died                           ``NONE``
-``DUE``
-``HELD``, ``CANCEL``               released as ``cancelled`` with the stored usage:     ``NONE``
-``DUE``                            ``session/cancel``
-``HELD``, ``CLOSE``                released: the session closes                         ``NONE``
-``DUE``
-``DUE``   ``FOLLOW_UP_MISSED``     ``FOLLOW_UP_WAIT`` passed without a follow-up turn   ``NONE``
-========  =======================  ===================================================  ========
+A turn may keep its answer back while subagents it spawned run (held turns: ``holds``).
 """
 
 from __future__ import annotations
@@ -156,6 +123,7 @@ from claude_bg_acp.core.foreground_facts import (
     StateReported,
     WaitingPrompt,
 )
+from claude_bg_acp.core.holds import Hold, HoldPhase, HoldTrigger
 from claude_bg_acp.core.lifecycle import Transitions
 
 FOLLOW_UP_WAIT = 3.0
@@ -213,47 +181,6 @@ TURNS: Transitions[TurnPhase, TurnTrigger] = Transitions.of(
 )
 
 
-class HoldPhase(enum.Enum):
-    NONE = "none"
-    HELD = "held"
-    DUE = "due"
-
-
-class HoldTrigger(enum.Enum):
-    """What moves the hold (the trigger column of its table)."""
-
-    HOLD_AT_RESULT = enum.auto()
-    SUBAGENTS_DONE = enum.auto()
-    TURN_STARTS = enum.auto()
-    FOLLOW_UP_RESULT = enum.auto()
-    CLAUDE_IDLE = enum.auto()
-    SUBAGENTS_STOPPED = enum.auto()
-    NEXT_PROMPT = enum.auto()
-    CLAUDE_DIED = enum.auto()
-    CANCEL = enum.auto()
-    CLOSE = enum.auto()
-    FOLLOW_UP_MISSED = enum.auto()
-
-
-HELD_OR_DUE = (HoldPhase.HELD, HoldPhase.DUE)
-HOLDS: Transitions[HoldPhase, HoldTrigger] = Transitions.of(
-    "hold",
-    HoldPhase,
-    HoldTrigger,
-    ((HoldPhase.NONE,), HoldTrigger.HOLD_AT_RESULT, HoldPhase.HELD),
-    (HELD_OR_DUE, HoldTrigger.SUBAGENTS_DONE, HoldPhase.DUE),
-    ((HoldPhase.DUE,), HoldTrigger.TURN_STARTS, HoldPhase.HELD),
-    (HELD_OR_DUE, HoldTrigger.FOLLOW_UP_RESULT, HoldPhase.NONE),
-    (HELD_OR_DUE, HoldTrigger.CLAUDE_IDLE, HoldPhase.NONE),
-    (HELD_OR_DUE, HoldTrigger.SUBAGENTS_STOPPED, HoldPhase.NONE),
-    (HELD_OR_DUE, HoldTrigger.NEXT_PROMPT, HoldPhase.NONE),
-    (HELD_OR_DUE, HoldTrigger.CLAUDE_DIED, HoldPhase.NONE),
-    (HELD_OR_DUE, HoldTrigger.CANCEL, HoldPhase.NONE),
-    (HELD_OR_DUE, HoldTrigger.CLOSE, HoldPhase.NONE),
-    ((HoldPhase.DUE,), HoldTrigger.FOLLOW_UP_MISSED, HoldPhase.NONE),
-)
-
-
 class Foreground:
     def __init__(self, session_id: str, answers_wait_for_subagents: bool, instance: str = "") -> None:
         """``answers_wait_for_subagents``: the session's policy of held turns (``core.policy``).
@@ -288,11 +215,7 @@ class Foreground:
         self.background: Sequence[Listed] = []
         self._next_message = 0
         self.live_subagents: set[str] = set()
-        self.hold: HoldPhase = HoldPhase.NONE
-        self.held: PromptTurn | None = None
-        """The held turn, unless ``NONE``."""
-        self.release_at: float | None = None
-        """While ``DUE``: when the held turn is released if no follow-up turn started."""
+        self.holds = Hold()
         self.restarted = False
         """A new Claude Code took over the stored conversation and has shown no work yet."""
         self.asked_aside = False
@@ -334,7 +257,7 @@ class Foreground:
         if self.phase is TurnPhase.CLOSED:
             return [Fail(prompt.ticket, self.refusal)]
         # The next prompt hands a held turn off with the outcome it recorded.
-        out = self._release(HoldTrigger.NEXT_PROMPT)
+        out = self.holds.release(HoldTrigger.NEXT_PROMPT)
         self.waiting.append(prompt)
         if prompt.key is not None and self.stored_before and prompt.key not in self.looking_up:
             self.looking_up.add(prompt.key)
@@ -382,8 +305,8 @@ class Foreground:
                 return self._settle(Outcome("cancelled"), TurnTrigger.CLAUDE_IDLE)
             if self.phase is TurnPhase.CLAUDE_TURN:
                 self._enter(TurnTrigger.CLAUDE_IDLE)
-            if not self._hold_needed():
-                return self._release(HoldTrigger.CLAUDE_IDLE) + self._report()
+            if not self.holds.needed(self.live_subagents):
+                return self.holds.release(HoldTrigger.CLAUDE_IDLE) + self._report()
         return out + self._report()
 
     def _aside(self, state: str) -> bool:
@@ -391,7 +314,7 @@ class Foreground:
         while nothing runs in the foreground (a turn of the root's starts ``running``, or with
         output), and the ``running`` that answers it. Output of the main conversation still
         starts a turn (``work_seen``)."""
-        idle = self.phase is TurnPhase.IDLE and self.hold is HoldPhase.NONE
+        idle = self.phase is TurnPhase.IDLE and self.holds.phase is HoldPhase.NONE
         aside = idle and (state == "requires_action" or self.asked_aside)
         self.asked_aside = aside and state == "requires_action"
         return aside
@@ -443,9 +366,9 @@ class Foreground:
             self.owed.discard(run)
         if follow_up and self.prompt is not None:
             return self._report()  # Claude Code's turn before the prompt's: the prompt's is to come
-        if follow_up and not self._hold_needed():
+        if follow_up and not self.holds.needed(self.live_subagents):
             # The promised summary of the held turn's subagents has been streamed by now.
-            return self._release(HoldTrigger.FOLLOW_UP_RESULT) + self._settle(
+            return self.holds.release(HoldTrigger.FOLLOW_UP_RESULT) + self._settle(
                 outcome, TurnTrigger.RESULT, now
             )
         return self._settle(outcome, TurnTrigger.RESULT, now)
@@ -461,24 +384,24 @@ class Foreground:
         if task_id in self.live_subagents:
             return
         self.live_subagents.add(task_id)
-        for turn in (self.prompt, self.held):
+        for turn in (self.prompt, self.holds.held):
             if turn is not None:
                 turn.spawned.add(task_id)
 
     def subagent_ended(self, task_id: str, status: str | None, now: float) -> list[ForegroundOut]:
         self.live_subagents.discard(task_id)
-        if self.hold is HoldPhase.NONE or self._hold_needed():
+        if self.holds.phase is HoldPhase.NONE or self.holds.needed(self.live_subagents):
             return []
         if self.phase is TurnPhase.CLAUDE_TURN:
             return []  # the turn that runs now releases the hold at its result
         if status in ("completed", "failed"):
             # Claude Code follows a finished subagent up with a turn; its result releases.
-            self._move_hold(HoldTrigger.SUBAGENTS_DONE, now + FOLLOW_UP_WAIT)
+            self.holds.move(HoldTrigger.SUBAGENTS_DONE, now + FOLLOW_UP_WAIT)
             return []
-        return self._release(HoldTrigger.SUBAGENTS_STOPPED) + self._report()
+        return self.holds.release(HoldTrigger.SUBAGENTS_STOPPED) + self._report()
 
     def cancel(self) -> list[ForegroundOut]:
-        out = self._release(HoldTrigger.CANCEL) + self._refuse_waiting()
+        out = self.holds.release(HoldTrigger.CANCEL) + self._refuse_waiting()
         if not self.busy or self.cancelled:
             return out
         self.cancelled = True
@@ -489,7 +412,7 @@ class Foreground:
 
     def close(self) -> list[ForegroundOut]:
         """The session closes: nothing more is inserted or expected, the turn ends as cancelled."""
-        out = self._release(HoldTrigger.CLOSE) + self._refuse_waiting()
+        out = self.holds.release(HoldTrigger.CLOSE) + self._refuse_waiting()
         was_busy = self.prompt is not None or self.reported is not SessionState.IDLE
         self._close(Failure(Failing.ERROR, SESSION_CLOSED), TurnTrigger.CLOSE)
         if was_busy:
@@ -528,12 +451,12 @@ class Foreground:
             self.owed.clear()  # none came: Claude Code owes nothing we still wait for
             if cancelled:
                 self.last_outcome = Outcome("cancelled")
-        if self.release_at is not None and now >= self.release_at:
-            out += self._release(HoldTrigger.FOLLOW_UP_MISSED)
+        if self.holds.release_at is not None and now >= self.holds.release_at:
+            out += self.holds.release(HoldTrigger.FOLLOW_UP_MISSED)
         return out + self._report()
 
     def next_deadline(self) -> float | None:
-        deadlines = [d for d in (self.follow_up_until, self.release_at) if d is not None]
+        deadlines = [d for d in (self.follow_up_until, self.holds.release_at) if d is not None]
         return min(deadlines) if deadlines else None
 
     def snapshot(self) -> StateReported:
@@ -552,7 +475,7 @@ class Foreground:
         """Claude Code is gone: end the turn with an error and refuse what was held and what comes.
         Its subagents went with it: nothing holds the turn's answer."""
         self.live_subagents.clear()
-        out = self._release(HoldTrigger.CLAUDE_DIED)
+        out = self.holds.release(HoldTrigger.CLAUDE_DIED)
         self._close(error, TurnTrigger.GONE)
         while self.waiting:
             out += [Fail(ticket, error) for ticket in self.waiting.popleft().tickets]
@@ -561,7 +484,7 @@ class Foreground:
     def crashed(self, error: Failure) -> list[ForegroundOut]:
         """Claude Code died and another one takes over: the running turn ends with ``error``."""
         self.live_subagents.clear()
-        out = self._release(HoldTrigger.CLAUDE_DIED)
+        out = self.holds.release(HoldTrigger.CLAUDE_DIED)
         quiet = self.prompt is None and self.reported is SessionState.IDLE
         self._stop()
         self.restarted = True
@@ -580,14 +503,6 @@ class Foreground:
         if self.phase not in BUSY:
             self.cancelled = False
 
-    def _move_hold(self, trigger: HoldTrigger, release_at: float | None = None) -> None:
-        """The hold's one way from phase to phase (``HOLDS``, asked with the trigger);
-        ``release_at`` is ``DUE``'s."""
-        self.hold = HOLDS.move(self.hold, trigger)
-        self.release_at = release_at
-        if self.hold is HoldPhase.NONE:
-            self.held = None
-
     def _claude_turn(self, trigger: TurnTrigger) -> list[ForegroundOut]:
         """Claude Code is running a turn: ours, if a prompt is in, else one of its own
         (``trigger``: it says so, or its work shows)."""
@@ -596,8 +511,8 @@ class Foreground:
         expected = self.phase is TurnPhase.EXPECTING
         if self.phase is not TurnPhase.PROMPTED:
             self._enter(trigger)
-        if self.hold is HoldPhase.DUE:
-            self._move_hold(HoldTrigger.TURN_STARTS)  # the turn's result releases it, not the timer
+        if self.holds.phase is HoldPhase.DUE:
+            self.holds.move(HoldTrigger.TURN_STARTS)  # the turn's result releases it, not the timer
         # The turn was cancelled before it started: interrupt it now.
         return [Interrupt()] if expected and self.cancelled else []
 
@@ -616,7 +531,7 @@ class Foreground:
 
     def _insert_next(self) -> list[ForegroundOut]:
         # The next prompt hands a held turn off, also when it waited while that turn ran.
-        out = self._release(HoldTrigger.NEXT_PROMPT)
+        out = self.holds.release(HoldTrigger.NEXT_PROMPT)
         self._enter(TurnTrigger.INSERT)
         waiting = self.waiting.popleft()
         self.restarted = False
@@ -652,8 +567,8 @@ class Foreground:
         if prompt is not None:
             spawned_live = prompt.spawned & self.live_subagents
             if self.answers_wait_for_subagents and spawned_live and outcome.stop_reason != "cancelled":
-                prompt.outcome, self.held = outcome, prompt
-                self._move_hold(HoldTrigger.HOLD_AT_RESULT)
+                prompt.outcome, self.holds.held = outcome, prompt
+                self.holds.move(HoldTrigger.HOLD_AT_RESULT)
             else:
                 out.append(PromptAnswered(prompt.ticket, outcome))
         if self.owed and now is not None and outcome.stop_reason != "cancelled":
@@ -667,22 +582,6 @@ class Foreground:
         self._enter(TurnTrigger.FOLLOW_UP_OWED)
         self.follow_up_until = now + FOLLOW_UP_WAIT
         self.last_outcome = None
-
-    def _hold_needed(self) -> bool:
-        return self.held is not None and bool(self.held.spawned & self.live_subagents)
-
-    def _release(self, trigger: HoldTrigger) -> list[ForegroundOut]:
-        """Answer the held turn with the outcome it recorded; on ``session/cancel`` with that
-        stop reason instead, which the v1 schema requires after a cancel, and the usage it
-        recorded, which the held-turns PR keeps (its stored outcome)."""
-        held = self.held
-        if held is None:
-            return []
-        self._move_hold(trigger)
-        outcome = held.outcome
-        if trigger is HoldTrigger.CANCEL:
-            outcome = Outcome("cancelled", outcome.usage if outcome is not None else None)
-        return [PromptAnswered(held.ticket, outcome)] if outcome is not None else []
 
     def _refuse_waiting(self) -> list[ForegroundOut]:
         """Every prompt not inserted yet is cancelled."""
