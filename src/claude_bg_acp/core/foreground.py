@@ -80,21 +80,8 @@ then reports ``cancelled`` whatever Claude Code's result says; a follow-up turn 
 expected is interrupted as soon as it starts (or, if it never does, the wait ends as
 ``cancelled``). The answer of a cancelled turn that still arrives is not shown (``muted``).
 
-A prompt may name its submission with an ``idempotencyKey`` (v2), the same on every attempt: a
-key's prompt is inserted at most once. An attempt while the first still waits joins it (answered
-with it at its insertion, or cancelled and refused with it; withdrawing one attempt leaves the
-others waiting); one after its insertion is answered with its message id at once
-(``PromptRetried``): nothing is inserted, shown or run again. A key's prompt is stored under a
-message id made of the session and the key alone (``keyed_id``), so every process that hosts
-the session names the submission alike: once a Claude Code of the session took over the stored
-conversation (``resuming``: an earlier agent process may have inserted prompts this core never
-heard of), a key the core does not know is looked for there first (``FindPrompt``, answered by
-``looked_up``). The attempt waits meanwhile, and so does every prompt after it (prompts go in in
-the order they came); when the stored conversation has the message, every attempt is answered
-with its id and nothing is inserted, else it goes in as any other; when it could not be read,
-the attempts are refused (a retry then asks again) rather than the prompt perhaps run twice. A
-prompt that an earlier Claude Code was handed but had not stored yet when its process ended is
-not found, and goes in again: the conversation taken over does not have it either.
+A prompt may name its submission with an ``idempotencyKey`` (v2): it is inserted at most once
+(``prompt_keys``).
 
 A turn may keep its answer back while subagents it spawned run (held turns: ``holds``).
 """
@@ -108,7 +95,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from claude_bg_acp.core.background_list import Listed
-from claude_bg_acp.core.effects import Fail, FindPrompt, Interrupt, Query, Ticket
+from claude_bg_acp.core.effects import Fail, Interrupt, Query, Ticket
 from claude_bg_acp.core.errors import Failing, Failure
 from claude_bg_acp.core.foreground_facts import (
     CommandDue,
@@ -125,14 +112,11 @@ from claude_bg_acp.core.foreground_facts import (
 )
 from claude_bg_acp.core.holds import Hold, HoldPhase, HoldTrigger
 from claude_bg_acp.core.lifecycle import Transitions
+from claude_bg_acp.core.prompt_keys import PromptKeys
 
 FOLLOW_UP_WAIT = 3.0
 """Seconds we report ``running`` for a follow-up turn Claude Code has not started yet."""
 SESSION_CLOSED = "The session is closed"
-NOT_LOOKED_UP = (
-    "Could not read the session's stored conversation to tell whether this prompt "
-    "(its idempotencyKey) was sent before; nothing was inserted"
-)
 
 
 class TurnPhase(enum.Enum):
@@ -203,13 +187,7 @@ class Foreground:
         self.owed: set[str] = set()
         """The runs of tasks that ended by themselves whose follow-up turn has not ended yet."""
         self.waiting: deque[WaitingPrompt] = deque()
-        self.inserted_keys: dict[str, str] = {}
-        """The ``idempotencyKey`` of each prompt inserted so far, and its message id."""
-        self.looking_up: set[str] = set()
-        """Keys looked for in the stored conversation, not found or not yet."""
-        self.stored_before = False
-        """A Claude Code of the session took over the stored conversation: it may hold prompts
-        that another agent process inserted under keys this core does not know."""
+        self.keys = PromptKeys(session_id)
         self.reported = SessionState.IDLE
         self.last_outcome: Outcome | None = None
         self.background: Sequence[Listed] = []
@@ -246,45 +224,19 @@ class Foreground:
     # --- inputs ---------------------------------------------------------------------------
 
     def submit(self, prompt: WaitingPrompt) -> list[ForegroundOut]:
-        if prompt.key is not None:
-            # Another attempt of a submission: inserted at most once, whatever else is going on.
-            if prompt.key in self.inserted_keys:
-                return [PromptRetried(prompt.ticket, self.inserted_keys[prompt.key])]
-            first = next((waiting for waiting in self.waiting if waiting.key == prompt.key), None)
-            if first is not None:
-                first.retries.append(prompt.ticket)
-                return []
+        retried = self.keys.attempt(prompt, self.waiting)
+        if retried is not None:
+            return retried
         if self.phase is TurnPhase.CLOSED:
             return [Fail(prompt.ticket, self.refusal)]
         # The next prompt hands a held turn off with the outcome it recorded.
         out = self.holds.release(HoldTrigger.NEXT_PROMPT)
         self.waiting.append(prompt)
-        if prompt.key is not None and self.stored_before and prompt.key not in self.looking_up:
-            self.looking_up.add(prompt.key)
-            out.append(FindPrompt(prompt.key, self.keyed_id(prompt.key)))
-        return out + self._report()
+        return out + self.keys.look_up(prompt) + self._report()
 
     def looked_up(self, key: str, stored: bool | None) -> list[ForegroundOut]:
         """Whether the stored conversation has the prompt of ``key`` (None: it could not be read)."""
-        self.looking_up.discard(key)
-        message_id = self.keyed_id(key)
-        if stored:
-            self.inserted_keys[key] = message_id
-        waiting = next((prompt for prompt in self.waiting if prompt.key == key), None)
-        if waiting is None or stored is False:
-            return self._report()  # it goes in as any other (or was withdrawn or cancelled meanwhile)
-        self.waiting.remove(waiting)
-        out: list[ForegroundOut]
-        if stored:
-            out = [PromptRetried(ticket, message_id) for ticket in waiting.tickets]
-        else:
-            out = [Fail(ticket, Failure(Failing.ERROR, NOT_LOOKED_UP)) for ticket in waiting.tickets]
-        return out + self._report()
-
-    def keyed_id(self, key: str) -> str:
-        """The message id of the prompt of ``key``: the same in every process that hosts the
-        session (a name-based UUID, as every prompt's, never named like an unkeyed one's)."""
-        return str(uuid.uuid5(uuid.NAMESPACE_URL, f"acp:{self.session_id}/key:{key}"))
+        return self.keys.looked_up(key, stored, self.waiting) + self._report()
 
     @property
     def muted(self) -> bool:
@@ -441,7 +393,7 @@ class Foreground:
         its replay of what the previous one left, and keys are looked for there (see the module
         docstring)."""
         self.restarted = True
-        self.stored_before = True
+        self.keys.stored_before = True
 
     def tick(self, now: float) -> list[ForegroundOut]:
         out: list[ForegroundOut] = []
@@ -537,7 +489,7 @@ class Foreground:
         self.restarted = False
         self._next_message += 1
         if waiting.key is not None:
-            prompt_uuid = self.keyed_id(waiting.key)
+            prompt_uuid = self.keys.keyed_id(waiting.key)
         else:
             # A name-based UUID keeps replays deterministic and is unique per session and message.
             instance = f"{self.instance}/" if self.instance else ""
@@ -548,7 +500,7 @@ class Foreground:
         out.append(PromptInserted(self.session_id, waiting.ticket, prompt_uuid, waiting.content))
         out += [PromptRetried(ticket, prompt_uuid) for ticket in waiting.retries]
         if waiting.key is not None:
-            self.inserted_keys[waiting.key] = prompt_uuid
+            self.keys.inserted[waiting.key] = prompt_uuid
         if waiting.local:
             out.append(CommandDue(prompt_uuid, waiting.content))
         else:
@@ -602,7 +554,7 @@ class Foreground:
             insert
             and self.phase is TurnPhase.IDLE
             and self.waiting
-            and self.waiting[0].key not in self.looking_up
+            and self.waiting[0].key not in self.keys.looking_up
         ):
             out += self._insert_next()
         return out
