@@ -1,10 +1,11 @@
 """The routes between the session core's routers, each owning one concern: tasks and the
 background lists (``task_routing``), subagents' messages (``child_routing``), a conversation's
-messages (``message_routing``), permission questions (``permission_requests``), a client
-attaching (``attach_routing``). Each is given the session's ``Parts`` (the objects that own
-each concept's state) and calls the routers it depends on directly; the few calls that go back
-the other way go through ``SessionCore``, which implements ``Routes`` (it alone holds every
-router), so that no two routers import each other.
+messages (``message_routing``), permission questions (``permission_requests``), the config
+options (``config_routing``), a client attaching (``attach_routing``). Each is given the
+session's ``Parts`` (the objects that own each concept's state), or the few it needs, and calls
+the routers it depends on directly; the few calls that go back the other way go through
+``SessionCore``, which implements ``Routes`` (it alone holds every router), so that no two
+routers import each other.
 """
 
 from __future__ import annotations
