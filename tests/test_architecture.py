@@ -1,7 +1,8 @@
 """The package's shape, checked from its source: imports go one way, only presenters (and
 the version negotiation in ``agent``, and the clients: the demo, the scripted model) look at the
 protocol version, the core decides nothing by the kind of client but through its named
-policies, and one module reaches past the SDK's public API.
+policies, one module reaches past the SDK's public API, and the core stays in modules a
+newcomer reads whole, its session core routing each event to the object that owns it.
 
 Imports are read with ``ast`` from every module of ``claude_bg_acp``, those under
 ``TYPE_CHECKING`` included; ``from package import module`` counts as an import of that module.
@@ -359,3 +360,31 @@ def test_the_agent_imports_the_claude_side_late_at_one_point() -> None:
 
 
 LATE_IMPORTS = {"import_module", "__import__"}
+
+
+CORE_MODULE_LIMIT = 600
+SESSION_CORE_LIMIT = 500
+
+
+def test_no_module_of_the_core_grows_past_its_limit() -> None:
+    """Each concept of the core is a module a newcomer reads whole, and ``SessionCore`` routes
+    events without owning any concept's logic (issue 30)."""
+    lengths = {path.name: len(path.read_text().splitlines()) for path in (PACKAGE / "core").glob("*.py")}
+    assert lengths["session.py"] < SESSION_CORE_LIMIT, f"core/session.py has {lengths['session.py']} lines"
+    over = {name: length for name, length in lengths.items() if length > CORE_MODULE_LIMIT}
+    assert not over, f"core modules over {CORE_MODULE_LIMIT} lines: {over}"
+
+
+def test_each_event_goes_to_its_owner_in_one_call() -> None:
+    """Each case of ``SessionCore._handle`` is one ``return`` of a call: the routing of an event
+    to the object that owns its concern, never logic of its own."""
+    tree = ast.parse(MODULES[f"{NAME}.core.session"].read_text())
+    (handle,) = [
+        node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef) and node.name == "_handle"
+    ]
+    (match,) = [node for node in handle.body if isinstance(node, ast.Match)]
+    for case in match.cases:
+        (statement,) = case.body
+        value = statement.value if isinstance(statement, ast.Return | ast.Expr) else None
+        assert isinstance(value, ast.Call), f"case {ast.unparse(case.pattern)} does more than route"
+    assert len(match.cases) > 30  # the check read the dispatch

@@ -53,7 +53,7 @@ from hypothesis import strategies as st
 
 from claude_bg_acp.claude.conventions import KILLED_SIGNAL, ExitInfo
 from claude_bg_acp.core import events as ev
-from claude_bg_acp.core.background import CLASSIFY_GRACE
+from claude_bg_acp.core.classifying import CLASSIFY_GRACE
 from claude_bg_acp.core.effects import Effect, FinishTail, Notify, Reply, StopTask, Tail
 from claude_bg_acp.core.errors import Refused
 from claude_bg_acp.core.tasks import ORPHAN_GRACE

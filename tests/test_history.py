@@ -28,11 +28,11 @@ from hypothesis import strategies as st
 
 from claude_bg_acp.claude import conventions, store
 from claude_bg_acp.core import events as ev
-from claude_bg_acp.core.background import RESTATE_LIMIT
 from claude_bg_acp.core.effects import Effect, Notify, ReadTitle
 from claude_bg_acp.core.errors import Refused
 from claude_bg_acp.core.events import StoredMessage
 from claude_bg_acp.core.prompts import from_claude_content, to_claude_content
+from claude_bg_acp.core.terminals import RESTATE_LIMIT
 from claude_bg_acp.session import replay
 from tests.support.driver import (
     CLIENTS,

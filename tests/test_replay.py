@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from claude_bg_acp.acp.answers import SessionFields
-from claude_bg_acp.core.background import TaskStopAnswered
+from claude_bg_acp.core.background_facts import TaskStopAnswered
 from claude_bg_acp.core.effects import ClientEffect
 from claude_bg_acp.core.presenting import Fact, Presenter
 from tests.support.driver import (

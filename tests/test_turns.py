@@ -34,8 +34,9 @@ from claude_bg_acp.core.effects import (
     Reply,
     WithdrawPermission,
 )
-from claude_bg_acp.core.foreground import FOLLOW_UP_WAIT, LOGIN_HINT
+from claude_bg_acp.core.foreground import FOLLOW_UP_WAIT
 from claude_bg_acp.core.permission_options import ALLOW_ONCE
+from claude_bg_acp.core.turn_outcome import LOGIN_HINT
 from tests.support.driver import CoreDriver, check_transcript
 from tests.support.frames import (
     Frame,

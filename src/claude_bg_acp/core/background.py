@@ -34,17 +34,14 @@ each one is to the client and keeps the RFD's ordering rules:
   ``TaskOpened``, ``TaskChanged`` whenever Claude Code says something of it, ``TaskEnded``,
   each with what is known of it then (its tool call, output file, state); a presenter that
   follows tasks as such (JetBrains AIR's async tasks) tells its client what changed.
-- ``terminal/cancel``, ``tool_call/cancel`` and a stop by task id send ``stop_task``; only the
-  SDK's events confirm the stop, unless none comes within ``STOP_BOUND``, when the item is
-  finalized with an unknown exit and the log says why.
-- A client that (re)attaches learns what each listed item is now (``restate``): a terminal with
-  its command, cwd and latest output (the last ``RESTATE_LIMIT`` bytes, kept while it runs), a
-  tool call with its status; both cancellable.
+- ``terminal/cancel``, ``tool_call/cancel`` and a stop by task id send ``stop_task``
+  (``stopping``); only the SDK's events confirm the stop, unless none comes within
+  ``STOP_BOUND``, when the item is finalized with an unknown exit and the log says why.
+- A client that (re)attaches learns what each listed item is now (``background_list``).
 
 These are facts about the work, the same for every client: which of them a client is shown,
-and how, is its presenter's business. A task is classified once its launching tool is known
-(``task_started`` or the tool result), or after ``CLASSIFY_GRACE`` on the level signal alone.
-An item's lifecycle:
+and how, is its presenter's business. A task is classified once what it is is known, or on a
+timer (``classifying``). An item's lifecycle:
 
 ============  ====================  ========================================================  ============
 item          trigger               what happens                                              next
@@ -78,43 +75,40 @@ still ``DRAINING`` when Claude Code goes stays until its file is read.
 from __future__ import annotations
 
 import enum
-from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
 
-from claude_bg_acp.claude.conventions import KILLED_SIGNAL, SHELL_TOOLS, ExitInfo, ShellEnd, summary_exit_code
-from claude_bg_acp.core.effects import FinishTail, Log, StopTask, Tail, Ticket
-from claude_bg_acp.core.errors import Refusal, Refused
+from claude_bg_acp.claude.conventions import SHELL_TOOLS, ExitInfo, ShellEnd, summary_exit_code
+from claude_bg_acp.core.background_facts import (
+    TASK_ENDS,
+    TOOL_STATUS,
+    BackgroundOut,
+    ChildEnded,
+    FollowUpExpected,
+    HandedTo,
+    LiveStatus,
+    RunState,
+    TaskChanged,
+    TaskEnd,
+    TaskEnded,
+    TaskOpened,
+    TerminalExited,
+    TerminalOpened,
+    TerminalOutput,
+    TerminalReplaced,
+    ToolCallDetached,
+    WorkEnded,
+    WorkOpened,
+    WorkStatus,
+)
+from claude_bg_acp.core.effects import FinishTail, Log, Tail
 from claude_bg_acp.core.lifecycle import Transitions
 from claude_bg_acp.core.tasks import Task
+from claude_bg_acp.core.terminals import Recent, end_of_stop, exit_of
 from claude_bg_acp.core.tool_uses import ToolUse, ToolUsePhase
 
-CLASSIFY_GRACE = 0.5
 STOP_BOUND = 10.0
-RESTATE_LIMIT = 256 * 1024
-"""Bytes of a live terminal's latest output kept to restate it (the size of the snapshot a
-client that falls behind gets)."""
 FOLLOW_UP_STATUSES = ("completed", "failed")
-LiveStatus = Literal["pending", "in_progress", "paused"]
-FinalStatus = Literal["completed", "failed", "cancelled"]
-TOOL_STATUS: dict[str, FinalStatus] = {
-    "completed": "completed",
-    "failed": "failed",
-    "stopped": "cancelled",
-    "killed": "cancelled",
-}
-"""A task's end as a tool call's final status; one whose end is unknown (lost) left the level by
-itself, most likely done, so ``completed``."""
-RunState = Literal["running", "paused"]
-TaskEnd = Literal["completed", "failed", "stopped"]
-TASK_ENDS: dict[str, TaskEnd] = {
-    "completed": "completed",
-    "failed": "failed",
-    "stopped": "stopped",
-    "killed": "stopped",
-}
-"""A task's end as a task reports it (the same reading of a lost task as ``TOOL_STATUS``)."""
 
 
 class Kind(enum.Enum):
@@ -171,37 +165,6 @@ ITEMS: Transitions[ItemPhase, ItemTrigger] = Transitions.of(
 )
 
 
-@dataclass(frozen=True)
-class Listed:
-    """One entry of the ``background`` list."""
-
-    kind: Literal["terminal", "tool_call", "subagent"]
-    ref: str
-
-
-@dataclass
-class Recent:
-    """The latest output of a live terminal, at least ``RESTATE_LIMIT`` bytes of it when it has
-    that many (whole chunks are kept, so appending costs no copy)."""
-
-    parts: deque[bytes] = field(default_factory=deque)
-    size: int = 0
-
-    def add(self, data: bytes) -> None:
-        self.parts.append(data)
-        self.size += len(data)
-        while self.size - len(self.parts[0]) >= RESTATE_LIMIT:
-            self.size -= len(self.parts.popleft())
-
-    def replace(self, data: bytes) -> None:
-        self.parts.clear()
-        self.size = 0
-        self.add(data)
-
-    def latest(self) -> bytes:
-        return b"".join(self.parts)[-RESTATE_LIMIT:]
-
-
 @dataclass
 class Item:
     task: Task
@@ -250,217 +213,11 @@ class Item:
         return self.task.tool_use_id or f"task-{self.task.task_id}"
 
 
-# --- what happened, for the presenter -----------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class TerminalOpened:
-    session_id: str
-    terminal_id: str
-    tool_call_id: str
-    command: str
-    cwd: str
-    cancellable: bool = True
-    """False for a terminal replayed from history: ``cancel`` is only granted to live ones."""
-    launched_by_tool: bool = True
-    """A tool call launched it (``tool_call_id`` is that call's); False for a shell no tool use
-    of the session's is known to have started (``tool_call_id`` is then one of our own)."""
-
-
-@dataclass(frozen=True)
-class TerminalOutput:
-    session_id: str
-    terminal_id: str
-    tool_call_id: str
-    data: bytes
-
-
-@dataclass(frozen=True)
-class TerminalReplaced:
-    """The client fell behind: the latest bytes replace what it shows."""
-
-    session_id: str
-    terminal_id: str
-    tool_call_id: str
-    data: bytes
-
-
-@dataclass(frozen=True)
-class TerminalExited:
-    """``exit`` None: how it ended is unknown. ``corrected``: it was reported exited already, and
-    a late end event says how."""
-
-    session_id: str
-    terminal_id: str
-    tool_call_id: str
-    exit: ExitInfo | None
-    corrected: bool = False
-    closed: bool = False
-    """Its session's close stopped it (it did not end by itself)."""
-
-
-@dataclass(frozen=True)
-class TerminalRestated:
-    """A live terminal as it is now, for a client that (re)attaches."""
-
-    session_id: str
-    terminal_id: str
-    tool_call_id: str
-    command: str
-    cwd: str
-    output: bytes
-
-
-@dataclass(frozen=True)
-class WorkOpened:
-    """Work continues on a tool call: its launching one, or one of ours (``title`` set)."""
-
-    session_id: str
-    tool_call_id: str
-    status: LiveStatus
-    title: str | None = None
-
-
-@dataclass(frozen=True)
-class WorkStatus:
-    session_id: str
-    tool_call_id: str
-    status: LiveStatus
-
-
-@dataclass(frozen=True)
-class WorkEnded:
-    session_id: str
-    tool_call_id: str
-    status: FinalStatus
-    summary: str | None
-
-
-@dataclass(frozen=True)
-class WorkRestated:
-    """A listed tool call as it is now, for a client that (re)attaches: the tool that launched
-    it (``name``, ``tool_input``), or our own ``title`` when no tool call of Claude Code's did."""
-
-    session_id: str
-    tool_call_id: str
-    status: LiveStatus
-    title: str | None
-    name: str | None = None
-    tool_input: dict[str, Any] = field(default_factory=dict)
-    cancellable: bool = True
-    """False for scheduled work (``schedules``): Claude Code offers no way to unschedule it
-    but the model's own tools, so nothing a client could ask for."""
-
-
-@dataclass(frozen=True)
-class TaskOpened:
-    """A background task that is not a subagent, reported as such whatever item shows it.
-
-    ``tool_call_id`` is its launching tool use, and ``output_file`` Claude Code's own word for
-    its output file, when they are known."""
-
-    session_id: str
-    task_id: str
-    task_type: str | None
-    tool_name: str | None
-    """The tool that launched it, when known (a Monitor runs as a ``local_bash`` task)."""
-    description: str
-    tool_call_id: str | None
-    output_file: str | None
-    state: RunState
-
-
-@dataclass(frozen=True)
-class TaskChanged:
-    """Claude Code said something of an open task: what is known of it now (the same as before,
-    or not)."""
-
-    session_id: str
-    task_id: str
-    tool_call_id: str | None
-    output_file: str | None
-    state: RunState
-
-
-@dataclass(frozen=True)
-class TaskEnded:
-    """A task's end, with what is known of it at its end."""
-
-    session_id: str
-    task_id: str
-    end: TaskEnd
-    summary: str | None
-    tool_call_id: str | None
-    output_file: str | None
-
-
-@dataclass(frozen=True)
-class TaskStopAnswered:
-    """The answer to a stop request by task id: whether it sent a stop."""
-
-    ticket: Ticket
-    stopped: bool
-
-
-# --- what happened, for the session core to route ---------------------------------------------
-
-
-@dataclass(frozen=True)
-class ChildEnded:
-    """A child's task ended (or its end can no longer be observed)."""
-
-    task: Task
-
-
-@dataclass(frozen=True)
-class FollowUpExpected:
-    """A task ended by itself: Claude Code will start a turn about it.
-
-    ``run`` is the task's run id (its task id when it has none): the ``origin.runId`` of that
-    turn's result."""
-
-    run: str
-
-
-@dataclass(frozen=True)
-class ToolCallDetached:
-    """The work reports through its launching tool call from now on."""
-
-    tool_use_id: str
-
-
-@dataclass(frozen=True)
-class HandedTo:
-    """A tool result handed its work to a terminal (``terminal_id``) or kept it on the call."""
-
-    terminal_id: str | None
-    status: LiveStatus = "in_progress"
-
-
-BackgroundFact = (
-    TerminalOpened
-    | TerminalOutput
-    | TerminalReplaced
-    | TerminalExited
-    | WorkOpened
-    | WorkStatus
-    | WorkEnded
-    | TaskOpened
-    | TaskChanged
-    | TaskEnded
-    | ChildEnded
-    | FollowUpExpected
-    | ToolCallDetached
-)
-BackgroundOut = BackgroundFact | Tail | FinishTail | StopTask | Log
-
-
 class Background:
     def __init__(self, root_id: str, cwd: str) -> None:
         self.root_id = root_id
         self.cwd = cwd
         self.items: dict[str, Item] = {}
-        self._stalled: set[str] = set()
         self._shown: set[str] = set()
         """Every terminal id and tool call id of our own given out so far."""
 
@@ -534,7 +291,7 @@ class Background:
             return [ToolCallDetached(item.ref), WorkOpened(item.session_id, item.ref, item.status())]
         ref = self._fresh(f"task-{task.task_id}")
         item = self.items[task.task_id] = Item(task, Kind.TOOL_CALL, ref, self.root_id)
-        return [WorkOpened(item.session_id, item.ref, item.status(), _own_title(task))]
+        return [WorkOpened(item.session_id, item.ref, item.status(), own_title(task))]
 
     def _fresh(self, ref: str) -> str:
         """``ref``, or for a new run of a task whose earlier run used it, a new one: a final
@@ -700,86 +457,11 @@ class Background:
 
     # --- a client (re)attaching -------------------------------------------------------------------
 
-    def restate(
-        self, session_id: str, tool_of: Callable[[str | None], ToolUse | None]
-    ) -> list[TerminalRestated | WorkRestated]:
-        """What each terminal and tool call ``session_id`` lists is now (its children are
-        ``subagents``' to say)."""
-        out: list[TerminalRestated | WorkRestated] = []
-        for item in self.items.values():
-            if item.session_id != session_id or not self._listed_now(item):
-                continue
-            if item.kind is Kind.TERMINAL:
-                output = item.recent.latest() if item.recent is not None else b""
-                out.append(
-                    TerminalRestated(session_id, item.ref, item.tool_call_id, item.command, self.cwd, output)
-                )
-            elif item.kind is Kind.TOOL_CALL:
-                tool = tool_of(item.task.tool_use_id) if item.ref == item.task.tool_use_id else None
-                status = item.status()
-                if tool is None:
-                    out.append(WorkRestated(session_id, item.ref, status, _own_title(item.task)))
-                else:
-                    out.append(WorkRestated(session_id, item.ref, status, None, tool.name, tool.tool_input))
-        return out
-
     def unfinished(self) -> frozenset[str]:
         """The tasks whose items have no final status yet (a terminal may still be draining)."""
         return frozenset(item.task.task_id for item in self.items.values() if not item.final)
 
-    # --- stopping ---------------------------------------------------------------------------------
-
-    def cancel(
-        self, kind: Literal["terminal", "tool_call"], ref: str, session_id: str, now: float
-    ) -> list[BackgroundOut]:
-        """``terminal/cancel`` or ``tool_call/cancel`` in ``session_id``: refuses what cannot
-        be cancelled there."""
-        item = next(
-            (
-                i
-                for i in self.items.values()
-                if i.kind.value == kind and i.ref == ref and i.session_id == session_id
-            ),
-            None,
-        )
-        noun = "terminal" if kind == "terminal" else "tool call"
-        if item is None:
-            raise Refused(Refusal.UNKNOWN, f"unknown {noun} {ref}")
-        if item.final:
-            raise Refused(Refusal.FINISHED, f"{noun} {ref} has already finished")
-        return self._stop(item, now)
-
-    def stop(self, task_id: str, now: float) -> tuple[list[BackgroundOut], bool]:
-        """A stop by task id: whether a stop was sent (none for a task that is unknown, a
-        subagent, finished, or being stopped already)."""
-        item = self.items.get(task_id)
-        if item is None or not item.reported_as_task or item.final or item.stop_sent_at is not None:
-            return [], False
-        return self._stop(item, now), True
-
-    def stop_item(self, item: Item, now: float) -> list[BackgroundOut]:
-        """``/stop`` chose ``item`` (``task_list``): stopped as ``cancel`` stops it."""
-        return self._stop(item, now)
-
-    @staticmethod
-    def _stop(item: Item, now: float) -> list[BackgroundOut]:
-        if item.stop_sent_at is not None:
-            return []
-        item.stop_sent_at = now
-        return [StopTask(item.task.task_id)]
-
-    def stop_all(self, live: list[Task], now: float) -> list[BackgroundOut]:
-        """The session closes: stop every live task; the normal end path finalizes them."""
-        out: list[BackgroundOut] = []
-        for task in live:
-            item = self.items.get(task.task_id)
-            if item is not None:
-                item.closing = True
-            if item is None or item.stop_sent_at is None:
-                out.append(StopTask(task.task_id))
-                if item is not None:
-                    item.stop_sent_at = now
-        return out
+    # --- Claude Code gone -------------------------------------------------------------------------
 
     def abandon(self, now: float, stopped: Mapping[str, ExitInfo]) -> list[BackgroundOut]:
         """No end will be confirmed any more: finalize everything, so nothing stays listed.
@@ -803,7 +485,7 @@ class Background:
             else:
                 item.phase = ITEMS.move(item.phase, ItemTrigger.STOPPED_BY_AGENT)
                 out += [
-                    FinishTail(item.task.task_id, _end_of_stop(item.stopped_with)),
+                    FinishTail(item.task.task_id, end_of_stop(item.stopped_with)),
                     *_task_ended(item, None),
                 ]
         return out
@@ -822,16 +504,6 @@ class Background:
 
     # --- time -----------------------------------------------------------------------------------------
 
-    def due(self, live: list[Task], now: float) -> list[Task]:
-        """Tasks that waited ``CLASSIFY_GRACE`` to be classified: to be considered by force now."""
-        return [t for t in live if self._unclassified(t) and now >= t.first_seen_at + CLASSIFY_GRACE]
-
-    def stall(self, task: Task) -> None:
-        """Nothing to show yet (a foreground shell, a child whose parent is unknown): no timer
-        helps; its next event is considered as it comes."""
-        if task.task_id not in self.items:
-            self._stalled.add(task.task_id)
-
     def overdue(self, now: float) -> list[BackgroundOut]:
         out: list[BackgroundOut] = []
         for item in list(self.items.values()):
@@ -842,45 +514,14 @@ class Background:
                 out += self._finalize(item, ItemTrigger.STOP_UNCONFIRMED, None, now, unknown=True)
         return out
 
-    def next_deadline(self, live: list[Task]) -> float | None:
-        deadlines = [t.first_seen_at + CLASSIFY_GRACE for t in live if self._unclassified(t)]
-        deadlines += [
+    def next_deadline(self) -> float | None:
+        """When the first stop that waits for its end is overdue."""
+        deadlines = [
             i.stop_sent_at + STOP_BOUND
             for i in self.items.values()
             if i.stop_sent_at is not None and not i.final
         ]
         return min(deadlines) if deadlines else None
-
-    def _unclassified(self, task: Task) -> bool:
-        """Waiting to be shown on a timer: the level signal or ``task_started`` vouched for it
-        (an event that names no task type, like ``task_progress``, does not say it is not
-        housekeeping), yet nothing says what it is."""
-        vouched = task.in_level or task.started
-        return vouched and task.task_id not in self.items and task.task_id not in self._stalled
-
-    def listed(self, session_id: str) -> list[Listed]:
-        """The work of ``session_id`` to list now."""
-        return [
-            entry
-            for item in self.items.values()
-            if item.session_id == session_id and (entry := self._entry(item)) is not None
-        ]
-
-    def _listed_now(self, item: Item) -> bool:
-        return self._entry(item) is not None
-
-    def _entry(self, item: Item) -> Listed | None:
-        if item.kind is Kind.SUBAGENT:
-            # While it works in the foreground its parent waits on it: foreground work, not
-            # listed (its own work is listed in its session); once it ended, its work goes on.
-            if not item.final:
-                return Listed("subagent", item.ref) if item.task.backgrounded is not False else None
-            return Listed("subagent", item.ref) if self.listed(item.ref) else None
-        if item.final:
-            return None
-        if item.kind is Kind.TERMINAL:
-            return Listed("terminal", item.ref)
-        return Listed("tool_call", item.ref)
 
     def _follow(self, item: Item, path: str | None) -> list[BackgroundOut]:
         """Tail ``path`` for the item, unless it is already (Claude Code's own word for the path,
@@ -889,15 +530,6 @@ class Background:
             return []
         item.path = path
         return [Tail(item.task.task_id, path)]
-
-
-def _end_of_stop(stopped: ExitInfo) -> ShellEnd:
-    """The end the agent's own stop of a shell tells, which a closing line must agree with."""
-    if stopped.signal is not None:
-        return ShellEnd("killed")
-    if stopped.exit_code is None:
-        return ShellEnd()
-    return ShellEnd("completed" if stopped.exit_code == 0 else "failed", stopped.exit_code)
 
 
 def _task_ended(item: Item, task: Task | None) -> list[BackgroundOut]:
@@ -930,25 +562,6 @@ def _live_status(task: Task) -> LiveStatus:
     return "paused" if task.status == "paused" else "pending" if task.status == "pending" else "in_progress"
 
 
-def _own_title(task: Task) -> str:
+def own_title(task: Task) -> str:
     kind = (task.task_type or "task").replace("_", " ")
     return f"{task.description} ({kind})" if task.description else f"Background {kind}"
-
-
-def exit_of(
-    task: Task | None, exit_info: ExitInfo | None, stopped_with: ExitInfo | None = None
-) -> ExitInfo | None:
-    """How a terminal's command ended: its file's closing line, else how its process ended when
-    the agent stopped it, else what the task said."""
-    if exit_info is not None and (exit_info.exit_code is not None or exit_info.signal is not None):
-        return exit_info
-    if stopped_with is not None:
-        return stopped_with
-    code = summary_exit_code(task.summary) if task is not None else None
-    if code is not None:
-        return ExitInfo(code, None)
-    if task is not None and task.end_status in ("killed", "stopped"):
-        return ExitInfo(None, KILLED_SIGNAL)
-    if task is not None and task.end_status == "completed":
-        return ExitInfo(0, None)
-    return None

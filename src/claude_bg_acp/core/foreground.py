@@ -80,56 +80,10 @@ then reports ``cancelled`` whatever Claude Code's result says; a follow-up turn 
 expected is interrupted as soon as it starts (or, if it never does, the wait ends as
 ``cancelled``). The answer of a cancelled turn that still arrives is not shown (``muted``).
 
-A prompt may name its submission with an ``idempotencyKey`` (v2), the same on every attempt: a
-key's prompt is inserted at most once. An attempt while the first still waits joins it (answered
-with it at its insertion, or cancelled and refused with it; withdrawing one attempt leaves the
-others waiting); one after its insertion is answered with its message id at once
-(``PromptRetried``): nothing is inserted, shown or run again. A key's prompt is stored under a
-message id made of the session and the key alone (``keyed_id``), so every process that hosts
-the session names the submission alike: once a Claude Code of the session took over the stored
-conversation (``resuming``: an earlier agent process may have inserted prompts this core never
-heard of), a key the core does not know is looked for there first (``FindPrompt``, answered by
-``looked_up``). The attempt waits meanwhile, and so does every prompt after it (prompts go in in
-the order they came); when the stored conversation has the message, every attempt is answered
-with its id and nothing is inserted, else it goes in as any other; when it could not be read,
-the attempts are refused (a retry then asks again) rather than the prompt perhaps run twice. A
-prompt that an earlier Claude Code was handed but had not stored yet when its process ended is
-not found, and goes in again: the conversation taken over does not have it either.
+A prompt may name its submission with an ``idempotencyKey`` (v2): it is inserted at most once
+(``prompt_keys``).
 
-Held turns (the policy ``answers_wait_for_subagents``: for clients that stop listening at a
-prompt's answer, v1). A turn whose result arrives while subagents it spawned (during the turn
-or while held) are still live keeps its answer back, with the outcome stored: the subagents'
-output and permission requests then arrive inside the turn. Background shells never hold a
-turn, and a turn that spawned nothing is answered at its result. A hold has a lifecycle of its
-own, beside the turn's (``HOLDS``):
-
-========  =======================  ===================================================  ========
-hold      trigger                  what happens                                         next
-========  =======================  ===================================================  ========
-``NONE``  ``HOLD_AT_RESULT``       a prompt's result comes while subagents it spawned   ``HELD``
-                                   are live
-``HELD``, ``SUBAGENTS_DONE``       its last subagent ended by itself while no turn      ``DUE``
-``DUE``                            runs: Claude Code follows that up; the release is
-                                   due ``FOLLOW_UP_WAIT`` after, if no follow-up turn
-                                   starts
-``DUE``   ``TURN_STARTS``          a turn starts: its result releases the hold          ``HELD``
-                                   (below)
-``HELD``, ``FOLLOW_UP_RESULT``     released with the stored outcome: the result of a    ``NONE``
-``DUE``                            follow-up turn, with none of its subagents live
-``HELD``, ``CLAUDE_IDLE``          released: Claude Code reports ``idle``, with none    ``NONE``
-``DUE``                            of its subagents live
-``HELD``, ``SUBAGENTS_STOPPED``    released: its last subagent was stopped (at once:    ``NONE``
-``DUE``                            nothing follows a stop)
-``HELD``, ``NEXT_PROMPT``          released: the next prompt arrives                    ``NONE``
-``DUE``
-``HELD``, ``CLAUDE_DIED``          released: Claude Code died                           ``NONE``
-``DUE``
-``HELD``, ``CANCEL``               released as ``cancelled`` with the stored usage:     ``NONE``
-``DUE``                            ``session/cancel``
-``HELD``, ``CLOSE``                released: the session closes                         ``NONE``
-``DUE``
-``DUE``   ``FOLLOW_UP_MISSED``     ``FOLLOW_UP_WAIT`` passed without a follow-up turn   ``NONE``
-========  =======================  ===================================================  ========
+A turn may keep its answer back while subagents it spawned run (held turns: ``holds``).
 """
 
 from __future__ import annotations
@@ -138,45 +92,31 @@ import enum
 import uuid
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
-from typing import Any
+from dataclasses import replace
 
-from claude_bg_acp.claude.conventions import NOT_LOGGED_IN
-from claude_bg_acp.core.background import Listed
-from claude_bg_acp.core.effects import Fail, FindPrompt, Interrupt, Query, Ticket
+from claude_bg_acp.core.background_list import Listed
+from claude_bg_acp.core.effects import Fail, Interrupt, Query, Ticket
 from claude_bg_acp.core.errors import Failing, Failure
-from claude_bg_acp.core.lifecycle import Transitions
-
-
-class SessionState(enum.Enum):
-    """What a session is doing, as ACP's session state tells it (a subagent's too)."""
-
-    RUNNING = "running"
-    REQUIRES_ACTION = "requires_action"
-    IDLE = "idle"
-
-
-LOGIN_HINT = (
-    "Claude Code is not logged in: run `claude /login` (or `claude-bg-acp login`) in a terminal, "
-    "or give the agent an ANTHROPIC_API_KEY"
+from claude_bg_acp.core.foreground_facts import (
+    CommandDue,
+    ForegroundOut,
+    Outcome,
+    PromptAnswered,
+    PromptCancelled,
+    PromptInserted,
+    PromptRetried,
+    PromptTurn,
+    SessionState,
+    StateReported,
+    WaitingPrompt,
 )
+from claude_bg_acp.core.holds import Hold, HoldPhase, HoldTrigger
+from claude_bg_acp.core.lifecycle import Transitions
+from claude_bg_acp.core.prompt_keys import PromptKeys
+
 FOLLOW_UP_WAIT = 3.0
 """Seconds we report ``running`` for a follow-up turn Claude Code has not started yet."""
 SESSION_CLOSED = "The session is closed"
-NOT_LOOKED_UP = (
-    "Could not read the session's stored conversation to tell whether this prompt "
-    "(its idempotencyKey) was sent before; nothing was inserted"
-)
-
-RESULT_STOP_REASONS = {
-    "end_turn": "end_turn",
-    "stop_sequence": "end_turn",
-    "tool_use": "end_turn",
-    "pause_turn": "end_turn",
-    "max_tokens": "max_tokens",
-    "model_context_window_exceeded": "max_tokens",
-    "refusal": "refusal",
-}
 
 
 class TurnPhase(enum.Enum):
@@ -225,144 +165,6 @@ TURNS: Transitions[TurnPhase, TurnTrigger] = Transitions.of(
 )
 
 
-class HoldPhase(enum.Enum):
-    NONE = "none"
-    HELD = "held"
-    DUE = "due"
-
-
-class HoldTrigger(enum.Enum):
-    """What moves the hold (the trigger column of its table)."""
-
-    HOLD_AT_RESULT = enum.auto()
-    SUBAGENTS_DONE = enum.auto()
-    TURN_STARTS = enum.auto()
-    FOLLOW_UP_RESULT = enum.auto()
-    CLAUDE_IDLE = enum.auto()
-    SUBAGENTS_STOPPED = enum.auto()
-    NEXT_PROMPT = enum.auto()
-    CLAUDE_DIED = enum.auto()
-    CANCEL = enum.auto()
-    CLOSE = enum.auto()
-    FOLLOW_UP_MISSED = enum.auto()
-
-
-HELD_OR_DUE = (HoldPhase.HELD, HoldPhase.DUE)
-HOLDS: Transitions[HoldPhase, HoldTrigger] = Transitions.of(
-    "hold",
-    HoldPhase,
-    HoldTrigger,
-    ((HoldPhase.NONE,), HoldTrigger.HOLD_AT_RESULT, HoldPhase.HELD),
-    (HELD_OR_DUE, HoldTrigger.SUBAGENTS_DONE, HoldPhase.DUE),
-    ((HoldPhase.DUE,), HoldTrigger.TURN_STARTS, HoldPhase.HELD),
-    (HELD_OR_DUE, HoldTrigger.FOLLOW_UP_RESULT, HoldPhase.NONE),
-    (HELD_OR_DUE, HoldTrigger.CLAUDE_IDLE, HoldPhase.NONE),
-    (HELD_OR_DUE, HoldTrigger.SUBAGENTS_STOPPED, HoldPhase.NONE),
-    (HELD_OR_DUE, HoldTrigger.NEXT_PROMPT, HoldPhase.NONE),
-    (HELD_OR_DUE, HoldTrigger.CLAUDE_DIED, HoldPhase.NONE),
-    (HELD_OR_DUE, HoldTrigger.CANCEL, HoldPhase.NONE),
-    (HELD_OR_DUE, HoldTrigger.CLOSE, HoldPhase.NONE),
-    ((HoldPhase.DUE,), HoldTrigger.FOLLOW_UP_MISSED, HoldPhase.NONE),
-)
-
-
-@dataclass(frozen=True)
-class WaitingPrompt:
-    ticket: Ticket
-    content: list[dict[str, Any]]
-    claude_content: list[dict[str, Any]]
-    key: str | None = None
-    """Its ``idempotencyKey``: every attempt of one submission sends the same."""
-    retries: list[Ticket] = field(default_factory=list)
-    """Later attempts with its key that came while it waited: answered with it."""
-    local: bool = False
-    """One of the agent's own commands: answered by the agent, not sent to Claude Code."""
-
-    @property
-    def tickets(self) -> list[Ticket]:
-        return [self.ticket, *self.retries]
-
-
-@dataclass
-class PromptTurn:
-    ticket: Ticket
-    uuid: str
-    """Names the prompt to Claude Code, which stores it under it, and to the client (its
-    ``messageId``), so that a replay of the stored conversation names it as it was named live."""
-    spawned: set[str] = field(default_factory=set)
-    """Subagent tasks started during this turn (or while it was held)."""
-    outcome: Outcome | None = None
-    """Set when the result came but the answer is held back."""
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """How a turn ended, from its result message."""
-
-    stop_reason: str
-    usage: dict[str, Any] | None = None
-    error: Failure | None = None
-
-
-# --- what happened in the foreground, for the presenter ---------------------------------------
-
-
-@dataclass(frozen=True)
-class StateReported:
-    """The session's state, with its background list. ``outcome`` is set when the state is a new
-    ``idle`` (not a repeated snapshot)."""
-
-    session_id: str
-    state: SessionState
-    background: Sequence[Listed]
-    outcome: Outcome | None = None
-
-
-@dataclass(frozen=True)
-class PromptInserted:
-    session_id: str
-    ticket: Ticket
-    message_id: str
-    content: list[dict[str, Any]]
-
-
-@dataclass(frozen=True)
-class PromptRetried:
-    """Another attempt of a prompt inserted under the same ``idempotencyKey``: answered as that
-    one, with nothing inserted again."""
-
-    ticket: Ticket
-    message_id: str
-
-
-@dataclass(frozen=True)
-class PromptAnswered:
-    """The turn of a prompt is over (or was handed off): its answer is due."""
-
-    ticket: Ticket
-    outcome: Outcome
-
-
-@dataclass(frozen=True)
-class PromptCancelled:
-    """A prompt that was still waiting for insertion is cancelled."""
-
-    ticket: Ticket
-
-
-@dataclass(frozen=True)
-class CommandDue:
-    """An agent command's turn has come: the session core answers it (``answered``)."""
-
-    message_id: str
-    content: list[dict[str, Any]]
-
-
-PromptFact = PromptInserted | PromptRetried | PromptAnswered | PromptCancelled
-ForegroundFact = StateReported | PromptFact
-ForegroundOut = ForegroundFact | Fail | Interrupt | Query | FindPrompt | CommandDue
-
-
 class Foreground:
     def __init__(self, session_id: str, answers_wait_for_subagents: bool, instance: str = "") -> None:
         """``answers_wait_for_subagents``: the session's policy of held turns (``core.policy``).
@@ -385,23 +187,13 @@ class Foreground:
         self.owed: set[str] = set()
         """The runs of tasks that ended by themselves whose follow-up turn has not ended yet."""
         self.waiting: deque[WaitingPrompt] = deque()
-        self.inserted_keys: dict[str, str] = {}
-        """The ``idempotencyKey`` of each prompt inserted so far, and its message id."""
-        self.looking_up: set[str] = set()
-        """Keys looked for in the stored conversation, not found or not yet."""
-        self.stored_before = False
-        """A Claude Code of the session took over the stored conversation: it may hold prompts
-        that another agent process inserted under keys this core does not know."""
+        self.keys = PromptKeys(session_id)
         self.reported = SessionState.IDLE
         self.last_outcome: Outcome | None = None
         self.background: Sequence[Listed] = []
         self._next_message = 0
         self.live_subagents: set[str] = set()
-        self.hold: HoldPhase = HoldPhase.NONE
-        self.held: PromptTurn | None = None
-        """The held turn, unless ``NONE``."""
-        self.release_at: float | None = None
-        """While ``DUE``: when the held turn is released if no follow-up turn started."""
+        self.holds = Hold()
         self.restarted = False
         """A new Claude Code took over the stored conversation and has shown no work yet."""
         self.asked_aside = False
@@ -432,45 +224,19 @@ class Foreground:
     # --- inputs ---------------------------------------------------------------------------
 
     def submit(self, prompt: WaitingPrompt) -> list[ForegroundOut]:
-        if prompt.key is not None:
-            # Another attempt of a submission: inserted at most once, whatever else is going on.
-            if prompt.key in self.inserted_keys:
-                return [PromptRetried(prompt.ticket, self.inserted_keys[prompt.key])]
-            first = next((waiting for waiting in self.waiting if waiting.key == prompt.key), None)
-            if first is not None:
-                first.retries.append(prompt.ticket)
-                return []
+        retried = self.keys.attempt(prompt, self.waiting)
+        if retried is not None:
+            return retried
         if self.phase is TurnPhase.CLOSED:
             return [Fail(prompt.ticket, self.refusal)]
         # The next prompt hands a held turn off with the outcome it recorded.
-        out = self._release(HoldTrigger.NEXT_PROMPT)
+        out = self.holds.release(HoldTrigger.NEXT_PROMPT)
         self.waiting.append(prompt)
-        if prompt.key is not None and self.stored_before and prompt.key not in self.looking_up:
-            self.looking_up.add(prompt.key)
-            out.append(FindPrompt(prompt.key, self.keyed_id(prompt.key)))
-        return out + self._report()
+        return out + self.keys.look_up(prompt) + self._report()
 
     def looked_up(self, key: str, stored: bool | None) -> list[ForegroundOut]:
         """Whether the stored conversation has the prompt of ``key`` (None: it could not be read)."""
-        self.looking_up.discard(key)
-        message_id = self.keyed_id(key)
-        if stored:
-            self.inserted_keys[key] = message_id
-        waiting = next((prompt for prompt in self.waiting if prompt.key == key), None)
-        if waiting is None or stored is False:
-            return self._report()  # it goes in as any other (or was withdrawn or cancelled meanwhile)
-        self.waiting.remove(waiting)
-        out: list[ForegroundOut]
-        if stored:
-            out = [PromptRetried(ticket, message_id) for ticket in waiting.tickets]
-        else:
-            out = [Fail(ticket, Failure(Failing.ERROR, NOT_LOOKED_UP)) for ticket in waiting.tickets]
-        return out + self._report()
-
-    def keyed_id(self, key: str) -> str:
-        """The message id of the prompt of ``key``: the same in every process that hosts the
-        session (a name-based UUID, as every prompt's, never named like an unkeyed one's)."""
-        return str(uuid.uuid5(uuid.NAMESPACE_URL, f"acp:{self.session_id}/key:{key}"))
+        return self.keys.looked_up(key, stored, self.waiting) + self._report()
 
     @property
     def muted(self) -> bool:
@@ -491,8 +257,8 @@ class Foreground:
                 return self._settle(Outcome("cancelled"), TurnTrigger.CLAUDE_IDLE)
             if self.phase is TurnPhase.CLAUDE_TURN:
                 self._enter(TurnTrigger.CLAUDE_IDLE)
-            if not self._hold_needed():
-                return self._release(HoldTrigger.CLAUDE_IDLE) + self._report()
+            if not self.holds.needed(self.live_subagents):
+                return self.holds.release(HoldTrigger.CLAUDE_IDLE) + self._report()
         return out + self._report()
 
     def _aside(self, state: str) -> bool:
@@ -500,7 +266,7 @@ class Foreground:
         while nothing runs in the foreground (a turn of the root's starts ``running``, or with
         output), and the ``running`` that answers it. Output of the main conversation still
         starts a turn (``work_seen``)."""
-        idle = self.phase is TurnPhase.IDLE and self.hold is HoldPhase.NONE
+        idle = self.phase is TurnPhase.IDLE and self.holds.phase is HoldPhase.NONE
         aside = idle and (state == "requires_action" or self.asked_aside)
         self.asked_aside = aside and state == "requires_action"
         return aside
@@ -532,30 +298,6 @@ class Foreground:
             return self._report()
         return self._claude_turn(TurnTrigger.WORK_SEEN) + self._report()
 
-    def outcome_of(
-        self,
-        subtype: str,
-        stop_reason: str | None,
-        usage: dict[str, Any] | None,
-        is_error: bool,
-        errors: list[str],
-        api_error: str | None,
-    ) -> Outcome:
-        """How a result message says the turn ended."""
-        acp_usage = _usage(usage)
-        if self.cancelled:
-            return Outcome("cancelled", acp_usage)
-        if api_error == "max_output_tokens":
-            return Outcome("max_tokens", acp_usage)
-        if subtype == "error_max_turns":
-            return Outcome("max_turn_requests", acp_usage)
-        if subtype == "success" and not is_error:
-            return Outcome(RESULT_STOP_REASONS.get(stop_reason or "end_turn", "end_turn"), acp_usage)
-        message = "; ".join(errors) or f"Claude Code ended the turn: {subtype}"
-        if api_error == NOT_LOGGED_IN:
-            return Outcome("error", acp_usage, Failure(Failing.LOGIN_REQUIRED, f"{LOGIN_HINT} ({message})"))
-        return Outcome("error", acp_usage, Failure(Failing.ERROR, message))
-
     def answers_prompt(self, uuids: set[str], origin_kind: str) -> bool:
         """Whether a result is the end of the inserted prompt's turn (else Claude Code's own).
 
@@ -576,9 +318,9 @@ class Foreground:
             self.owed.discard(run)
         if follow_up and self.prompt is not None:
             return self._report()  # Claude Code's turn before the prompt's: the prompt's is to come
-        if follow_up and not self._hold_needed():
+        if follow_up and not self.holds.needed(self.live_subagents):
             # The promised summary of the held turn's subagents has been streamed by now.
-            return self._release(HoldTrigger.FOLLOW_UP_RESULT) + self._settle(
+            return self.holds.release(HoldTrigger.FOLLOW_UP_RESULT) + self._settle(
                 outcome, TurnTrigger.RESULT, now
             )
         return self._settle(outcome, TurnTrigger.RESULT, now)
@@ -594,24 +336,24 @@ class Foreground:
         if task_id in self.live_subagents:
             return
         self.live_subagents.add(task_id)
-        for turn in (self.prompt, self.held):
+        for turn in (self.prompt, self.holds.held):
             if turn is not None:
                 turn.spawned.add(task_id)
 
     def subagent_ended(self, task_id: str, status: str | None, now: float) -> list[ForegroundOut]:
         self.live_subagents.discard(task_id)
-        if self.hold is HoldPhase.NONE or self._hold_needed():
+        if self.holds.phase is HoldPhase.NONE or self.holds.needed(self.live_subagents):
             return []
         if self.phase is TurnPhase.CLAUDE_TURN:
             return []  # the turn that runs now releases the hold at its result
         if status in ("completed", "failed"):
             # Claude Code follows a finished subagent up with a turn; its result releases.
-            self._move_hold(HoldTrigger.SUBAGENTS_DONE, now + FOLLOW_UP_WAIT)
+            self.holds.move(HoldTrigger.SUBAGENTS_DONE, now + FOLLOW_UP_WAIT)
             return []
-        return self._release(HoldTrigger.SUBAGENTS_STOPPED) + self._report()
+        return self.holds.release(HoldTrigger.SUBAGENTS_STOPPED) + self._report()
 
     def cancel(self) -> list[ForegroundOut]:
-        out = self._release(HoldTrigger.CANCEL) + self._refuse_waiting()
+        out = self.holds.release(HoldTrigger.CANCEL) + self._refuse_waiting()
         if not self.busy or self.cancelled:
             return out
         self.cancelled = True
@@ -622,7 +364,7 @@ class Foreground:
 
     def close(self) -> list[ForegroundOut]:
         """The session closes: nothing more is inserted or expected, the turn ends as cancelled."""
-        out = self._release(HoldTrigger.CLOSE) + self._refuse_waiting()
+        out = self.holds.release(HoldTrigger.CLOSE) + self._refuse_waiting()
         was_busy = self.prompt is not None or self.reported is not SessionState.IDLE
         self._close(Failure(Failing.ERROR, SESSION_CLOSED), TurnTrigger.CLOSE)
         if was_busy:
@@ -651,7 +393,7 @@ class Foreground:
         its replay of what the previous one left, and keys are looked for there (see the module
         docstring)."""
         self.restarted = True
-        self.stored_before = True
+        self.keys.stored_before = True
 
     def tick(self, now: float) -> list[ForegroundOut]:
         out: list[ForegroundOut] = []
@@ -661,12 +403,12 @@ class Foreground:
             self.owed.clear()  # none came: Claude Code owes nothing we still wait for
             if cancelled:
                 self.last_outcome = Outcome("cancelled")
-        if self.release_at is not None and now >= self.release_at:
-            out += self._release(HoldTrigger.FOLLOW_UP_MISSED)
+        if self.holds.release_at is not None and now >= self.holds.release_at:
+            out += self.holds.release(HoldTrigger.FOLLOW_UP_MISSED)
         return out + self._report()
 
     def next_deadline(self) -> float | None:
-        deadlines = [d for d in (self.follow_up_until, self.release_at) if d is not None]
+        deadlines = [d for d in (self.follow_up_until, self.holds.release_at) if d is not None]
         return min(deadlines) if deadlines else None
 
     def snapshot(self) -> StateReported:
@@ -685,7 +427,7 @@ class Foreground:
         """Claude Code is gone: end the turn with an error and refuse what was held and what comes.
         Its subagents went with it: nothing holds the turn's answer."""
         self.live_subagents.clear()
-        out = self._release(HoldTrigger.CLAUDE_DIED)
+        out = self.holds.release(HoldTrigger.CLAUDE_DIED)
         self._close(error, TurnTrigger.GONE)
         while self.waiting:
             out += [Fail(ticket, error) for ticket in self.waiting.popleft().tickets]
@@ -694,7 +436,7 @@ class Foreground:
     def crashed(self, error: Failure) -> list[ForegroundOut]:
         """Claude Code died and another one takes over: the running turn ends with ``error``."""
         self.live_subagents.clear()
-        out = self._release(HoldTrigger.CLAUDE_DIED)
+        out = self.holds.release(HoldTrigger.CLAUDE_DIED)
         quiet = self.prompt is None and self.reported is SessionState.IDLE
         self._stop()
         self.restarted = True
@@ -713,14 +455,6 @@ class Foreground:
         if self.phase not in BUSY:
             self.cancelled = False
 
-    def _move_hold(self, trigger: HoldTrigger, release_at: float | None = None) -> None:
-        """The hold's one way from phase to phase (``HOLDS``, asked with the trigger);
-        ``release_at`` is ``DUE``'s."""
-        self.hold = HOLDS.move(self.hold, trigger)
-        self.release_at = release_at
-        if self.hold is HoldPhase.NONE:
-            self.held = None
-
     def _claude_turn(self, trigger: TurnTrigger) -> list[ForegroundOut]:
         """Claude Code is running a turn: ours, if a prompt is in, else one of its own
         (``trigger``: it says so, or its work shows)."""
@@ -729,8 +463,8 @@ class Foreground:
         expected = self.phase is TurnPhase.EXPECTING
         if self.phase is not TurnPhase.PROMPTED:
             self._enter(trigger)
-        if self.hold is HoldPhase.DUE:
-            self._move_hold(HoldTrigger.TURN_STARTS)  # the turn's result releases it, not the timer
+        if self.holds.phase is HoldPhase.DUE:
+            self.holds.move(HoldTrigger.TURN_STARTS)  # the turn's result releases it, not the timer
         # The turn was cancelled before it started: interrupt it now.
         return [Interrupt()] if expected and self.cancelled else []
 
@@ -749,13 +483,13 @@ class Foreground:
 
     def _insert_next(self) -> list[ForegroundOut]:
         # The next prompt hands a held turn off, also when it waited while that turn ran.
-        out = self._release(HoldTrigger.NEXT_PROMPT)
+        out = self.holds.release(HoldTrigger.NEXT_PROMPT)
         self._enter(TurnTrigger.INSERT)
         waiting = self.waiting.popleft()
         self.restarted = False
         self._next_message += 1
         if waiting.key is not None:
-            prompt_uuid = self.keyed_id(waiting.key)
+            prompt_uuid = self.keys.keyed_id(waiting.key)
         else:
             # A name-based UUID keeps replays deterministic and is unique per session and message.
             instance = f"{self.instance}/" if self.instance else ""
@@ -766,7 +500,7 @@ class Foreground:
         out.append(PromptInserted(self.session_id, waiting.ticket, prompt_uuid, waiting.content))
         out += [PromptRetried(ticket, prompt_uuid) for ticket in waiting.retries]
         if waiting.key is not None:
-            self.inserted_keys[waiting.key] = prompt_uuid
+            self.keys.inserted[waiting.key] = prompt_uuid
         if waiting.local:
             out.append(CommandDue(prompt_uuid, waiting.content))
         else:
@@ -785,8 +519,8 @@ class Foreground:
         if prompt is not None:
             spawned_live = prompt.spawned & self.live_subagents
             if self.answers_wait_for_subagents and spawned_live and outcome.stop_reason != "cancelled":
-                prompt.outcome, self.held = outcome, prompt
-                self._move_hold(HoldTrigger.HOLD_AT_RESULT)
+                prompt.outcome, self.holds.held = outcome, prompt
+                self.holds.move(HoldTrigger.HOLD_AT_RESULT)
             else:
                 out.append(PromptAnswered(prompt.ticket, outcome))
         if self.owed and now is not None and outcome.stop_reason != "cancelled":
@@ -800,22 +534,6 @@ class Foreground:
         self._enter(TurnTrigger.FOLLOW_UP_OWED)
         self.follow_up_until = now + FOLLOW_UP_WAIT
         self.last_outcome = None
-
-    def _hold_needed(self) -> bool:
-        return self.held is not None and bool(self.held.spawned & self.live_subagents)
-
-    def _release(self, trigger: HoldTrigger) -> list[ForegroundOut]:
-        """Answer the held turn with the outcome it recorded; on ``session/cancel`` with that
-        stop reason instead, which the v1 schema requires after a cancel, and the usage it
-        recorded, which the held-turns PR keeps (its stored outcome)."""
-        held = self.held
-        if held is None:
-            return []
-        self._move_hold(trigger)
-        outcome = held.outcome
-        if trigger is HoldTrigger.CANCEL:
-            outcome = Outcome("cancelled", outcome.usage if outcome is not None else None)
-        return [PromptAnswered(held.ticket, outcome)] if outcome is not None else []
 
     def _refuse_waiting(self) -> list[ForegroundOut]:
         """Every prompt not inserted yet is cancelled."""
@@ -836,23 +554,7 @@ class Foreground:
             insert
             and self.phase is TurnPhase.IDLE
             and self.waiting
-            and self.waiting[0].key not in self.looking_up
+            and self.waiting[0].key not in self.keys.looking_up
         ):
             out += self._insert_next()
         return out
-
-
-def _usage(usage: dict[str, Any] | None) -> dict[str, Any] | None:
-    if not usage:
-        return None
-    inputs = int(usage.get("input_tokens") or 0)
-    outputs = int(usage.get("output_tokens") or 0)
-    cache_read = int(usage.get("cache_read_input_tokens") or 0)
-    cache_write = int(usage.get("cache_creation_input_tokens") or 0)
-    return {
-        "totalTokens": inputs + outputs + cache_read + cache_write,
-        "inputTokens": inputs,
-        "outputTokens": outputs,
-        "cachedReadTokens": cache_read,
-        "cachedWriteTokens": cache_write,
-    }

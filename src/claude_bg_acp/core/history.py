@@ -56,7 +56,7 @@ from claude_agent_sdk.types import AssistantMessage, UserMessage
 
 from claude_bg_acp.claude import conventions
 from claude_bg_acp.core.attaching import ReplayCompleted
-from claude_bg_acp.core.background import (
+from claude_bg_acp.core.background_facts import (
     TOOL_STATUS,
     FinalStatus,
     TerminalExited,
@@ -64,13 +64,13 @@ from claude_bg_acp.core.background import (
     TerminalOutput,
     WorkEnded,
     WorkOpened,
-    exit_of,
 )
 from claude_bg_acp.core.events import StoredChild, StoredConversation, StoredMessage, StoredOutput
 from claude_bg_acp.core.plan import PLAN_TOOLS, Plan, PlanChanged
 from claude_bg_acp.core.prompts import from_claude_content
 from claude_bg_acp.core.subagents import ChildAnnounced, ChildFact, Subagents
 from claude_bg_acp.core.tasks import EndStatus, Task, TaskPhase
+from claude_bg_acp.core.terminals import exit_of
 from claude_bg_acp.core.tool_uses import (
     ToolCallFinished,
     ToolCallHandedOff,

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from claude_bg_acp.acp.answers import SessionFields
 from claude_bg_acp.core.attaching import ReplayCompleted
-from claude_bg_acp.core.background import (
+from claude_bg_acp.core.background_facts import (
     TaskChanged,
     TaskEnded,
     TaskOpened,
@@ -34,7 +34,7 @@ from claude_bg_acp.core.background import (
 from claude_bg_acp.core.commands import CommandsChanged
 from claude_bg_acp.core.config import Options, OptionsAnswered, OptionsChanged
 from claude_bg_acp.core.effects import ClientEffect
-from claude_bg_acp.core.foreground import PromptFact, StateReported
+from claude_bg_acp.core.foreground_facts import PromptFact, StateReported
 from claude_bg_acp.core.foreground_shells import ShellOutput
 from claude_bg_acp.core.history import ChildMessageRecalled, HistoryIncomplete, PromptRecalled
 from claude_bg_acp.core.permission_modes import ModeChanged

@@ -57,10 +57,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from claude_bg_acp.core.background import Listed
+from claude_bg_acp.core.background_list import Listed
 from claude_bg_acp.core.effects import StopTask
 from claude_bg_acp.core.errors import Refusal, Refused
-from claude_bg_acp.core.foreground import SessionState
+from claude_bg_acp.core.foreground_facts import SessionState
 from claude_bg_acp.core.lifecycle import Transitions
 from claude_bg_acp.core.tasks import Task
 from claude_bg_acp.core.tool_uses import ToolUse

@@ -34,7 +34,7 @@ from typing import Any
 from claude_bg_acp.acp.answers import SessionFields
 from claude_bg_acp.acp.capabilities import ASYNC_TASKS, NATIVE_SUBAGENTS
 from claude_bg_acp.acp.updates import AsyncTaskProgress, AsyncTaskSpawned, AsyncTaskStateUpdate
-from claude_bg_acp.core.background import RunState, TaskChanged, TaskEnded, TaskOpened
+from claude_bg_acp.core.background_facts import RunState, TaskChanged, TaskEnded, TaskOpened
 from claude_bg_acp.core.config import Options
 from claude_bg_acp.core.effects import ClientEffect, Notify
 from claude_bg_acp.core.history import ChildMessageRecalled

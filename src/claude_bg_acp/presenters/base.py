@@ -36,7 +36,7 @@ from claude_bg_acp.acp.updates import (
 from claude_bg_acp.claude.conventions import ExitInfo
 from claude_bg_acp.claude.server_info import SlashCommand
 from claude_bg_acp.core.attaching import ReplayCompleted
-from claude_bg_acp.core.background import (
+from claude_bg_acp.core.background_facts import (
     TaskChanged,
     TaskEnded,
     TaskOpened,
@@ -54,7 +54,7 @@ from claude_bg_acp.core.background import (
 from claude_bg_acp.core.commands import CommandsChanged
 from claude_bg_acp.core.config import EFFORT, FAST, MODE, MODEL, Options, OptionsAnswered, OptionsChanged
 from claude_bg_acp.core.effects import ClientEffect, Notify, Reply
-from claude_bg_acp.core.foreground import (
+from claude_bg_acp.core.foreground_facts import (
     PromptAnswered,
     PromptCancelled,
     PromptFact,

@@ -16,7 +16,7 @@ from typing import Literal
 
 from claude_bg_acp.acp.updates import SubagentSpawned, SubagentStateUpdate
 from claude_bg_acp.core.effects import ClientEffect, Notify
-from claude_bg_acp.core.foreground import SessionState
+from claude_bg_acp.core.foreground_facts import SessionState
 from claude_bg_acp.core.subagents import ChildAnnounced, ChildMessaged, ChildStateChanged
 from claude_bg_acp.presenters.base import with_meta
 

@@ -49,7 +49,7 @@ from typing import Any
 
 from claude_bg_acp.acp.updates import ToolCall
 from claude_bg_acp.claude.conventions import ExitInfo
-from claude_bg_acp.core.background import (
+from claude_bg_acp.core.background_facts import (
     TerminalExited,
     TerminalOpened,
     TerminalOutput,

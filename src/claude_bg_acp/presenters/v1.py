@@ -33,11 +33,23 @@ from claude_bg_acp.acp.updates import (
     ToolCall,
 )
 from claude_bg_acp.claude.server_info import SlashCommand
-from claude_bg_acp.core.background import TerminalRestated, WorkEnded, WorkOpened, WorkRestated, WorkStatus
+from claude_bg_acp.core.background_facts import (
+    TerminalRestated,
+    WorkEnded,
+    WorkOpened,
+    WorkRestated,
+    WorkStatus,
+)
 from claude_bg_acp.core.config import Options
 from claude_bg_acp.core.effects import ClientEffect, Fail, Notify, Reply, Ticket
 from claude_bg_acp.core.errors import Failing, Failure
-from claude_bg_acp.core.foreground import Outcome, PromptAnswered, PromptCancelled, PromptFact, PromptRetried
+from claude_bg_acp.core.foreground_facts import (
+    Outcome,
+    PromptAnswered,
+    PromptCancelled,
+    PromptFact,
+    PromptRetried,
+)
 from claude_bg_acp.core.history import ChildMessageRecalled
 from claude_bg_acp.core.permission_modes import ModeChanged
 from claude_bg_acp.core.plan import PlanChanged

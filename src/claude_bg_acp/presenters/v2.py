@@ -39,8 +39,7 @@ from claude_bg_acp.acp.updates import (
 )
 from claude_bg_acp.claude.server_info import SlashCommand
 from claude_bg_acp.core.attaching import ReplayCompleted
-from claude_bg_acp.core.background import (
-    Listed,
+from claude_bg_acp.core.background_facts import (
     TerminalExited,
     TerminalOpened,
     TerminalOutput,
@@ -51,9 +50,10 @@ from claude_bg_acp.core.background import (
     WorkRestated,
     WorkStatus,
 )
+from claude_bg_acp.core.background_list import Listed
 from claude_bg_acp.core.effects import ClientEffect, Fail, Notify, Reply
 from claude_bg_acp.core.errors import Failing, Failure
-from claude_bg_acp.core.foreground import (
+from claude_bg_acp.core.foreground_facts import (
     PromptCancelled,
     PromptFact,
     PromptInserted,

@@ -38,7 +38,12 @@ from typing import Any, Literal
 
 from claude_bg_acp.acp.updates import ToolCall
 from claude_bg_acp.claude.conventions import ExitInfo
-from claude_bg_acp.core.background import TerminalExited, TerminalOpened, TerminalOutput, TerminalReplaced
+from claude_bg_acp.core.background_facts import (
+    TerminalExited,
+    TerminalOpened,
+    TerminalOutput,
+    TerminalReplaced,
+)
 from claude_bg_acp.core.effects import ClientEffect, Notify
 from claude_bg_acp.core.foreground_shells import ShellOutput
 from claude_bg_acp.core.tool_uses import (
