@@ -340,6 +340,7 @@ class SessionCore:
             self.registry.next_deadline(),
             self.background.next_deadline(live),
             self.foreground.next_deadline(),
+            self.tool_uses.next_deadline(),
         )
         deadlines = [d for d in candidates if d is not None]
         return min(deadlines) if deadlines else None
@@ -530,7 +531,7 @@ class SessionCore:
                 pending = schedules_work(name, tool_input)
                 owner = self._asked_in.pop(tool_use_id, session_id)
                 running = self.tool_uses.input_known(
-                    owner, tool_use_id, name, tool_input, launched_by, message, pending
+                    owner, tool_use_id, name, tool_input, launched_by, message, pending, now
                 )
                 return self._present(running)
             case ToolResulted():
@@ -769,6 +770,9 @@ class SessionCore:
     def _task_changes(self, changes: list[TaskChange], now: float) -> list[Effect]:
         effects: list[Effect] = []
         for change in changes:
+            # A task for a tool use says that the tool runs (before its work is shown on it).
+            for tool_use_id in dict.fromkeys((change.task.tool_use_id, change.task.run_tool_use_id)):
+                effects += self._present(self.tool_uses.started(tool_use_id))
             effects += self._task_change(change, now)
         # A child that ended, or went to the background, no longer blocks what waited on it.
         return effects + self._publish() + self._blocking()
@@ -841,6 +845,7 @@ class SessionCore:
             effects += self._consider(task, now, force=True)
             self.background.stall(task)
         effects += self._background(self.background.overdue(now), now) + self._publish()
+        effects += self._present(self.tool_uses.due(now))
         return effects + self._foreground(self.foreground.tick(now)) + self._flush(now)
 
     def _publish(self) -> list[Effect]:
@@ -863,6 +868,7 @@ class SessionCore:
         modes = [mode["id"] for mode in self.modes.available(self._closed_modes)]
         offered = tuple(choices(asked.tool_name, asked.suggestions, modes))
         self.questions.ask(asked.ticket, session_id, foreground, offered)
+        self.tool_uses.asked(asked.ticket, asked.tool_use_id)
         known = self.tool_uses.get(asked.tool_use_id)
         if known is None and asked.tool_use_id:
             self._asked_in[asked.tool_use_id] = session_id  # a child's not exposed yet: the root
@@ -897,7 +903,7 @@ class SessionCore:
             decision = Decide(ticket, False, message="The user rejected this tool use")
         else:
             decision = Decide(ticket, True, choice.updates)
-        return [decision, *self._forget_question(ticket, QuestionTrigger.ANSWER)]
+        return [decision, *self._forget_question(ticket, QuestionTrigger.ANSWER, decision.allow)]
 
     def _questions_answered(self, ticket: Ticket, updated_input: dict[str, Any] | None) -> list[Effect]:
         """Claude's questions answered (``updated_input``) or declined (None)."""
@@ -908,7 +914,7 @@ class SessionCore:
             if updated_input is None
             else DecideAnswered(ticket, True, updated_input=updated_input)
         )
-        return [decision, *self._forget_question(ticket, QuestionTrigger.ANSWER)]
+        return [decision, *self._forget_question(ticket, QuestionTrigger.ANSWER, decision.allow)]
 
     def _withdraw(self, ticket: Ticket, why: str) -> list[Effect]:
         # Withdraw first: once decided, the host forgets the question and its request id.
@@ -918,10 +924,11 @@ class SessionCore:
             *self._forget_question(ticket, QuestionTrigger.WITHDRAW),
         ]
 
-    def _forget_question(self, ticket: Ticket, how: QuestionTrigger) -> list[Effect]:
+    def _forget_question(self, ticket: Ticket, how: QuestionTrigger, allowed: bool = False) -> list[Effect]:
+        """``allowed``: the tool it asked about runs now."""
         question = self.questions.decide(ticket, how)
         self.subagents.asking(question.session_id, opened=False)
-        return self._blocking()
+        return self._present(self.tool_uses.answered(ticket, allowed)) + self._blocking()
 
     def _blocking(self) -> list[Effect]:
         """Whose foreground work is blocked on user action now: each child's (``Subagents``),

@@ -75,6 +75,7 @@ from claude_bg_acp.core.subagents import (
 )
 from claude_bg_acp.core.titles import TitleChanged
 from claude_bg_acp.core.tool_uses import (
+    ToolCallBegan,
     ToolCallCut,
     ToolCallFinished,
     ToolCallHandedOff,
@@ -121,6 +122,8 @@ class BasePresenter:
             case ToolCallFinished() | ToolCallCut():
                 self.live.end(fact.tool_call_id)
                 return [Notify(fact.session_id, self.tool_call(fact))]
+            case ToolCallBegan() if fact.pending and self.shows_scheduled:
+                return []  # scheduled work stays pending
             case ToolCallStarted() | ToolCallRunning():
                 return [Notify(fact.session_id, self.tool_call(fact))]
             case ToolCallHandedOff():
@@ -198,7 +201,8 @@ class BasePresenter:
             case ToolCallRunning():
                 fields = self.call_fields(fact.tool_call_id, fact.name, fact.tool_input)
                 kind = self.creating if fact.first else "tool_call_update"
-                status = "pending" if fact.pending and self.shows_scheduled else "in_progress"
+                pending = fact.waits or (fact.pending and self.shows_scheduled)
+                status = "pending" if pending else "in_progress"
                 update = ToolCall.model_validate({"sessionUpdate": kind, **fields, "status": status})
             case ToolCallFinished():
                 update = ToolCall(
