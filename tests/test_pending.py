@@ -154,3 +154,15 @@ def test_a_task_started_for_the_call_runs_it_before_the_grace(client: str) -> No
     before = d.replay(frames[:at])
     assert "in_progress" not in story(before, call) and story(before, call)[-1] == "pending"
     assert story(d.replay([frames[at]]), call) == ["in_progress"]
+
+
+def test_a_call_that_begins_keeps_what_its_question_showed() -> None:
+    """A Write's question shows its diff against the file it overwrites; its input did not. The
+    update that starts it says its status alone, so the client keeps the question's diff."""
+    d = CoreDriver.for_client("v2")
+    d.prompt("Write a file.")
+    write = {"file_path": "/tmp/notes.txt", "content": "new\n"}
+    d.frames(state_changed("running"), tool_use(CALL, "Write", write))
+    d.ask(1, "Write", write, CALL)
+    (began,) = [u for u in d.updates_of(d.answer(1, ALLOW_ONCE)) if u.get("toolCallId") == CALL]
+    assert began == {"sessionUpdate": "tool_call_update", "toolCallId": CALL, "status": "in_progress"}

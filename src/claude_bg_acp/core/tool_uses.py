@@ -154,8 +154,7 @@ class ToolCallRunning:
 
 @dataclass(frozen=True)
 class ToolCallBegan(ToolCallRunning):
-    """It waited, and runs now (``in_progress``): the same fields again, for a client that repeats
-    them in every update."""
+    """It waited, and runs now (``in_progress``); what the client was shown of it stays."""
 
 
 @dataclass(frozen=True)

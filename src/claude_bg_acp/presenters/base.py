@@ -198,6 +198,12 @@ class BasePresenter:
                     kind=view.kind,
                     status="pending",
                 )
+            case ToolCallBegan():
+                # Its status alone: its fields are as its input gave them, or as its permission
+                # request showed them (a Write's diff against the file it overwrites).
+                update = ToolCall(
+                    session_update="tool_call_update", tool_call_id=fact.tool_call_id, status="in_progress"
+                )
             case ToolCallRunning():
                 fields = self.call_fields(fact.tool_call_id, fact.name, fact.tool_input)
                 kind = self.creating if fact.first else "tool_call_update"
