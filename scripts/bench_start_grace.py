@@ -10,7 +10,7 @@ asked; ``fg_bash``: an ``echo``, asked nothing), optionally with ``--load`` busy
 competing for the CPU, and take the time from the ``AssistantMessage`` that gives a tool use's
 input (where the agent learns it) to that tool use's ``can_use_tool`` request, and to the
 SDK-registered ``PreToolUse`` / ``PostToolUse`` hooks and the result. Prints each gap's
-minimum, median and maximum in milliseconds.
+minimum, median and maximum in milliseconds, and how often each order of these was seen.
 
 Usage: ``.venv/bin/python scripts/bench_start_grace.py [-n 10] [--load 2] [SCENARIO ...]``
 """
@@ -23,7 +23,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -59,6 +59,11 @@ class Clock:
     def mark(self, tool_use_id: str | None, what: str) -> None:
         if tool_use_id:
             self.seen[tool_use_id].setdefault(what, time.monotonic())
+
+    def orders(self) -> Iterator[str]:
+        """The order things happened to each tool use in."""
+        for marks in self.seen.values():
+            yield " < ".join(sorted(marks, key=marks.__getitem__))
 
     def gaps(self) -> Iterator[tuple[str, float]]:
         for marks in self.seen.values():
@@ -140,16 +145,20 @@ def main() -> int:
     with load(args.load):
         for scenario in args.scenarios or SCENARIOS:
             by_what: dict[str, list[float]] = defaultdict(list)
+            orders: Counter[str] = Counter()
             for _ in range(args.n):
                 clock = Clock()  # the scripted model's tool use ids are the same in every run
                 anyio.run(run_once, scenario, clock)
                 for what, ms in clock.gaps():
                     by_what[what].append(ms)
+                orders.update(clock.orders())
             for what, values in sorted(by_what.items(), key=lambda kv: statistics.median(kv[1])):
                 print(
                     f"{scenario:10} input -> {what:13} n={len(values):3} min {min(values):7.1f}  "
                     f"median {statistics.median(values):7.1f}  max {max(values):7.1f} ms"
                 )
+            for order, count in orders.most_common():
+                print(f"{scenario:10} {count:3} x {order}")
     return 0
 
 
