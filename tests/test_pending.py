@@ -10,6 +10,7 @@ every client kind (schema, background rules, Zed's and a plain client's reading)
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import pytest
@@ -166,3 +167,37 @@ def test_a_call_that_begins_keeps_what_its_question_showed() -> None:
     d.ask(1, "Write", write, CALL)
     (began,) = [u for u in d.updates_of(d.answer(1, ALLOW_ONCE)) if u.get("toolCallId") == CALL]
     assert began == {"sessionUpdate": "tool_call_update", "toolCallId": CALL, "status": "in_progress"}
+
+
+RANK = {"pending": 0, "in_progress": 1, "completed": 2, "failed": 2}
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+@pytest.mark.parametrize("allow", [True, False], ids=["allowed", "denied"])
+@pytest.mark.parametrize("order", list(itertools.permutations(("input", "ask", "grace"))), ids="-".join)
+def test_in_every_order_a_question_asked_within_the_grace_holds_the_call(
+    order: tuple[str, ...], allow: bool, client: str
+) -> None:
+    """The input, the question and the grace's end in any order, then the answer and the result:
+    statuses only move forward; a question that came before the grace passed (or before the
+    input) holds the call ``pending`` until it is allowed, and a denied one never runs."""
+    d = CoreDriver.for_client(client)
+    d.prompt("Create a file.")
+    d.frame(state_changed("running"))
+    steps = {
+        "input": lambda: d.frame(tool_use(CALL, "Bash", TOUCH)),
+        "ask": lambda: d.ask(1, "Bash", TOUCH, CALL),
+        "grace": lambda: d.advance(START_GRACE + 0.1),
+    }
+    for step in order:
+        steps[step]()
+    d.answer(1, ALLOW_ONCE if allow else REJECT_ONCE)
+    ended(d, client, is_error=not allow)
+    told = story(d.effects)
+    shown = [status for status in told if status in RANK]
+    assert [RANK[s] for s in shown] == sorted(RANK[s] for s in shown), told
+    held = order.index("ask") < order.index("grace") or order.index("grace") < order.index("input")
+    decided = told.index("allowed" if allow else "denied")
+    if held:
+        assert "in_progress" not in told[:decided], told
+    assert ("in_progress" in told) == (allow or not held), told
