@@ -283,7 +283,7 @@ class Background:
 
     def _open_tool_call(self, task: Task, tool: ToolUse | None) -> list[BackgroundOut]:
         if tool is not None and task.tool_use_id and not tool.final:
-            # Its launching call runs already (``in_progress``) once its input is known.
+            # Its launching call runs already (``in_progress``): the task's start began it.
             ran = tool.phase is ToolUsePhase.RUNNING
             item = self.items[task.task_id] = Item(
                 task, Kind.TOOL_CALL, tool.call_id, tool.session_id, ran=ran

@@ -92,7 +92,7 @@ class MessageRouting:
                 pending = schedules_work(name, tool_input)
                 owner = self.permissions.owned(tool_use_id, session_id)
                 running = self.tool_uses.input_known(
-                    owner, tool_use_id, name, tool_input, launched_by, message, pending
+                    owner, tool_use_id, name, tool_input, launched_by, message, pending, now
                 )
                 return self.routes.present(running)
             case ToolResulted():

@@ -60,6 +60,7 @@ class PermissionRequests:
         modes = [mode["id"] for mode in self.modes.available(self._closed_modes())]
         offered = tuple(choices(asked.tool_name, asked.suggestions, modes))
         self.questions.ask(asked.ticket, session_id, foreground, offered)
+        self.tool_uses.asked(asked.ticket, asked.tool_use_id)
         known = self.tool_uses.get(asked.tool_use_id)
         if known is None and asked.tool_use_id:
             self._asked_in[asked.tool_use_id] = session_id  # a child's not exposed yet: the root
@@ -94,7 +95,7 @@ class PermissionRequests:
             decision = Decide(ticket, False, message="The user rejected this tool use")
         else:
             decision = Decide(ticket, True, choice.updates)
-        return [decision, *self._forget_question(ticket, QuestionTrigger.ANSWER)]
+        return [decision, *self._forget_question(ticket, QuestionTrigger.ANSWER, decision.allow)]
 
     def questions_answered(self, ticket: Ticket, updated_input: dict[str, Any] | None) -> list[Effect]:
         """Claude's questions answered (``updated_input``) or declined (None)."""
@@ -105,7 +106,7 @@ class PermissionRequests:
             if updated_input is None
             else DecideAnswered(ticket, True, updated_input=updated_input)
         )
-        return [decision, *self._forget_question(ticket, QuestionTrigger.ANSWER)]
+        return [decision, *self._forget_question(ticket, QuestionTrigger.ANSWER, decision.allow)]
 
     def abandoned(self, ticket: Ticket) -> list[Effect]:
         """Claude Code withdrew the question."""
@@ -126,10 +127,11 @@ class PermissionRequests:
             *self._forget_question(ticket, QuestionTrigger.WITHDRAW),
         ]
 
-    def _forget_question(self, ticket: Ticket, how: QuestionTrigger) -> list[Effect]:
+    def _forget_question(self, ticket: Ticket, how: QuestionTrigger, allowed: bool = False) -> list[Effect]:
+        """``allowed``: the tool it asked about runs now."""
         question = self.questions.decide(ticket, how)
         self.subagents.asking(question.session_id, opened=False)
-        return self.blocking()
+        return self.routes.present(self.tool_uses.answered(ticket, allowed)) + self.blocking()
 
     def blocking(self) -> list[Effect]:
         """Whose foreground work is blocked on user action now: each child's (``Subagents``),

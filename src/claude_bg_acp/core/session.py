@@ -250,7 +250,11 @@ class SessionCore:
         return self.background.settled
 
     def next_deadline(self) -> float | None:
-        candidates = (self.tasks.next_deadline(), self.foreground.next_deadline())
+        candidates = (
+            self.tasks.next_deadline(),
+            self.foreground.next_deadline(),
+            self.tool_uses.next_deadline(),
+        )
         deadlines = [d for d in candidates if d is not None]
         return min(deadlines) if deadlines else None
 

@@ -81,6 +81,9 @@ class TaskRouting:
     def changes(self, changes: list[TaskChange], now: float) -> list[Effect]:
         effects: list[Effect] = []
         for change in changes:
+            # A task for a tool use says that the tool runs (before its work is shown on it).
+            for tool_use_id in dict.fromkeys((change.task.tool_use_id, change.task.run_tool_use_id)):
+                effects += self.routes.present(self.tool_uses.started(tool_use_id))
             effects += self._change(change, now)
         # A child that ended, or went to the background, no longer blocks what waited on it.
         return effects + self.publish() + self.permissions.blocking()
@@ -164,6 +167,7 @@ class TaskRouting:
             effects += self._consider(task, now, force=True)
             self.classifying.stall(task, self.background.items)
         effects += self.background_out(self.background.overdue(now), now) + self.publish()
+        effects += self.routes.present(self.tool_uses.due(now))
         return effects + self.routes.foreground_out(self.foreground.tick(now)) + self.children.flush(now)
 
     def next_deadline(self) -> float | None:

@@ -10,14 +10,28 @@ tool call with an id of its own, never a final one reopened. Its lifecycle:
 tool use                       trigger       what happens                                    next
 =============================  ============  ==============================================  =============
 (unknown)                      ``STARTS``    its block starts streaming                      ``STREAMING``
-(unknown), ``STREAMING``       ``INPUT``     the complete assistant message gives its input  ``RUNNING``
-``STREAMING``, ``RUNNING``,    ``DETACH``    background work reports through it (a Monitor,  ``DETACHED``
-``DETACHED``                                 a workflow, a scheduled wakeup)
-``STREAMING``, ``RUNNING``,    ``FINISH``    its result; the work it reports (detached)      ``FINAL``
-``DETACHED``                                 ended
-``STREAMING``, ``RUNNING``     ``CUT``       its turn was cancelled or failed; Claude Code   ``FINAL``
-                                             died; the session closed
+(unknown), ``STREAMING``       ``INPUT``     the complete assistant message gives its input  ``WAITING``
+``WAITING``                    ``BEGIN``     it runs: its permission was granted, a task     ``RUNNING``
+                                             started for it, or ``START_GRACE`` passed and
+                                             no question came for it
+``STREAMING``, ``WAITING``,    ``DETACH``    background work reports through it (a Monitor,  ``DETACHED``
+``RUNNING``, ``DETACHED``                    a workflow, a scheduled wakeup)
+``STREAMING``, ``WAITING``,    ``FINISH``    its result; the work it reports (detached)      ``FINAL``
+``RUNNING``, ``DETACHED``                    ended
+``STREAMING``, ``WAITING``,    ``CUT``       its turn was cancelled or failed; Claude Code   ``FINAL``
+``RUNNING``                                  died; the session closed
 =============================  ============  ==============================================  =============
+
+A call is ``pending`` until it runs (the prompt lifecycle RFD: "pending = awaiting approval").
+Claude Code says when a tool's permission is asked (``can_use_tool``, which comes before the tool
+runs) and when it is granted, but nothing when a tool that asks nothing starts; its hooks do not
+tell either (``PreToolUse`` runs before the permission check, ``PostToolUse`` after the tool).
+So a ``WAITING`` call begins at the first of: its question allowed; a task started for it (a
+shell, a subagent); ``START_GRACE`` after its input with no question for it (the time is passed
+in, ``due``). A call asked about never begins by the grace, only by its answer (a denial or a
+withdrawal leaves it ``pending`` until its result or cut ends it). A question that comes after
+the grace (a slow ``PreToolUse`` hook of the user's, a check slower than the grace) finds the
+call ``in_progress`` already, and it stays so: statuses only move forward.
 
 A ``FINAL`` tool call never changes again (a late result or message is ignored), and only the
 work a ``DETACHED`` one reports for ends it. A result that handed work off is taken once: the
@@ -28,7 +42,7 @@ uses through these phases; what each step looks like is the presenter's business
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -37,9 +51,16 @@ from claude_bg_acp.claude.conventions import SHELL_TOOLS, ExitInfo, shell_result
 from claude_bg_acp.core.lifecycle import Transitions
 from claude_bg_acp.core.transcript import Image
 
+START_GRACE = 2.0
+"""Seconds after its input that a call no question came for begins (``in_progress``). Claude Code
+asks ``can_use_tool`` 20 to 660 ms after the input's assistant message (the longest seen on a
+loaded machine, ``scripts/bench_start_grace.py``): three times that, and no more, since a call
+that asks nothing shows ``pending`` while the grace lasts."""
+
 
 class ToolUsePhase(enum.Enum):
     STREAMING = "streaming"
+    WAITING = "waiting"
     RUNNING = "running"
     DETACHED = "detached"
     FINAL = "final"
@@ -48,21 +69,23 @@ class ToolUsePhase(enum.Enum):
 class ToolUseTrigger(enum.Enum):
     STARTS = "starts"
     INPUT = "input"
+    BEGIN = "begin"
     DETACH = "detach"
     FINISH = "finish"
     CUT = "cut"
 
 
-STREAMING, RUNNING, DETACHED, FINAL = ToolUsePhase
+STREAMING, WAITING, RUNNING, DETACHED, FINAL = ToolUsePhase
 TOOL_USES: Transitions[ToolUsePhase, ToolUseTrigger] = Transitions.of(
     "tool use",
     ToolUsePhase,
     ToolUseTrigger,
     ((None,), ToolUseTrigger.STARTS, STREAMING),
-    ((None, STREAMING), ToolUseTrigger.INPUT, RUNNING),
-    ((STREAMING, RUNNING, DETACHED), ToolUseTrigger.DETACH, DETACHED),
-    ((STREAMING, RUNNING, DETACHED), ToolUseTrigger.FINISH, FINAL),
-    ((STREAMING, RUNNING), ToolUseTrigger.CUT, FINAL),
+    ((None, STREAMING), ToolUseTrigger.INPUT, WAITING),
+    ((WAITING,), ToolUseTrigger.BEGIN, RUNNING),
+    ((STREAMING, WAITING, RUNNING, DETACHED), ToolUseTrigger.DETACH, DETACHED),
+    ((STREAMING, WAITING, RUNNING, DETACHED), ToolUseTrigger.FINISH, FINAL),
+    ((STREAMING, WAITING, RUNNING), ToolUseTrigger.CUT, FINAL),
 )
 
 
@@ -83,6 +106,10 @@ class ToolUse:
     """The assistant message that gave its input (None while only streamed)."""
     handed_off: bool = False
     """Its result handed its work off to the background (or scheduled it)."""
+    scheduled: bool = False
+    """It only schedules work."""
+    start_by: float | None = None
+    """When a ``WAITING`` call no question came for begins (None: only a positive sign starts it)."""
 
     def __post_init__(self) -> None:
         self.call_id = self.call_id or self.tool_use_id
@@ -112,8 +139,8 @@ class ToolCallStarted:
 
 @dataclass(frozen=True)
 class ToolCallRunning:
-    """Its input is known: ``in_progress`` (``pending`` for work that is only scheduled);
-    ``first`` when the client has not seen it yet."""
+    """Its input is known: ``in_progress``, or ``pending`` while it ``waits`` to run (or when it
+    is work that is only scheduled); ``first`` when the client has not seen it yet."""
 
     session_id: str
     tool_call_id: str
@@ -122,6 +149,12 @@ class ToolCallRunning:
     first: bool
     shell: bool
     pending: bool = False
+    waits: bool = False
+
+
+@dataclass(frozen=True)
+class ToolCallBegan(ToolCallRunning):
+    """It waited, and runs now (``in_progress``); what the client was shown of it stays."""
 
 
 @dataclass(frozen=True)
@@ -177,6 +210,13 @@ class ToolUses:
     def __init__(self) -> None:
         self._calls: dict[str, ToolUse] = {}
         self._latest: dict[str, ToolUse] = {}
+        self._asking: dict[Hashable, str] = {}
+        """The model's id of the tool use each open permission question is about, by ticket."""
+        self._begun: set[str] = set()
+        """Model ids of tool uses known to run before their input was (a question allowed, a
+        task started, ahead of a subagent's messages that are not exposed yet)."""
+        self._timed: dict[str, ToolUse] = {}
+        """The calls whose grace runs, by wire id."""
 
     def get(self, tool_use_id: str | None) -> ToolUse | None:
         """The latest tool call the model's ``tool_use_id`` names."""
@@ -208,21 +248,83 @@ class ToolUses:
         launched_by: str | None,
         message: str | None,
         pending: bool = False,
+        now: float | None = None,
     ) -> list[ToolCallRunning]:
-        """``pending``: the call only schedules work (it stays ``pending``, never ``in_progress``)."""
+        """``pending``: the call only schedules work (it stays ``pending``, never ``in_progress``);
+        ``now``: when its input came (None: it runs already, nothing asks for it)."""
         use = self._latest.get(tool_use_id)
         if use is not None and use.final and use.message not in (None, message):
             use = None  # an id the model reused in a new message
         first = use is None
         if use is None:
-            running = TOOL_USES.move(None, ToolUseTrigger.INPUT)
-            use = self._add(ToolUse(tool_use_id, name, tool_input, session_id, running, launched_by))
-        use.tool_input, use.message = tool_input, use.message or message
+            waiting = TOOL_USES.move(None, ToolUseTrigger.INPUT)
+            use = self._add(ToolUse(tool_use_id, name, tool_input, session_id, waiting, launched_by))
+        use.tool_input, use.message, use.scheduled = tool_input, use.message or message, pending
         if use.final:
             return []
         if use.phase is ToolUsePhase.STREAMING:
             use.phase = TOOL_USES.move(use.phase, ToolUseTrigger.INPUT)
-        return [ToolCallRunning(session_id, use.call_id, name, tool_input, first, use.shell, pending)]
+        if use.phase is ToolUsePhase.WAITING:
+            if now is None or tool_use_id in self._begun:
+                self._begun.discard(tool_use_id)
+                use.phase = TOOL_USES.move(use.phase, ToolUseTrigger.BEGIN)
+            elif use.start_by is None and tool_use_id not in self._asking.values():
+                use.start_by = now + START_GRACE
+                self._timed[use.call_id] = use
+        waits = use.phase is ToolUsePhase.WAITING
+        return [ToolCallRunning(session_id, use.call_id, name, tool_input, first, use.shell, pending, waits)]
+
+    # --- when a waiting call begins -------------------------------------------------------------
+
+    def asked(self, ticket: Hashable, tool_use_id: str | None) -> None:
+        """A permission question (``ticket``) for it: it waits for the answer, not the grace."""
+        if not tool_use_id:
+            return
+        self._asking[ticket] = tool_use_id
+        use = self._latest.get(tool_use_id)
+        if use is not None:
+            use.start_by = None
+
+    def answered(self, ticket: Hashable, allowed: bool) -> list[ToolCallBegan]:
+        """The question was answered (``allowed``), declined or withdrawn: only an allowed call
+        begins; any other waits for its result (a denial's) or its cut."""
+        tool_use_id = self._asking.pop(ticket, None)
+        return self.started(tool_use_id) if allowed else []
+
+    def started(self, tool_use_id: str | None) -> list[ToolCallBegan]:
+        """A sign that it runs (its question allowed, a task started for it): a waiting call begins."""
+        if not tool_use_id:
+            return []
+        use = self._latest.get(tool_use_id)
+        if use is None or use.phase is ToolUsePhase.STREAMING:
+            self._begun.add(tool_use_id)
+            return []
+        return self._begin(use) if use.phase is ToolUsePhase.WAITING else []
+
+    def due(self, now: float) -> list[ToolCallBegan]:
+        """The waiting calls whose grace has passed with no question for them begin."""
+        began: list[ToolCallBegan] = []
+        for use in self._timing():
+            if use.start_by is not None and use.start_by <= now:
+                began += self._begin(use)
+        return began
+
+    def next_deadline(self) -> float | None:
+        """When the next waiting call's grace passes."""
+        return min((use.start_by for use in self._timing() if use.start_by is not None), default=None)
+
+    def _timing(self) -> list[ToolUse]:
+        """The calls whose grace still runs (those that began, were asked about or ended before
+        it passed are let go)."""
+        for call_id, use in list(self._timed.items()):
+            if use.phase is not ToolUsePhase.WAITING or use.start_by is None:
+                del self._timed[call_id]
+        return list(self._timed.values())
+
+    def _begin(self, use: ToolUse) -> list[ToolCallBegan]:
+        use.phase, use.start_by = TOOL_USES.move(use.phase, ToolUseTrigger.BEGIN), None
+        fields = (use.session_id, use.call_id, use.name, use.tool_input, False, use.shell, use.scheduled)
+        return [ToolCallBegan(*fields)]
 
     def detach(self, call_id: str) -> None:
         """Background work reports through this tool call from now on."""

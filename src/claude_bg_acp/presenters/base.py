@@ -79,6 +79,7 @@ from claude_bg_acp.core.subagents import (
 )
 from claude_bg_acp.core.titles import TitleChanged
 from claude_bg_acp.core.tool_uses import (
+    ToolCallBegan,
     ToolCallCut,
     ToolCallFinished,
     ToolCallHandedOff,
@@ -125,6 +126,8 @@ class BasePresenter:
             case ToolCallFinished() | ToolCallCut():
                 self.live.end(fact.tool_call_id)
                 return [Notify(fact.session_id, self.tool_call(fact))]
+            case ToolCallBegan() if fact.pending and self.shows_scheduled:
+                return []  # scheduled work stays pending
             case ToolCallStarted() | ToolCallRunning():
                 return [Notify(fact.session_id, self.tool_call(fact))]
             case ToolCallHandedOff():
@@ -199,10 +202,17 @@ class BasePresenter:
                     kind=view.kind,
                     status="pending",
                 )
+            case ToolCallBegan():
+                # Its status alone: its fields are as its input gave them, or as its permission
+                # request showed them (a Write's diff against the file it overwrites).
+                update = ToolCall(
+                    session_update="tool_call_update", tool_call_id=fact.tool_call_id, status="in_progress"
+                )
             case ToolCallRunning():
                 fields = self.call_fields(fact.tool_call_id, fact.name, fact.tool_input)
                 kind = self.creating if fact.first else "tool_call_update"
-                status = "pending" if fact.pending and self.shows_scheduled else "in_progress"
+                pending = fact.waits or (fact.pending and self.shows_scheduled)
+                status = "pending" if pending else "in_progress"
                 update = ToolCall.model_validate({"sessionUpdate": kind, **fields, "status": status})
             case ToolCallFinished():
                 update = ToolCall(

@@ -142,8 +142,9 @@ class PlainPresenter(V1Presenter):
                 card = self._cards[call] = Card(fact.session_id, update.title or "", update.kind or "other")
             elif card is None:
                 card = self._cards[call] = Card(fact.session_id, "", "other")
-        if isinstance(fact, ToolCallRunning):  # its input names it
+        if isinstance(fact, ToolCallRunning):  # its input names it (a call that began: its card)
             card.title, card.kind = update.title or card.title, update.kind or card.kind
+            update.title, update.kind = card.title, card.kind
         if card.live or card.said is not None:
             # Its work runs already (its shell's task came first, or a replay): it stays so.
             update.title, update.kind, update.status = card.title, card.kind, "in_progress"

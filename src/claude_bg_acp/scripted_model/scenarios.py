@@ -392,6 +392,10 @@ fg_lines = _tool_then_text(
     "The lines are printed.",
 )
 
+# A foreground command Claude Code runs without asking (read-only) that outlasts the grace after
+# which a call no question came for shows ``in_progress`` (``tool_uses.START_GRACE``).
+fg_sleep = _tool_then_text(_fixed(_bash("sleep 3", "wait a moment")), "Waited.")
+
 fg_long = _tool_then_text(
     _fixed(_bash("for i in $(seq 1 600); do echo waiting-$i; sleep 0.2; done", "a long foreground wait")),
     "The wait is over.",
@@ -776,6 +780,7 @@ SCENARIOS: dict[str, Scenario] = {
     "fg_failed": fg_failed,
     "fg_long": fg_long,
     "fg_lines": fg_lines,
+    "fg_sleep": fg_sleep,
     "deep_input": deep_input,
     "permission": permission,
     "bg_completed": bg_completed,
