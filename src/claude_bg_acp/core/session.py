@@ -636,9 +636,9 @@ class SessionCore:
 
     # --- a client attaching ----------------------------------------------------------------------
 
-    def _recall(self, conversation: ev.StoredConversation) -> list[Effect]:
-        """A part of the stored conversation; the first says what runs here now (left to the
-        live session), as of the replay's start."""
+    def _recall(self, conversation: ev.StoredConversation | ev.OutputRecalled) -> list[Effect]:
+        """A part of the stored conversation (or a piece of an output file it waits at); the
+        first says what runs here now (left to the live session), as of the replay's start."""
         self.attach.hold()
         if self.history is None:
             live = Live(
