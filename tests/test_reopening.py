@@ -1,7 +1,8 @@
 """Reopening a stored session fast (issue 31): Claude Code starts at once when the
 conversation's transcript is where Claude Code keeps those of the client's folder (one look,
 ``conventions.transcript_file``, ``store_files.holds_something``), and decoding a transcript
-spares Python's cycle collector (``store.transcript_entries``)."""
+and replaying it spare Python's cycle collector (``store.transcript_entries``,
+``store.spared_by_collector``)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ import pytest
 
 from claude_bg_acp.claude import conventions, store, store_files
 from claude_bg_acp.claude.sdk_private import resolve_session_file
+from claude_bg_acp.session import replay
+from tests.support.driver import CWD, RECORDED_SESSION, load_frames, store_recorded
 
 SESSION = "3f0a1c52-9d7e-4b8a-a1c2-0123456789ab"
 
@@ -98,3 +101,19 @@ def test_the_collector_stays_paused_while_any_thread_decodes() -> None:
         other.join(10)
     states.append(gc.isenabled())
     assert states == [False, True]
+
+
+def test_a_replay_leaves_its_transcript_out_of_the_collectors_passes_until_it_is_over(
+    tmp_path: Path,
+) -> None:
+    """Frozen while the conversation is read in parts (two replays at once: until both are
+    over); nothing stays frozen after."""
+    with mock.patch.dict(os.environ, store_recorded(load_frames("conversation"), tmp_path)):
+        first, second = (replay._parts(RECORDED_SESSION, CWD, 1) for _ in range(2))
+        next(first)
+        assert gc.get_freeze_count() > 0
+        next(second)
+        first.close()
+        assert gc.get_freeze_count() > 0, "the other replay goes on"
+        list(second)
+    assert gc.get_freeze_count() == 0

@@ -521,18 +521,24 @@ class Agent:
         cost more, nothing is opened); else None."""
         from claude_bg_acp.claude import conventions, store_files
 
-        path = conventions.transcript_file(session_id, params.cwd)
-        if path is None or not store_files.holds_something(path):
-            return None
-        return await self._resuming(session_id, params)
+        with self._prewarm.held():  # from the request on: nothing else shares the interpreter
+            path = conventions.transcript_file(session_id, params.cwd)
+            if path is None or not store_files.holds_something(path):
+                return None
+            starting = await self._start_claude(session_id, params, resume=True)
+        return await self._imported_for(starting)
 
     async def _resuming(
         self, session_id: str, params: NewSessionParams[Any], fresh: created.Choices | None = None
     ) -> ClaudeRunner:
         """Claude Code started on the stored conversation (on a new one by that id with the
-        ``fresh`` choices, for a session created earlier and never prompted), and the rest of
-        the Claude side imported meanwhile."""
+        ``fresh`` choices, for a session created earlier and never prompted), then the rest of
+        the Claude side imported (while Claude Code starts)."""
         starting = await self._start_claude(session_id, params, resume=fresh is None, choices=fresh)
+        return await self._imported_for(starting)
+
+    async def _imported_for(self, starting: ClaudeRunner) -> ClaudeRunner:
+        """``starting``, once the rest of the Claude side is imported (else stopped)."""
         try:
             await _imported("claude_bg_acp.session.host")
         except BaseException:

@@ -216,8 +216,27 @@ def transcript_entries(content: bytes) -> list[Entry]:
 
 
 _pauses = 0
+_freezes = 0
 _pauses_lock = threading.Lock()
 _collector_was_on = False
+
+
+@contextlib.contextmanager
+def spared_by_collector() -> Iterator[None]:
+    """What exists now is left out of the cycle collector's passes until every such block is
+    over (``gc.freeze``): a replay holds its conversation's decoded transcript meanwhile, which
+    one full pass of the collector took a quarter of a second of a busy machine to scan."""
+    global _freezes
+    with _pauses_lock:
+        _freezes += 1
+        gc.freeze()
+    try:
+        yield
+    finally:
+        with _pauses_lock:
+            _freezes -= 1
+            if _freezes == 0:
+                gc.unfreeze()
 
 
 @contextlib.contextmanager

@@ -73,18 +73,20 @@ async def conversation(session_id: str, cwd: str) -> AsyncGenerator[StoredConver
 # --- in the worker thread ---
 
 
-def _parts(session_id: str, cwd: str, size: int = PART_SIZE) -> Iterator[StoredConversation]:
+def _parts(session_id: str, cwd: str, size: int = PART_SIZE) -> Generator[StoredConversation, None, None]:
     """The conversation ``size`` messages at a time; the first part (there is always one) has
-    the children and the notes."""
+    the children and the notes. Its decoded transcript is kept out of the cycle collector's
+    passes meanwhile."""
     entries = deque(store.conversation_entries(session_id, cwd))
     children, notes = _children(session_id, cwd)
-    notes = store.notes_in(entries) + notes
-    outputs = _Outputs(session_id, cwd)
-    messages = _messages(entries, size)
-    yield StoredConversation(messages, children, outputs.left_by(messages, children), notes)
-    while entries:
+    with store.spared_by_collector():
+        notes = store.notes_in(entries) + notes
+        outputs = _Outputs(session_id, cwd)
         messages = _messages(entries, size)
-        yield StoredConversation(messages, [], outputs.left_by(messages, []), [])
+        yield StoredConversation(messages, children, outputs.left_by(messages, children), notes)
+        while entries:
+            messages = _messages(entries, size)
+            yield StoredConversation(messages, [], outputs.left_by(messages, []), [])
 
 
 def _children(session_id: str, cwd: str) -> tuple[list[StoredChild], list[TaskNote]]:
