@@ -17,7 +17,9 @@ import pytest
 from claude_bg_acp.claude import conventions, store, store_files
 from claude_bg_acp.claude.sdk_private import resolve_session_file
 from claude_bg_acp.session import replay
+from tests.conftest import LiveModel, run_live
 from tests.support.driver import CWD, RECORDED_SESSION, load_frames, store_recorded
+from tests.support.stdio_agent import StdioAgent
 
 SESSION = "3f0a1c52-9d7e-4b8a-a1c2-0123456789ab"
 
@@ -117,3 +119,29 @@ def test_a_replay_leaves_its_transcript_out_of_the_collectors_passes_until_it_is
         assert gc.get_freeze_count() > 0, "the other replay goes on"
         list(second)
     assert gc.get_freeze_count() == 0
+
+
+@pytest.mark.live
+def test_a_load_whose_claude_code_cannot_start_is_answered_as_an_error(
+    live: LiveModel, workdir: Path
+) -> None:
+    """The transcript is in the folder's project, so Claude Code starts at once, before the
+    store is looked at; its command line passes the system's limit (E2BIG): the load fails with
+    why, and a load of the same session without that server then opens it."""
+    session_id = run_live(
+        live, workdir, "v1", [{"op": "prompt", "text": "[scenario:text] Hello?"}]
+    ).session_id()
+    assert conventions.transcript_file(session_id, str(workdir)) is not None
+    variables = [{"name": f"VARIABLE_{i}", "value": "x" * 16} for i in range(20_000)]
+    server = {"type": "stdio", "name": "big", "command": "/bin/true", "args": [], "env": variables}
+    agent = StdioAgent(env=live.env, allow=True)
+    try:
+        agent.call(0, "initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+        params = {"sessionId": session_id, "cwd": str(workdir), "mcpServers": [server]}
+        error = agent.call(1, "session/load", params, timeout=60)["error"]
+        assert error["code"] == -32603 and "Claude Code could not start" in error["message"], error
+        assert "(E2BIG)" in error["message"]
+        loaded = agent.call(2, "session/load", {**params, "mcpServers": []}, timeout=60)
+        assert "modes" in loaded["result"]
+    finally:
+        assert agent.close() == 0
