@@ -129,7 +129,7 @@ def launch_shell(d: CoreDriver) -> list[Effect]:
     )
 
 
-def answer(effects: list[Effect], ticket: int) -> dict[str, Any]:
+def answer(effects: list[Effect], ticket: int) -> Any:
     (reply,) = [e for e in effects if isinstance(e, Reply) and e.ticket == ticket]
     return reply.result
 

@@ -316,15 +316,46 @@ def test_each_policy_of_the_core_is_listed_with_why_it_is_no_presenters_choice()
     assert listed == POLICIES
 
 
-def test_the_agent_builds_no_json_rpc_error() -> None:
-    """The agent's handlers raise refusals and rejections; ``acp.errors.rpc_error`` alone gives
-    them their codes and messages."""
-    tree = ast.parse(MODULES[f"{NAME}.agent"].read_text())
-    built = [
+def calls_of(module: str, name: str) -> list[int]:
+    """The lines where ``module`` calls ``name`` (by its name or as an attribute)."""
+    tree = ast.parse(MODULES[module].read_text())
+    return [
         node.lineno
         for node in ast.walk(tree)
         if isinstance(node, ast.Call)
         and isinstance(node.func, ast.Name | ast.Attribute)
-        and (node.func.id if isinstance(node.func, ast.Name) else node.func.attr) == "RpcError"
+        and (node.func.id if isinstance(node.func, ast.Name) else node.func.attr) == name
     ]
-    assert built == []
+
+
+def test_one_module_builds_json_rpc_errors() -> None:
+    """Handlers raise refusals, rejections and failures (the agent's, the core's, the params'
+    checks); ``acp.errors`` alone gives them their codes and messages, and makes the edges' own
+    errors; ``acp.jsonrpc`` alone raises the errors of a message that cannot be read."""
+    builders = {"RpcError": f"{NAME}.acp.errors", "MalformedMessage": f"{NAME}.acp.jsonrpc"}
+    for error, builder in builders.items():
+        built = {
+            module: lines for module in MODULES if module != builder and (lines := calls_of(module, error))
+        }
+        assert built == {}, f"{error} built outside {builder}"
+    assert calls_of(f"{NAME}.acp.errors", "RpcError")
+    assert calls_of(f"{NAME}.acp.jsonrpc", "MalformedMessage")
+
+
+def test_the_agent_imports_the_claude_side_late_at_one_point() -> None:
+    """``initialize`` answers before the Claude side is imported: the agent imports it in a
+    worker thread in ``_imported`` alone (its ``from`` imports in methods find it loaded)."""
+    tree = ast.parse(MODULES[f"{NAME}.agent"].read_text())
+
+    def imports_by_name(node: ast.AST) -> bool:
+        return any(
+            getattr(inner, "id", None) in LATE_IMPORTS or getattr(inner, "attr", None) in LATE_IMPORTS
+            for inner in ast.walk(node)
+        )
+
+    functions = [node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)]
+    assert [function.name for function in functions if imports_by_name(function)] == ["_imported"]
+    assert sum(isinstance(n, ast.Attribute) and n.attr == "import_module" for n in ast.walk(tree)) == 1
+
+
+LATE_IMPORTS = {"import_module", "__import__"}

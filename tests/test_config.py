@@ -119,9 +119,8 @@ def test_choosing_a_model_switches_claude_code_before_the_next_prompt(version: i
     assert chosen[:2] == [SetModel("sonnet"), ReadSettings()]
     [answer] = [e for e in chosen if isinstance(e, Reply)]
     assert answer.ticket == ticket
-    current = {
-        o["id" if version == 1 else "configId"]: o["currentValue"] for o in answer.result["configOptions"]
-    }
+    result: Any = answer.result
+    current = {o["id" if version == 1 else "configId"]: o["currentValue"] for o in result["configOptions"]}
     assert current["model"] == "sonnet"
     assert not driver.updates_of(chosen, "config_option_update"), "the answer carries the options"
     _, prompted = driver.prompt("hello")

@@ -477,7 +477,8 @@ class World:
         if isinstance(answer, Fail):
             assert rpc_error(answer.failure).code == INTERNAL_ERROR
             return "error"
-        return str(answer.result["stopReason"])
+        result: Any = answer.result
+        return str(result["stopReason"])
 
     def held(self) -> list[int]:
         return [t.number for t in self.tickets.values() if t.settled and t.answer is None]

@@ -35,6 +35,7 @@ import pytest
 import claude_bg_acp
 import claude_bg_acp.core
 import claude_bg_acp.session
+from claude_bg_acp.acp import errors
 from claude_bg_acp.acp.stdio import Endpoint
 from claude_bg_acp.core import events as ev
 from claude_bg_acp.core import foreground
@@ -43,6 +44,7 @@ from claude_bg_acp.core.lifecycle import IllegalTransition, Transitions
 from claude_bg_acp.presenters.v2 import V2Presenter
 from claude_bg_acp.session.host import SessionHost
 from claude_bg_acp.session.lifecycle import HostLifecycle
+from claude_bg_acp.session.startup import FirstPhase, FirstStart
 from claude_bg_acp.session.trust import FolderTrust
 from tests.support.driver import RECORDED_TASKS_ROOT, CoreDriver, load_frames
 from tests.support.frames import tool_result, tool_use
@@ -302,6 +304,8 @@ USES: dict[str, Callable[[], object]] = {
     "introduction": lambda: CoreDriver(2).open(),
     "attach": lambda: CoreDriver(2).attach(ev.StoredConversation([], [], {})),
     "host": host_whose_claude_code_cannot_start,
+    "first start": host_whose_claude_code_cannot_start,
+    "stream": host_whose_claude_code_cannot_start,
     "trust": trust_with_nothing_left_to_ask,
 }
 """Something the core does that moves each lifecycle."""
@@ -346,3 +350,25 @@ def test_a_host_whose_claude_code_cannot_start_before_the_client_was_told_fails(
     assert moves == [("STARTING", "DOWN"), ("DOWN", "FAILED"), ("FAILED", "ENDED")]
     assert host.start_error is host.failure is not None
     assert host.failure.message.startswith("Claude Code could not start")
+
+
+def test_the_first_start_tells_those_waiting_once_and_first_come_first_told() -> None:
+    """A first start that failed settles its outcome with the first reason alone (the session's
+    end fails it again); one that went down while the client knew of the session lets the
+    requests waiting for what it offers go on, and its restart settles the outcome."""
+    first, why, later = FirstStart(), errors.internal_error(), errors.disconnected()
+    first.spawn()
+    assert first.spawned.is_set() and not first.ready.is_set() and not first.settled
+    first.failed(why)
+    first.failed(later)
+    assert first.phase is FirstPhase.FAILED and first.outcome.error is why and first.ready.is_set()
+
+    restarted = FirstStart()
+    restarted.went_down()
+    assert restarted.ready.is_set() and not restarted.spawned.is_set() and not restarted.settled
+    restarted.spawn()
+    restarted.announce()
+    restarted.serve()
+    restarted.failed(why)  # the session ends
+    assert restarted.phase is FirstPhase.STARTED and restarted.outcome.done.is_set()
+    assert restarted.outcome.error is None

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from claude_bg_acp.acp.answers import SessionFields
 from claude_bg_acp.core.background import TaskStopAnswered
 from claude_bg_acp.core.effects import ClientEffect
 from claude_bg_acp.core.presenting import Fact, Presenter
@@ -76,7 +77,7 @@ class Recorder:
             self.facts.append(fact)
         return self.presenter.render(fact)
 
-    def answer_fields(self, options: Any) -> dict[str, Any]:
+    def answer_fields(self, options: Any) -> SessionFields:
         return self.presenter.answer_fields(options)
 
     def permission_request(

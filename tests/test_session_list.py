@@ -23,18 +23,19 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 from unittest import mock
 
 import pytest
 from claude_agent_sdk import SDKSessionInfo
 from claude_agent_sdk._internal.sessions import get_session_messages, list_sessions
 
-from claude_bg_acp.acp.jsonrpc import RpcError
-from claude_bg_acp.acp.session_list import page, start
+from claude_bg_acp.acp.answers import ListSessionsResponse, SessionInfo
+from claude_bg_acp.acp.errors import rpc_error
+from claude_bg_acp.acp.session_list import info, page, start
 from claude_bg_acp.claude import listing, summaries
 from claude_bg_acp.claude.conventions import OWN_MESSAGES
 from claude_bg_acp.claude.prompt_text import LIMIT, short
+from claude_bg_acp.core.errors import Refused
 from tests.support.driver import CWD, RECORDED_SESSION, load_frames, store_recorded
 
 COPIES = 23
@@ -159,7 +160,7 @@ def ours(cwd: str | None, after: listing.Position | None = None) -> Listed:
     return [(s.session_id, s.cwd, s.title, s.updated_at) for s in listing.page(cwd, after, 10**6)]
 
 
-def pages(cwd: str | None, size: int) -> list[list[dict[str, Any]]]:
+def pages(cwd: str | None, size: int) -> list[list[SessionInfo]]:
     """Every page, as the agent answers ``session/list`` (``size`` sessions a page)."""
     found, cursor = [], None
     while True:
@@ -170,13 +171,8 @@ def pages(cwd: str | None, size: int) -> list[list[dict[str, Any]]]:
             return found
 
 
-def one_page(cwd: str | None, cursor: str | None, size: int) -> dict[str, Any]:
-    infos = [
-        {"sessionId": s.session_id, "cwd": s.cwd, "updatedAt": s.updated_at}
-        | ({"title": s.title} if s.title else {})
-        for s in listing.page(cwd, start(cursor), size + 1)
-    ]
-    return page(infos, size)
+def one_page(cwd: str | None, cursor: str | None, size: int) -> ListSessionsResponse:
+    return page([info(s) for s in listing.page(cwd, start(cursor), size + 1)], size)
 
 
 @pytest.mark.parametrize("cwd", [CWD, None], ids=["a directory", "every directory"])
@@ -340,6 +336,7 @@ def test_a_listing_does_without_the_file_where_it_cannot_be_written(store: Path)
 
 @pytest.mark.parametrize("cursor", ["", "offset:5", "bm90IGpzb24=", "WzEsMl0="])
 def test_a_cursor_this_agent_did_not_give_is_refused(cursor: str) -> None:
-    with pytest.raises(RpcError) as refused:
+    with pytest.raises(Refused) as refused:
         start(cursor)
-    assert refused.value.code == -32602 and "cursor" in refused.value.message
+    error = rpc_error(refused.value)
+    assert error.code == -32602 and error.message.startswith("Invalid params: cursor: ")

@@ -257,7 +257,7 @@ def test_a_command_during_a_turn_is_answered_once_the_turn_is_over(client: str) 
     ticket, effects = d.prompt("/tasks")
     assert not said(effects) and not [e for e in effects if isinstance(e, Reply) and e.ticket == ticket]
     effects = d.frames(result())
-    replies: list[dict[str, Any]] = [e.result for e in effects if isinstance(e, Reply) and e.ticket == ticket]
+    replies: list[Any] = [e.result for e in effects if isinstance(e, Reply) and e.ticket == ticket]
     assert len(replies) == 1 and "1. shell: sleep 5; echo bash01" in said(effects)
     assert not [e for e in effects if isinstance(e, Query)]
     if client == "v2":  # the turn's own idle, then the command's running and idle

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from claude_bg_acp.acp.answers import PromptAccepted
 from claude_bg_acp.acp.errors import rpc_error
 from claude_bg_acp.acp.jsonrpc import INTERNAL_ERROR, REQUEST_CANCELLED
 from claude_bg_acp.acp.updates import StateUpdate, UserMessage
@@ -268,7 +269,7 @@ def test_v2_after_a_restart_a_retry_stored_by_the_first_process_is_answered_with
     after, waits = d.prompt("Next.")
     assert finds(joined + waits) == [] and queries(joined + waits) == []
     found = d.handle(ev.PromptLookedUp("k", True))
-    reply = {"messageId": original.message_id}
+    reply: PromptAccepted = {"messageId": original.message_id}
     [next_message] = user_messages(found)
     assert queries(found) == ["Next."] and next_message.wire()["content"][0]["text"] == "Next."
     assert answers(found) == [
@@ -323,7 +324,7 @@ def test_v2_a_retry_while_its_prompt_waits_is_answered_with_it_at_its_insertion(
     ended = d.frame(result())
     assert queries(ended) == ["second"]
     [message] = user_messages(ended)
-    reply = {"messageId": message.message_id}
+    reply: PromptAccepted = {"messageId": message.message_id}
     assert answers(ended) == [Reply(waiting, reply), Reply(retry, reply)]
     assert d.frame(result()) and queries(d.effects).count("second") == 1
     check_transcript(d, d.effects, "v2")

@@ -56,7 +56,8 @@ def test_a_turn_ends_with_the_context_used_its_window_and_the_cost(version: int)
     if version == 1:
         [answer] = [e for e in effects if isinstance(e, Reply)]
         assert effects.index(answer) > position, "the usage is part of the turn"
-        assert answer.result["usage"]["totalTokens"] == 24 + 88
+        answered: Any = answer.result
+        assert answered["usage"]["totalTokens"] == 24 + 88
     else:
         idle = next(e for e in effects if isinstance(e, Notify) and e.update.wire().get("state") == "idle")
         assert effects.index(idle) > position

@@ -60,6 +60,19 @@ from anyio.abc import TaskGroup
 
 from claude_bg_acp import __version__
 from claude_bg_acp.acp import errors, jsonrpc, session_list
+from claude_bg_acp.acp.answers import (
+    Answer,
+    AuthMethod,
+    Empty,
+    Implementation,
+    InitializeResponse,
+    InitializeResponseV1,
+    ListSessionsResponse,
+    MethodId,
+    NewSessionResponse,
+    SessionFields,
+    TicketAnswer,
+)
 from claude_bg_acp.acp.capabilities import ASYNC_TASKS, NATIVE_SUBAGENTS, ClientCapabilities
 from claude_bg_acp.acp.errors import Rejected, Rejection, failed_fork, unknown_session
 from claude_bg_acp.acp.jsonrpc import RpcError
@@ -99,7 +112,11 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 LATEST_VERSION = 2
-AGENT_INFO = {"name": "claude-bg-acp", "title": "Claude (background work)", "version": __version__}
+AGENT_INFO: Implementation = {
+    "name": "claude-bg-acp",
+    "title": "Claude (background work)",
+    "version": __version__,
+}
 CHUNK_SIZE = 256 * 1024
 """Bytes per terminal_output_chunk at most: big enough that per-message costs stay small."""
 V1_PROMPT_CAPABILITIES = {"image": True, "audio": False, "embeddedContext": True}
@@ -156,7 +173,7 @@ class Method(Generic[Params]):
 
 @dataclass(frozen=True)
 class RequestMethod(Method[Params]):
-    handler: Callable[[Agent, Params, jsonrpc.RequestId], Awaitable[object]]
+    handler: Callable[[Agent, Params, jsonrpc.RequestId], Awaitable[Answer]]
 
 
 @dataclass(frozen=True)
@@ -189,11 +206,11 @@ class Agent:
         """Sessions open here that Claude Code has not stored yet: their record (``created``)
         follows the options chosen, until their first prompt."""
 
-    async def on_request(self, method: str, params: object, request_id: jsonrpc.RequestId) -> object:
+    async def on_request(self, method: str, params: object, request_id: jsonrpc.RequestId) -> Answer:
         with _in_rpc_terms():
             return await self._request(method, params, request_id)
 
-    async def _request(self, method: str, params: object, request_id: jsonrpc.RequestId) -> object:
+    async def _request(self, method: str, params: object, request_id: jsonrpc.RequestId) -> Answer:
         if self._client is None and method != "initialize":
             raise Rejected(Rejection.NOT_INITIALIZED, f"Invalid Request: call initialize before {method}")
         found = REQUESTS.get(method)
@@ -223,7 +240,9 @@ class Agent:
 
     # --- methods (in the table ``METHODS`` at the end) --------------------------------------------
 
-    async def _initialize(self, params: InitializeParams, request_id: jsonrpc.RequestId) -> dict[str, Any]:
+    async def _initialize(
+        self, params: InitializeParams, request_id: jsonrpc.RequestId
+    ) -> InitializeResponse:
         version = min(params.protocol_version, LATEST_VERSION)
         if version < 1:
             raise Rejected(
@@ -238,7 +257,7 @@ class Agent:
         self._endpoint.after_reply(request_id, self._prewarm.start)
         return initialized(client, login_methods(client, self._cli_path))
 
-    async def _authenticate(self, params: AuthMethodParams, request_id: jsonrpc.RequestId) -> dict[str, Any]:
+    async def _authenticate(self, params: AuthMethodParams, request_id: jsonrpc.RequestId) -> Empty:
         """The login runs in the client's terminal; the agent has nothing to do for it."""
         client = self._negotiated
         if params.method_id not in LOGINS or not client.terminal_auth:
@@ -249,14 +268,14 @@ class Agent:
             )
         return {}
 
-    async def _logout(self, params: LogoutParams, request_id: jsonrpc.RequestId) -> dict[str, Any]:
+    async def _logout(self, params: LogoutParams, request_id: jsonrpc.RequestId) -> Empty:
         from claude_bg_acp.claude.login import logout
 
         if not await logout(self._cli_path):
             raise Rejected(Rejection.BROKEN, "Claude Code could not log out")
         return {}
 
-    async def _prompt(self, params: PromptParams, request_id: jsonrpc.RequestId) -> object:
+    async def _prompt(self, params: PromptParams, request_id: jsonrpc.RequestId) -> TicketAnswer:
         if request_id in self._early_cancels:
             self._early_cancels.remove(request_id)
             raise Rejected(Rejection.WITHDRAWN, "Prompt withdrawn before insertion")
@@ -271,14 +290,14 @@ class Agent:
             self._tg.start_soon(anyio.to_thread.run_sync, created.forget, params.session_id)
         return answer
 
-    async def _set_mode(self, params: SetModeParams, request_id: jsonrpc.RequestId) -> dict[str, Any]:
+    async def _set_mode(self, params: SetModeParams, request_id: jsonrpc.RequestId) -> Empty:
         self._session(params.session_id).handle(ev.ChooseMode(params.mode_id))
         await self._record(params.session_id)
         return {}
 
     async def _set_config_option(
         self, params: SetConfigOptionParams, request_id: jsonrpc.RequestId
-    ) -> object:
+    ) -> TicketAnswer:
         answer = await self._session(params.session_id).answer(
             lambda ticket: ev.ChooseOption(ticket, params.config_id, params.value)
         )
@@ -294,32 +313,28 @@ class Agent:
         choices = created.Choices(session.core.modes.current, config.chosen_model, config.chosen_effort)
         await anyio.to_thread.run_sync(created.record, session_id, session.cwd, choices)
 
-    async def _cancel_terminal(
-        self, params: CancelTerminalParams, request_id: jsonrpc.RequestId
-    ) -> dict[str, Any]:
+    async def _cancel_terminal(self, params: CancelTerminalParams, request_id: jsonrpc.RequestId) -> Empty:
         self._owner(params.session_id).handle(ev.CancelTerminal(params.session_id, params.terminal_id))
         return {}
 
-    async def _cancel_tool_call(
-        self, params: CancelToolCallParams, request_id: jsonrpc.RequestId
-    ) -> dict[str, Any]:
+    async def _cancel_tool_call(self, params: CancelToolCallParams, request_id: jsonrpc.RequestId) -> Empty:
         self._owner(params.session_id).handle(ev.CancelToolCall(params.session_id, params.tool_call_id))
         return {}
 
-    async def _stop_async_task(self, params: StopAsyncTaskParams, request_id: jsonrpc.RequestId) -> object:
+    async def _stop_async_task(
+        self, params: StopAsyncTaskParams, request_id: jsonrpc.RequestId
+    ) -> TicketAnswer:
         return await self._session(params.session_id).answer(
             lambda ticket: ev.CancelTask(ticket, params.async_task_id)
         )
 
-    async def _close(self, params: SessionParams, request_id: jsonrpc.RequestId) -> dict[str, Any]:
+    async def _close(self, params: SessionParams, request_id: jsonrpc.RequestId) -> Empty:
         return await self._close_session(params.session_id)
 
-    async def _load(self, params: LoadSessionParams[Any], request_id: jsonrpc.RequestId) -> dict[str, Any]:
+    async def _load(self, params: LoadSessionParams[Any], request_id: jsonrpc.RequestId) -> SessionFields:
         return await self._open(params, True, request_id)
 
-    async def _resume(
-        self, params: ResumeSessionParams[Any], request_id: jsonrpc.RequestId
-    ) -> dict[str, Any]:
+    async def _resume(self, params: ResumeSessionParams[Any], request_id: jsonrpc.RequestId) -> SessionFields:
         return await self._open(params, self._replays(params), request_id)
 
     async def _cancel(self, params: SessionParams) -> None:
@@ -337,7 +352,7 @@ class Agent:
 
     async def _new_session(
         self, params: NewSessionParams[Any], request_id: jsonrpc.RequestId
-    ) -> dict[str, Any]:
+    ) -> NewSessionResponse:
         _check_directories(params)
         session_id = str(uuid.uuid4())
         # Claude Code starts before the rest of the session is loaded (worker threads keep the
@@ -365,7 +380,7 @@ class Agent:
 
     async def _open(
         self, params: LoadSessionParams[Any], replay: bool, request_id: jsonrpc.RequestId
-    ) -> dict[str, Any]:
+    ) -> SessionFields:
         """``session/load`` and ``session/resume``: re-attach to the session if it is open here,
         else have Claude Code resume the stored one; replay it if asked, then the current state.
         An open session's live updates wait from here on until the replay's end (RFD)."""
@@ -381,7 +396,7 @@ class Agent:
 
     async def _reattach(
         self, params: LoadSessionParams[Any], replay: bool, request_id: jsonrpc.RequestId
-    ) -> dict[str, Any]:
+    ) -> SessionFields:
         """Claude Code's resume is most of the wait: it starts first, before the rest of the
         session is loaded (``_resuming``): at once when the conversation is where Claude Code
         keeps those of the folder the client names (``_resumed_at_once``), else as soon as the
@@ -418,7 +433,9 @@ class Agent:
         await (self._attached(session, history) if resumed else session.attach(history))
         return self._opened(session, request_id)
 
-    async def _fork(self, params: LoadSessionParams[Any], request_id: jsonrpc.RequestId) -> dict[str, Any]:
+    async def _fork(
+        self, params: LoadSessionParams[Any], request_id: jsonrpc.RequestId
+    ) -> NewSessionResponse:
         """A new session with a copy of the conversation (and none of its background work)."""
         _check_directories(params)
         await _imported("claude_bg_acp.claude.store")
@@ -443,7 +460,7 @@ class Agent:
             raise
         return {"sessionId": fork_id, **self._opened(session, request_id)}
 
-    async def _delete(self, params: SessionParams, request_id: jsonrpc.RequestId) -> dict[str, Any]:
+    async def _delete(self, params: SessionParams, request_id: jsonrpc.RequestId) -> Empty:
         await _imported("claude_bg_acp.session.host")
         from claude_bg_acp.claude import store
 
@@ -461,7 +478,7 @@ class Agent:
 
     async def _list_sessions(
         self, params: ListSessionsParams, request_id: jsonrpc.RequestId
-    ) -> dict[str, Any]:
+    ) -> ListSessionsResponse:
         """Only the page's transcripts are read, and the listing alone is imported for it."""
         if params.cwd is not None and not os.path.isabs(params.cwd):
             raise Refused(Refusal.INVALID, "must be an absolute path", "cwd")
@@ -471,12 +488,7 @@ class Agent:
             from claude_bg_acp.claude import listing
 
             found = await listing.listed(params.cwd, after, session_list.PAGE_SIZE + 1)
-        infos = [
-            {"sessionId": s.session_id, "cwd": s.cwd, "updatedAt": s.updated_at}
-            | ({"title": s.title} if s.title else {})
-            for s in found
-        ]
-        return session_list.page(infos)
+        return session_list.page([session_list.info(stored) for stored in found])
 
     def _replays(self, params: ResumeSessionParams[Any]) -> bool:
         """v2 ``replayFrom``: only ``{"type": "start"}`` is a cursor this agent can replay from."""
@@ -632,7 +644,7 @@ class Agent:
         if session.started_with is not None:
             self._started.setdefault(session.cwd, session.started_with)
 
-    def _opened(self, session: SessionHost, request_id: jsonrpc.RequestId) -> dict[str, Any]:
+    def _opened(self, session: SessionHost, request_id: jsonrpc.RequestId) -> SessionFields:
         """What the answer that tells the client of ``session`` carries besides its id (its
         config options, and v1's modes); what the client is told next (its commands, options
         that changed meanwhile) follows once the answer is written."""
@@ -640,13 +652,13 @@ class Agent:
         self._endpoint.after_reply(request_id, lambda: session.handle(ev.AnswerWritten()))
         return session.answer_fields()
 
-    async def _close_session(self, session_id: str) -> dict[str, Any]:
+    async def _close_session(self, session_id: str) -> Empty:
         # As one that opens it: a load or resume sent right behind the close waits for it to end,
         # then resumes the stored conversation (else it re-attached to the closing session).
         async with self._opening(session_id):
             return await self._closed(session_id)
 
-    async def _closed(self, session_id: str) -> dict[str, Any]:
+    async def _closed(self, session_id: str) -> Empty:
         session = self._sessions.get(session_id)
         failed = session.failure is not None if session is not None else session_id in self._failures
         if not failed:  # a session that failed stops what it started by itself
@@ -715,11 +727,10 @@ REQUESTS = {method.name: method for method in METHODS if isinstance(method, Requ
 NOTIFICATIONS = {method.name: method for method in METHODS if isinstance(method, NotificationMethod)}
 
 
-def initialized(client: ClientCapabilities, logins: list[dict[str, Any]]) -> dict[str, Any]:
+def initialized(client: ClientCapabilities, logins: list[AuthMethod]) -> InitializeResponse:
     """The answer to ``initialize``, in the form of the client's version."""
     if client.version == 1:
-        return {
-            **({"_meta": {"jetbrains": {"air": AIR_EXTENSIONS}}} if client.air is not None else {}),
+        answer: InitializeResponseV1 = {
             "protocolVersion": 1,
             "agentInfo": AGENT_INFO,
             "agentCapabilities": {
@@ -738,6 +749,9 @@ def initialized(client: ClientCapabilities, logins: list[dict[str, Any]]) -> dic
             },
             "authMethods": logins,
         }
+        return (
+            {"_meta": {"jetbrains": {"air": AIR_EXTENSIONS}}, **answer} if client.air is not None else answer
+        )
     # session/new, list, resume and close are v2's baseline; v2 has no SSE transport.
     return {
         "protocolVersion": client.version,
@@ -755,16 +769,17 @@ def initialized(client: ClientCapabilities, logins: list[dict[str, Any]]) -> dic
     }
 
 
-def login_methods(client: ClientCapabilities, cli_path: str | None) -> list[dict[str, Any]]:
+def login_methods(client: ClientCapabilities, cli_path: str | None) -> list[AuthMethod]:
     """Claude Code's logins, run in a terminal, for a client that can (ACP terminal auth, or
     on v1 the earlier ``_meta["terminal-auth"]`` that Zed and the ACP Registry's check send)."""
     if not client.terminal_auth:
         return []
-    methods: list[dict[str, Any]] = []
+    methods: list[AuthMethod] = []
     for method_id, (name, description, options) in LOGINS.items():
         args = ["login", *options]
-        method: dict[str, Any] = {
-            "id" if client.version == 1 else "methodId": method_id,
+        named: MethodId = {"id": method_id} if client.version == 1 else {"methodId": method_id}
+        method: AuthMethod = {
+            **named,
             "name": name,
             "description": description,
             "type": "terminal",

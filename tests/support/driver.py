@@ -53,6 +53,7 @@ from unittest import mock
 from claude_agent_sdk._internal.message_parser import parse_message
 from claude_agent_sdk.types import PermissionUpdate
 
+from claude_bg_acp.acp.answers import SessionFields
 from claude_bg_acp.acp.capabilities import ASYNC_TASKS, ClientCapabilities
 from claude_bg_acp.acp.errors import rpc_error
 from claude_bg_acp.acp.schema import ContentBlock
@@ -254,7 +255,7 @@ class CoreDriver:
         applied = Applied(model, effort, disabled, fast)
         return self.handle(ev.ClaudeStarted(read_server_info(server_info), applied))
 
-    def open(self) -> tuple[dict[str, Any], list[Effect]]:
+    def open(self) -> tuple[SessionFields, list[Effect]]:
         """``session/new``'s answer fields, then what follows once the client has it."""
         fields = self.core.presenter.answer_fields(self.core.answer())
         return fields, self.handle(ev.AnswerWritten())

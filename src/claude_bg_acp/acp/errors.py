@@ -12,6 +12,12 @@ method the client does not have, a session it does not know, ...). The codes:
   (-32603) otherwise, its message the core's;
 - a rejection's code is its kind's (``REJECTIONS``), its message and data as the agent gives
   them (an unknown session is ACP's resource-not-found, -32002, naming it in ``data``).
+
+The edges' own errors are made here too, each by a function named for what happened: a client
+gone (``disconnected``) or answering our request with an error (``client_error``), a line too
+long to read (``oversized``), a handler that raised something else (``internal_error``), a
+session whose task raised (``session_failed``). No other module builds an ``RpcError``
+(``tests/test_architecture.py``); ``jsonrpc`` alone raises its ``MalformedMessage``.
 """
 
 from __future__ import annotations
@@ -96,6 +102,31 @@ def rpc_error(error: Refused | Rejected | Failure) -> RpcError:
     if isinstance(error, Rejected):
         return RpcError(REJECTIONS[error.kind], error.message, error.data)
     return RpcError(FAILURES[error.kind], error.message)
+
+
+def disconnected() -> RpcError:
+    """Our request to a client that is gone (or went while we waited for its answer)."""
+    return rpc_error(Failure(Failing.ERROR, "the client has disconnected"))
+
+
+def client_error(error: dict[str, Any]) -> RpcError:
+    """The error a client answered our request with, as it gave it."""
+    return RpcError(int(error.get("code", INTERNAL_ERROR)), str(error.get("message")))
+
+
+def oversized(limit: int) -> RpcError:
+    """A line longer than the endpoint reads (answered with the id ``null``: it was not read)."""
+    return RpcError(INVALID_REQUEST, f"Message larger than {limit} bytes")
+
+
+def internal_error() -> RpcError:
+    """A handler raised something other than a refusal: the client gets no traceback."""
+    return rpc_error(Failure(Failing.ERROR, "Internal error"))
+
+
+def session_failed(session_id: str, message: str) -> RpcError:
+    """A session one of whose tasks raised: a failure that names the session in ``data``."""
+    return RpcError(FAILURES[Failing.ERROR], message, {"sessionId": session_id})
 
 
 def failed_fork(error: RpcError, session_id: str, fork_id: str) -> RpcError:

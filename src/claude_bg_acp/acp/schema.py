@@ -37,7 +37,7 @@ from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
 from claude_bg_acp.acp.capabilities import ClientCapabilities
-from claude_bg_acp.acp.jsonrpc import INVALID_PARAMS, RpcError
+from claude_bg_acp.core.errors import Refusal, Refused
 
 TAGS = ("session_update", "state", "type", "outcome")
 
@@ -70,14 +70,14 @@ Model = TypeVar("Model", bound="WireModel")
 
 
 def parse_params(model: type[Model], params: object) -> Model:
-    """Validate request params, turning the first problem into -32602 naming the field."""
+    """Validate request params, refusing the first problem (-32602) naming the field."""
     try:
         return model.model_validate(params if params is not None else {})
     except ValidationError as exc:
         error = exc.errors()[0]
         # Pydantic names its model where the client sent something other than an object.
         message = "Input should be an object" if error["type"] == "model_type" else error["msg"]
-        raise RpcError(INVALID_PARAMS, f"Invalid params: {_where(error['loc'])}: {message}") from None
+        raise Refused(Refusal.INVALID, message, _where(error["loc"])) from None
 
 
 def _where(loc: tuple[int | str, ...]) -> str:

@@ -14,14 +14,13 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from typing import Any
+from typing import Protocol
 
-from claude_bg_acp.acp.jsonrpc import INVALID_PARAMS, RpcError
+from claude_bg_acp.acp.answers import ListSessionsResponse, SessionInfo
+from claude_bg_acp.core.errors import Refusal, Refused
 
 PAGE_SIZE = 100
 
-SessionInfo = dict[str, Any]
-"""ACP's ``SessionInfo``: ``sessionId``, ``cwd``, ``title``, ``updatedAt`` (RFC 3339)."""
 Position = tuple[str, str]
 """``(updatedAt, sessionId)``: the latest first."""
 
@@ -32,9 +31,30 @@ def start(cursor: str | None) -> Position | None:
     return _decode(cursor) if cursor is not None else None
 
 
-def page(infos: list[SessionInfo], size: int = PAGE_SIZE) -> dict[str, Any]:
+class Stored(Protocol):
+    """A stored session as the listing reads it."""
+
+    @property
+    def session_id(self) -> str: ...
+    @property
+    def cwd(self) -> str: ...
+    @property
+    def updated_at(self) -> str: ...
+    @property
+    def title(self) -> str | None: ...
+
+
+def info(stored: Stored) -> SessionInfo:
+    """ACP's ``SessionInfo`` of ``stored``: its title only if it has one."""
+    found: SessionInfo = {"sessionId": stored.session_id, "cwd": stored.cwd, "updatedAt": stored.updated_at}
+    if stored.title:
+        found["title"] = stored.title
+    return found
+
+
+def page(infos: list[SessionInfo], size: int = PAGE_SIZE) -> ListSessionsResponse:
     """The page of ``infos``: the sessions after the cursor in order, up to ``size + 1`` of them."""
-    result: dict[str, Any] = {"sessions": infos[:size]}
+    result: ListSessionsResponse = {"sessions": infos[:size]}
     if len(infos) > size:
         result["nextCursor"] = _encode(_position(infos[size - 1]))
     return result
@@ -54,5 +74,5 @@ def _decode(cursor: str) -> Position:
     except (ValueError, binascii.Error, UnicodeEncodeError):
         position = None
     if not (isinstance(position, list) and len(position) == 2 and all(isinstance(p, str) for p in position)):
-        raise RpcError(INVALID_PARAMS, f"Invalid params: cursor: {cursor!r} is not a cursor this agent gave")
+        raise Refused(Refusal.INVALID, f"{cursor!r} is not a cursor this agent gave", "cursor")
     return position[0], position[1]

@@ -35,7 +35,7 @@ import anyio
 import anyio.lowlevel
 from anyio.abc import TaskGroup
 
-from claude_bg_acp.acp import jsonrpc
+from claude_bg_acp.acp import errors, jsonrpc
 from claude_bg_acp.acp.jsonrpc import MalformedMessage, RpcError
 from claude_bg_acp.platform import host
 
@@ -113,7 +113,7 @@ class Endpoint:
     async def request(self, method: str, params: Any, request_id: int | None = None) -> Any:
         """Send a request and wait for its result; an error answer raises ``RpcError``."""
         if self._closed:
-            raise RpcError(jsonrpc.INTERNAL_ERROR, "the client has disconnected")
+            raise errors.disconnected()
         if request_id is None:
             request_id = self.new_request_id()
         pending = self._pending[request_id] = _Pending()
@@ -124,10 +124,9 @@ class Endpoint:
             del self._pending[request_id]
         response = pending.response
         if response is None:
-            raise RpcError(jsonrpc.INTERNAL_ERROR, "the client has disconnected")
+            raise errors.disconnected()
         if response.error is not None:
-            error = response.error
-            raise RpcError(int(error.get("code", jsonrpc.INTERNAL_ERROR)), str(error.get("message")))
+            raise errors.client_error(response.error)
         return response.result
 
     async def _send(self, frame: dict[str, Any]) -> None:
@@ -198,9 +197,7 @@ class Endpoint:
             if len(buffer) > self._max_line:
                 buffer.clear()
                 oversized = True
-                await self._reply_error(
-                    None, RpcError(jsonrpc.INVALID_REQUEST, f"Message larger than {self._max_line} bytes")
-                )
+                await self._reply_error(None, errors.oversized(self._max_line))
         if buffer.strip() and not oversized:
             yield bytes(buffer)
 
@@ -254,7 +251,7 @@ class Endpoint:
             await self._reply_error(request.id, exc)
         except Exception:
             log.exception("internal error handling %s", request.method)
-            await self._reply_error(request.id, RpcError(jsonrpc.INTERNAL_ERROR, "Internal error"))
+            await self._reply_error(request.id, errors.internal_error())
         else:
             await self.send_line(answer)
             then = self._after_reply.pop(request.id, None)

@@ -3,6 +3,11 @@
 Most are ACP's own. The draft subagent form (``subagent_spawned``, ``subagent_state_update``,
 read by Zed and JetBrains AIR) and AIR's async tasks (``async_task_*``) are not in the ACP
 schema: only the presenters of the clients that read them send them.
+
+The common shapes inside them (a location, a plan entry, a command, an exit status, ...) are
+``TypedDict``s, typed where they are built, and taken by the models as they come (``Shaped``):
+pydantic neither checks nor copies them, as it did not when they were plain dicts, so what a
+presenter builds, in its order, is what the client reads.
 """
 
 from __future__ import annotations
@@ -11,10 +16,70 @@ import base64
 import functools
 import json
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, NotRequired, TypedDict, TypeVar
 
+from claude_bg_acp.acp.answers import ConfigOption
 from claude_bg_acp.acp.jsonrpc import encode, notification_frame
 from claude_bg_acp.acp.schema import ContentBlock, WireModel
+
+Shape = TypeVar("Shape")
+if TYPE_CHECKING:
+    Shaped = Annotated[Shape, "as sent"]
+    """A field holding a shape below: typed for mypy, taken as it comes at run time."""
+else:
+
+    class _AsSent:
+        def __getitem__(self, shape: object) -> object:
+            return Any  # pydantic takes it as it comes, as it took a ``dict[str, Any]``
+
+    Shaped = _AsSent()
+
+
+class Location(TypedDict):
+    """A file a tool call reads or changes, and its first line there when one is known."""
+
+    path: str
+    line: NotRequired[int]
+
+
+class ExitStatus(TypedDict, total=False):
+    """How a terminal's command ended: ``{}`` when that is unknown."""
+
+    exitCode: int | None
+    signal: str | None
+
+
+class CommandInput(TypedDict):
+    type: NotRequired[str]
+    """v2's: ``text``."""
+    hint: str
+
+
+class AvailableCommand(TypedDict):
+    type: NotRequired[str]
+    """v2's: ``command``, first."""
+    name: str
+    description: str
+    input: NotRequired[CommandInput]
+
+
+class PlanEntry(TypedDict):
+    content: str
+    priority: str
+    status: str
+
+
+class Plan(TypedDict):
+    """v2's plan: its entries, by its id."""
+
+    type: str
+    planId: str
+    entries: list[PlanEntry]
+
+
+class Cost(TypedDict):
+    amount: float
+    currency: str
 
 
 class TextContent(WireModel):
@@ -43,7 +108,7 @@ class ToolCall(WireModel):
     kind: str | None = None
     status: str | None = None
     content: list[dict[str, Any]] | None = None
-    locations: list[dict[str, Any]] | None = None
+    locations: Shaped[list[Location]] | None = None
     raw_input: Any = None
     raw_output: Any = None
     capabilities: dict[str, Any] | None = None
@@ -70,7 +135,7 @@ class TerminalUpdate(WireModel):
     command: str | None = None
     cwd: str | None = None
     output: dict[str, Any] | None = None
-    exit_status: dict[str, Any] | None = None
+    exit_status: Shaped[ExitStatus] | None = None
     capabilities: dict[str, Any] | None = None
 
 
@@ -182,33 +247,33 @@ class AsyncTaskStateUpdate(WireModel):
 
 class ConfigOptionUpdate(WireModel):
     session_update: Literal["config_option_update"] = "config_option_update"
-    config_options: list[dict[str, Any]]
+    config_options: list[ConfigOption]
 
 
 class AvailableCommandsUpdate(WireModel):
     session_update: Literal["available_commands_update"] = "available_commands_update"
-    available_commands: list[dict[str, Any]]
+    available_commands: Shaped[list[AvailableCommand]]
 
 
 class UsageUpdate(WireModel):
     session_update: Literal["usage_update"] = "usage_update"
     used: int
     size: int
-    cost: dict[str, Any] | None = None
+    cost: Shaped[Cost] | None = None
 
 
 class PlanEntries(WireModel):
     """v1's ``plan``: the whole plan."""
 
     session_update: Literal["plan"] = "plan"
-    entries: list[dict[str, Any]]
+    entries: Shaped[list[PlanEntry]]
 
 
 class PlanUpdate(WireModel):
     """v2's ``plan_update``: the whole content of one plan, by its id."""
 
     session_update: Literal["plan_update"] = "plan_update"
-    plan: dict[str, Any]
+    plan: Shaped[Plan]
 
 
 SessionUpdate = (

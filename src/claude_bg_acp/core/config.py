@@ -38,6 +38,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from claude_bg_acp.acp.answers import SessionMode
 from claude_bg_acp.claude.server_info import Applied, Model
 from claude_bg_acp.core.effects import ReadSettings, SetEffort, SetFast, SetModel, Ticket
 from claude_bg_acp.core.errors import Refusal, Refused
@@ -52,7 +53,7 @@ SWITCH = {True: True, False: False, "on": True, "off": False}
 class Options:
     """The session's config options as the client sees them."""
 
-    modes: tuple[dict[str, Any], ...]
+    modes: tuple[SessionMode, ...]
     mode: str
     models: tuple[Model, ...]
     model: str | None
@@ -206,7 +207,7 @@ class Config:
 
     # --- what the client is told --------------------------------------------------------------
 
-    def options(self, modes: list[dict[str, Any]], mode: str) -> Options:
+    def options(self, modes: list[SessionMode], mode: str) -> Options:
         models = self.models
         current = self._model(self.model)
         if self.model is not None and current is None:

@@ -18,6 +18,7 @@ from claude_bg_acp.core.errors import Failure
 if TYPE_CHECKING:
     from claude_agent_sdk.types import PermissionUpdate
 
+    from claude_bg_acp.acp.answers import TicketAnswer
     from claude_bg_acp.acp.updates import SessionUpdate
     from claude_bg_acp.core.user_questions import Asking
 
@@ -38,7 +39,7 @@ class Reply:
     """Answer the client request behind ``ticket``."""
 
     ticket: Ticket
-    result: dict[str, Any]
+    result: TicketAnswer
 
 
 @dataclass(frozen=True)

@@ -30,13 +30,13 @@ from __future__ import annotations
 
 from collections.abc import Set
 from dataclasses import dataclass
-from typing import Any
 
+from claude_bg_acp.acp.answers import SessionMode
 from claude_bg_acp.core.effects import SetPermissionMode
 from claude_bg_acp.core.errors import Refusal, Refused
 
 DEFAULT_MODE, AUTO, BYPASS = "default", "auto", "bypassPermissions"
-MODES = [
+MODES: list[SessionMode] = [
     {"id": DEFAULT_MODE, "name": "Default", "description": "Ask before edits and commands that need it"},
     {"id": "acceptEdits", "name": "Accept Edits", "description": "Edit files without asking"},
     {"id": "plan", "name": "Plan", "description": "Plan only: read and think, change nothing"},
@@ -67,14 +67,14 @@ class PermissionModes:
         self.session_id = session_id
         self.current = DEFAULT_MODE
         self._allow_bypass = allow_bypass
-        self._reported: list[dict[str, Any]] = []
+        self._reported: list[SessionMode] = []
         """Modes Claude Code reported being in that are none of ``MODES``."""
         self._held: str | None = None
         """The last mode Claude Code reported while a switch of ours was not confirmed yet."""
         self._claude = DEFAULT_MODE
         """The mode Claude Code last said it is in (it starts in the one it is started with)."""
 
-    def available(self, closed: Set[str] = frozenset()) -> list[dict[str, Any]]:
+    def available(self, closed: Set[str] = frozenset()) -> list[SessionMode]:
         """The modes to offer, but those Claude Code would refuse now (``closed``)."""
         shut = {*closed, *(() if self._allow_bypass else (BYPASS,))}
         return [m for m in MODES if m["id"] == self.current or m["id"] not in shut] + self._reported

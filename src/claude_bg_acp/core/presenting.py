@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from claude_bg_acp.acp.answers import SessionFields
 from claude_bg_acp.core.attaching import ReplayCompleted
 from claude_bg_acp.core.background import (
     TaskChanged,
@@ -104,7 +105,7 @@ class Presenter(Protocol):
         """The messages that show ``fact`` to the client (none when it cannot see it)."""
         ...
 
-    def answer_fields(self, options: Options) -> dict[str, Any]:
+    def answer_fields(self, options: Options) -> SessionFields:
         """What the answer to ``session/new`` (load, resume) carries besides the session id."""
         ...
 

@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from claude_bg_acp.acp.answers import SessionFields
 from claude_bg_acp.acp.capabilities import ASYNC_TASKS, NATIVE_SUBAGENTS
 from claude_bg_acp.acp.updates import AsyncTaskProgress, AsyncTaskSpawned, AsyncTaskStateUpdate
 from claude_bg_acp.core.background import RunState, TaskChanged, TaskEnded, TaskOpened
@@ -104,7 +105,7 @@ class AirPresenter:
                 effects = self.plain.render(fact)
         return self.subagents.stamp(effects) if self.subagents is not None else effects
 
-    def answer_fields(self, options: Options) -> dict[str, Any]:
+    def answer_fields(self, options: Options) -> SessionFields:
         return self.plain.answer_fields(options)
 
     def permission_request(

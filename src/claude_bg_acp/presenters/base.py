@@ -16,12 +16,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar, Literal, assert_never
 
+from claude_bg_acp.acp.answers import ConfigOption, SessionFields
 from claude_bg_acp.acp.schema import ContentBlock
 from claude_bg_acp.acp.updates import (
+    AvailableCommand,
     AvailableCommandsUpdate,
     ConfigOptionUpdate,
     ContentChunk,
+    ExitStatus,
     Notice,
+    PlanEntry,
     SessionInfoUpdate,
     SessionUpdate,
     TerminalOutputChunk,
@@ -287,10 +291,10 @@ class BasePresenter:
             fields["content"] = view.content
         return fields
 
-    def answer_fields(self, options: Options) -> dict[str, Any]:
+    def answer_fields(self, options: Options) -> SessionFields:
         return {"configOptions": self.config_options(options)}
 
-    def config_options(self, options: Options) -> list[dict[str, Any]]:
+    def config_options(self, options: Options) -> list[ConfigOption]:
         """The mode, the model once Claude Code said which it uses, the effort when it has one."""
         modes = [
             {"value": m["id"], "name": m["name"], "description": m["description"]} for m in options.modes
@@ -340,7 +344,7 @@ class BasePresenter:
         """The mode changed: what a client with session modes is told besides the options."""
         return []
 
-    def command(self, command: SlashCommand) -> dict[str, Any]:
+    def command(self, command: SlashCommand) -> AvailableCommand:
         raise NotImplementedError
 
     def plan(self, fact: PlanChanged) -> SessionUpdate:
@@ -407,7 +411,7 @@ def usage_update(fact: UsageReported) -> UsageUpdate:
     return update
 
 
-def plan_entries(fact: PlanChanged) -> list[dict[str, Any]]:
+def plan_entries(fact: PlanChanged) -> list[PlanEntry]:
     """Claude Code's lists have no priorities: every entry is ``medium``."""
     return [{"content": e.content, "priority": "medium", "status": e.status} for e in fact.entries]
 
@@ -423,7 +427,7 @@ def raw_output(text: str, exit_info: ExitInfo | None = None) -> dict[str, Any]:
     return raw
 
 
-def exit_status(exit_info: ExitInfo | None) -> dict[str, Any]:
+def exit_status(exit_info: ExitInfo | None) -> ExitStatus:
     """A terminal's ``exitStatus``: ``{}`` when how it ended is unknown."""
     if exit_info is None:
         return {}

@@ -27,6 +27,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from claude_bg_acp.acp.updates import Location
 from claude_bg_acp.claude.file_tools import Edited, FileRead, Review
 from claude_bg_acp.core.compaction import COMPACT
 from claude_bg_acp.core.transcript import Image
@@ -62,7 +63,7 @@ KINDS = {
 class ToolView:
     title: str
     kind: str
-    locations: list[dict[str, Any]] | None = None
+    locations: list[Location] | None = None
     content: list[dict[str, Any]] | None = None
 
 
@@ -82,7 +83,7 @@ def describe(
     kind = KINDS.get(name, "other")
     path = _text(tool_input, "file_path") or _text(tool_input, "notebook_path")
     where = path or (_text(tool_input, "path") if name in ("Grep", "Glob") else None)
-    locations: list[dict[str, Any]] | None = [{"path": where}] if where else None
+    locations: list[Location] | None = [{"path": where}] if where else None
     first = _number(tool_input, "offset")
     if name == "Read" and locations and first is not None:
         locations[0]["line"] = max(first, 1)
@@ -178,11 +179,14 @@ def _content(
     return None
 
 
-def reviewed(review: Review, diff: DiffForm = diffs.v1) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def reviewed(review: Review, diff: DiffForm = diffs.v1) -> tuple[list[dict[str, Any]], list[Location]]:
     """The content and locations of a file tool's card once it succeeded."""
     if isinstance(review, FileRead):
         return [text_content(fenced(review.path, review.text))], [{"path": review.path, "line": review.first}]
-    return _changes(review, diff), [{"path": review.path} | ({"line": review.line} if review.line else {})]
+    location: Location = {"path": review.path}
+    if review.line:
+        location["line"] = review.line
+    return _changes(review, diff), [location]
 
 
 def _changes(edit: Edited, diff: DiffForm) -> list[dict[str, Any]]:

@@ -22,8 +22,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from claude_bg_acp.acp.answers import PromptResponse, SessionFields, SessionModeState
 from claude_bg_acp.acp.jsonrpc import INTERNAL_ERROR
-from claude_bg_acp.acp.updates import CurrentModeUpdate, PlanEntries, SessionMessage, SubagentUpdate, ToolCall
+from claude_bg_acp.acp.updates import (
+    AvailableCommand,
+    CurrentModeUpdate,
+    PlanEntries,
+    SessionMessage,
+    SubagentUpdate,
+    ToolCall,
+)
 from claude_bg_acp.claude.server_info import SlashCommand
 from claude_bg_acp.core.background import TerminalRestated, WorkEnded, WorkOpened, WorkRestated, WorkStatus
 from claude_bg_acp.core.config import Options
@@ -94,15 +102,15 @@ class V1Presenter(BasePresenter):
     def permission_subject(self, call: dict[str, Any], title: str) -> dict[str, Any]:
         return {"toolCall": call}
 
-    def answer_fields(self, options: Options) -> dict[str, Any]:
-        modes = {"currentModeId": options.mode, "availableModes": list(options.modes)}
+    def answer_fields(self, options: Options) -> SessionFields:
+        modes: SessionModeState = {"currentModeId": options.mode, "availableModes": list(options.modes)}
         return {**super().answer_fields(options), "modes": modes}
 
     def mode(self, fact: ModeChanged) -> list[ClientEffect]:
         return [Notify(fact.session_id, CurrentModeUpdate(current_mode_id=fact.mode_id))]
 
-    def command(self, command: SlashCommand) -> dict[str, Any]:
-        wire: dict[str, Any] = {"name": command.name, "description": command.description}
+    def command(self, command: SlashCommand) -> AvailableCommand:
+        wire: AvailableCommand = {"name": command.name, "description": command.description}
         if command.hint:
             wire["input"] = {"hint": command.hint}
         return wire
@@ -160,7 +168,7 @@ def answer(ticket: Ticket, outcome: Outcome) -> ClientEffect:
     """The answer to a v1 prompt: its stop reason (and usage), or the turn's error."""
     if outcome.error is not None:
         return Fail(ticket, outcome.error)
-    result: dict[str, Any] = {"stopReason": outcome.stop_reason}
+    result: PromptResponse = {"stopReason": outcome.stop_reason}
     if outcome.usage is not None:
         result["usage"] = outcome.usage
     return Reply(ticket, result)

@@ -26,6 +26,7 @@ from typing import Any
 
 from claude_bg_acp.acp.errors import rpc_error
 from claude_bg_acp.acp.updates import (
+    AvailableCommand,
     ErrorObject,
     PlanUpdate,
     ReplayComplete,
@@ -102,8 +103,8 @@ class V2Presenter(BasePresenter):
     def permission_subject(self, call: dict[str, Any], title: str) -> dict[str, Any]:
         return {"title": f"Allow {title}?", "subject": {"type": "tool_call", "toolCall": call}}
 
-    def command(self, command: SlashCommand) -> dict[str, Any]:
-        wire: dict[str, Any] = {"type": "command", "name": command.name, "description": command.description}
+    def command(self, command: SlashCommand) -> AvailableCommand:
+        wire: AvailableCommand = {"type": "command", "name": command.name, "description": command.description}
         if command.hint:
             wire["input"] = {"type": "text", "hint": command.hint}
         return wire

@@ -43,7 +43,8 @@ import anyio
 from anyio.abc import TaskGroup
 
 from claude_bg_acp.acp import errors
-from claude_bg_acp.acp.jsonrpc import INTERNAL_ERROR, RequestId, RpcError
+from claude_bg_acp.acp.answers import SessionFields, TicketAnswer
+from claude_bg_acp.acp.jsonrpc import RequestId, RpcError
 from claude_bg_acp.acp.schema import ContentBlock, McpServer
 from claude_bg_acp.acp.stdio import Endpoint
 from claude_bg_acp.claude import store
@@ -76,7 +77,7 @@ from claude_bg_acp.core.effects import (
     Ticket,
     WithdrawPermission,
 )
-from claude_bg_acp.core.errors import Refused
+from claude_bg_acp.core.errors import Failing, Failure, Refused
 from claude_bg_acp.core.presenting import Presenter
 from claude_bg_acp.core.session import SessionCore
 from claude_bg_acp.output.tail import (
@@ -201,7 +202,7 @@ class SessionHost:
         except Exception as exc:
             why = f"an internal error ended it ({_innermost(exc)!r}); the agent's log has the details"
             message = f"Session {self.session_id} failed: {why}"
-            self.failure = RpcError(INTERNAL_ERROR, message, {"sessionId": self.session_id})
+            self.failure = errors.session_failed(self.session_id, message)
             self._lifecycle.move(HostTrigger.TASK_RAISED)
             with anyio.CancelScope(shield=True):
                 await self._abandon(message)
@@ -209,9 +210,8 @@ class SessionHost:
         finally:
             if self.failure is not None:
                 self._fail_waiting(self.failure)
-            self._supervisor.first.failed(
-                self.failure or RpcError(INTERNAL_ERROR, "The session was closed before Claude Code started")
-            )
+            closed = Failure(Failing.ERROR, "The session was closed before Claude Code started")
+            self._supervisor.first.failed(self.failure or errors.rpc_error(closed))
             self._lifecycle.move(HostTrigger.RUN_RETURNED)
 
     async def _abandon(self, reason: str) -> None:
@@ -368,7 +368,9 @@ class SessionHost:
             return  # the session failed: nothing more is performed
         await self._outbox.written()
 
-    async def prompt(self, content: list[ContentBlock], key: str | None, request_id: RequestId) -> Any:
+    async def prompt(
+        self, content: list[ContentBlock], key: str | None, request_id: RequestId
+    ) -> TicketAnswer:
         """``session/prompt``; ``key``: its v2 ``idempotencyKey``, if any (the core inserts a
         key's prompt once and answers every attempt with it)."""
         self._refuse_if_ending()
@@ -387,25 +389,27 @@ class SessionHost:
         if not answered:
             self.handle(ev.CancelTurn())
         try:
-            return await waiter.wait()
+            result: TicketAnswer = await waiter.wait()  # a ``Reply``'s
         finally:
             self._waiters.pop(ticket, None)
             self._prompt_requests.pop(request_id, None)
+        return result
 
-    async def answer(self, request: Callable[[Ticket], ev.Event]) -> Any:
+    async def answer(self, request: Callable[[Ticket], ev.Event]) -> TicketAnswer:
         """A client request the core answers through a ticket (``Reply`` or ``Fail``)."""
         self._refuse_if_ending()
         ticket = next(self._tickets)
         waiter = self._waiters[ticket] = Waiter()
         try:
             self.handle(request(ticket))
-            return await waiter.wait()
+            result: TicketAnswer = await waiter.wait()
         finally:
             self._waiters.pop(ticket, None)
+        return result
 
     def _refuse_if_ending(self) -> None:
         if self.phase in ENDING:
-            raise self.failure or RpcError(INTERNAL_ERROR, "The session is closed")
+            raise self.failure or errors.rpc_error(Failure(Failing.ERROR, "The session is closed"))
 
     def withdraw(self, request_id: RequestId) -> bool:
         """The client withdrew a prompt request (``$/cancel_request``); False if not ours."""
@@ -421,7 +425,7 @@ class SessionHost:
     def has_child(self, session_id: str) -> bool:
         return self.core.has_child(session_id)
 
-    def answer_fields(self) -> dict[str, Any]:
+    def answer_fields(self) -> SessionFields:
         """The config options (and v1's modes) for an answer that tells the client of the
         session; ``AnswerWritten`` must follow once that answer is written."""
         return self.core.presenter.answer_fields(self.core.answer())

@@ -13,15 +13,15 @@ while it takes them (``SERVING``, ``STOPPING``): a Claude Code that goes down ne
 command in flight, and the commands that come meanwhile wait for the next one (a prompt that
 arrives while Claude Code starts simply waits).
 
-The first start is what the requests that open a session wait for (``first``): its process
-exists (``spawned``), it said what it offers (``ready``: models, commands, and the settings in
-effect, so that an answer can carry real options), it has the conversation (``outcome``). It
-fails the session when it fails before the client was told of the session, or when Claude Code
-cannot resume a stored conversation: ``supervise`` returns the error then, in terms a user can
-act on (``start_failure``), instead of starting over. Later failures start Claude Code again,
-after ``RESTART_DELAY`` times the failures in a row, until ``MAX_RESTARTS`` in a row without a
-message in between: then it is gone for good. The settings are read again whenever the core
-asks (``ReadSettings``).
+The first start is what the requests that open a session wait for (``first``, its table in
+``session.startup``): its process exists (``spawned``), it said what it offers (``ready``:
+models, commands, and the settings in effect, so that an answer can carry real options), it has
+the conversation (``outcome``). It fails the session when it fails before the client was told
+of the session, or when Claude Code cannot resume a stored conversation: ``supervise`` returns
+the error then, in terms a user can act on (``start_failure``), instead of starting over. Later
+failures start Claude Code again, after ``RESTART_DELAY`` times the failures in a row, until
+``MAX_RESTARTS`` in a row without a message in between: then it is gone for good. The settings
+are read again whenever the core asks (``ReadSettings``).
 
 A folder not trusted yet starts Claude Code with the user's settings alone (``claude.trust``);
 once the user trusts it (``trust_folder``), Claude Code is stopped and started again at once,
@@ -42,14 +42,15 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Protocol, assert_never
 
 import anyio
 from anyio.abc import TaskGroup
 from claude_agent_sdk.types import CanUseTool
 
-from claude_bg_acp.acp.jsonrpc import INTERNAL_ERROR, RpcError
+from claude_bg_acp.acp.errors import rpc_error
+from claude_bg_acp.acp.jsonrpc import RpcError
 from claude_bg_acp.acp.schema import McpServer
 from claude_bg_acp.claude import leftovers, store
 from claude_bg_acp.claude.conventions import ExitInfo
@@ -75,6 +76,7 @@ from claude_bg_acp.core.effects import (
     SetPermissionMode,
     StopTask,
 )
+from claude_bg_acp.core.errors import Failing, Failure
 from claude_bg_acp.core.permission_modes import DEFAULT_MODE
 from claude_bg_acp.core.session import SessionCore
 from claude_bg_acp.session.lifecycle import (
@@ -87,7 +89,7 @@ from claude_bg_acp.session.lifecycle import (
     HostLifecycle,
     HostTrigger,
 )
-from claude_bg_acp.session.waiter import Waiter
+from claude_bg_acp.session.startup import FirstStart, Stream, StreamTrigger
 
 log = logging.getLogger(__name__)
 
@@ -131,24 +133,6 @@ class Launch:
     """It reads the folder's own settings (else the user's alone, until the user trusts it)."""
 
 
-@dataclass
-class FirstStart:
-    """The first start of the session's Claude Code, which the requests opening it wait for."""
-
-    spawned: anyio.Event = field(default_factory=anyio.Event)
-    """Its process exists (or it will not start)."""
-    ready: anyio.Event = field(default_factory=anyio.Event)
-    """It said what it offers (or went down before)."""
-    outcome: Waiter = field(default_factory=Waiter)
-    """It has the conversation; or why it could not start."""
-
-    def failed(self, error: RpcError) -> None:
-        if not self.outcome.done.is_set():
-            self.outcome.settle(error=error)
-        self.spawned.set()
-        self.ready.set()
-
-
 class ClaudeSupervisor:
     def __init__(
         self,
@@ -171,8 +155,7 @@ class ClaudeSupervisor:
         self._in_flight = anyio.CancelScope()
         """The command being performed: a Claude Code that goes down never answers it."""
         self._settled_at_close: anyio.Event | None = None
-        self.claude_running = False
-        """Claude Code's stream is open: it may still append a closing line to a shell's output file."""
+        self._stream = Stream()
         self.first = FirstStart()
         self.started_with: ev.ClaudeStarted | None = None
         """What this session's Claude Code said when it first started."""
@@ -182,6 +165,11 @@ class ClaudeSupervisor:
         """Set once Claude Code runs with the settings of the folder the user trusted."""
         self._restarting = False
         """Claude Code is being stopped to start again with the folder's settings."""
+
+    @property
+    def claude_running(self) -> bool:
+        """Claude Code's stream is open: it may still append a closing line to a shell's output file."""
+        return self._stream.open
 
     def command(self, command: ClaudeCommand) -> None:
         """Give Claude Code a command of the core's, once it takes commands."""
@@ -234,18 +222,18 @@ class ClaudeSupervisor:
                 self._restarting = False
                 self._lifecycle.move(HostTrigger.TRUSTED)
                 continue
-            if not self.first.outcome.done.is_set() and (runner.resumes or not self._session.open):
+            if not self.first.settled and (runner.resumes or not self._session.open):
                 resumed = f"Claude Code cannot resume session {self._session.session_id}: {reason}"
-                error = RpcError(INTERNAL_ERROR, resumed if runner.resumes else reason)
+                error = rpc_error(Failure(Failing.ERROR, resumed if runner.resumes else reason))
                 self.first.failed(error)
                 return error
-            self.first.ready.set()
+            self.first.went_down()
             failures = 0 if runner.delivered else failures + 1
             fatal = failures >= MAX_RESTARTS
             log.warning("session %s: %s%s", self._session.session_id, reason, "" if fatal else "; restarting")
             self._session.handle(ev.ClaudeDied(reason, fatal, stopped))
             if fatal:
-                self.first.failed(RpcError(INTERNAL_ERROR, reason))
+                self.first.failed(rpc_error(Failure(Failing.ERROR, reason)))
                 if self._trusted is not None:
                     self._trusted.set()
                 if self._lifecycle.phase is DOWN:
@@ -306,17 +294,16 @@ class ClaudeSupervisor:
         async def read() -> None:
             nonlocal reason
             reason = await runner.read()
-            self.claude_running = False
+            self._stream.move(StreamTrigger.ENDED)
             if self._lifecycle.phase is SERVING:
                 self._lifecycle.move(HostTrigger.STREAM_ENDED)
 
         # A close during the start leaves it to connect; it is stopped then.
         self._lifecycle.move(HostTrigger.CONNECTED)
-        self.claude_running = True
+        self._stream.move(StreamTrigger.CONNECTED)
         tg.start_soon(read)
         await self._started(runner)
-        if not self.first.outcome.done.is_set():
-            self.first.outcome.settle()
+        self.first.serve()
         await self._lifecycle.until(DOWN, *ENDING)
         if self._lifecycle.phase in ENDING:
             # The close's commands (stopping its tasks) went through it until then.
@@ -333,7 +320,7 @@ class ClaudeSupervisor:
         async def tell() -> None:
             with watch:
                 await runner.spawned.wait()
-                self.first.spawned.set()
+                self.first.spawn()
 
         tg.start_soon(tell)
         try:
@@ -345,7 +332,7 @@ class ClaudeSupervisor:
         started = ev.ClaudeStarted(read_server_info(await runner.server_info()), await _applied(runner))
         self.started_with = self.started_with or started
         self._session.handle(started)
-        self.first.ready.set()
+        self.first.announce()
         if self._attesting() and runner.project_settings:
             assert self._trusted is not None
             self._trusted.set()
@@ -359,7 +346,7 @@ class ClaudeSupervisor:
             await self._settled_at_close.wait()
         await runner.stop(EXIT_GRACE, idle=self._session.core.settled)
         self._in_flight.cancel()
-        self.claude_running = False
+        self._stream.move(StreamTrigger.ENDED)
         stopped = await self._stop_left_by(runner)
         settled = self._session.settled_from_now()
         self._session.handle(ev.CloseTimedOut(stopped))
