@@ -254,7 +254,7 @@ class Agent:
             raise Refused(Refusal.INVALID, "Field required for version 2", "info")
         client = self._client = params.declared(version)
         # Once answered: importing in a thread would hold the interpreter lock meanwhile.
-        self._endpoint.after_reply(request_id, self._prewarm.start)
+        self._endpoint.after_reply(request_id, lambda: self._prewarm.start(lambda: _opening_models(client)))
         return initialized(client, login_methods(client, self._cli_path))
 
     async def _authenticate(self, params: AuthMethodParams, request_id: jsonrpc.RequestId) -> Empty:
@@ -794,6 +794,15 @@ def login_methods(client: ClientCapabilities, cli_path: str | None) -> list[Auth
             }
         methods.append(method)
     return methods
+
+
+def _opening_models(client: ClientCapabilities) -> None:
+    """The params of the requests that open a session, as ``client``'s version has them, made
+    before its first such request: making one (a generic model, its validator) took some tens
+    of milliseconds of the first load's way to Claude Code's start."""
+    for method in REQUESTS.values():
+        if method.offered_to(client) and issubclass(method.params, NewSessionParams):
+            method.model(client).model_rebuild()
 
 
 def _check_directories(params: NewSessionParams[Any]) -> None:
