@@ -56,6 +56,31 @@ def test_every_step_is_taken_in_order_once() -> None:
     assert steps.taken == [("a", 0), ("b", 0), ("c", 0)]
 
 
+def test_what_is_given_to_start_is_done_first() -> None:
+    warm = Prewarm(("a", "b"), Steps(lambda: warm))
+    steps = warm._import
+    assert isinstance(steps, Steps)
+    warm.start(lambda: steps.taken.append(("first", 0)))
+    joined(warm)
+    assert steps.taken == [("first", 0), ("a", 0), ("b", 0)]
+
+
+def test_the_params_of_the_requests_that_open_a_session_are_made_ahead() -> None:
+    """In a fresh interpreter (the models are made once per process): after the agent's first
+    step, the first ``session/load`` finds its params' model made and its validator built."""
+    code = (
+        "import claude_bg_acp.agent as a\n"
+        "from claude_bg_acp.acp.capabilities import ClientCapabilities\n"
+        "client = ClientCapabilities.declared(1, {})\n"
+        "load = a.REQUESTS['session/load']\n"
+        "before = load.model(client).__pydantic_complete__\n"
+        "a._opening_models(client)\n"
+        "print(before, load.model(client).__pydantic_complete__)\n"
+    )
+    shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert shown.split() == ["False", "True"]
+
+
 def test_a_listing_that_starts_during_a_step_holds_the_next_one_until_it_is_done() -> None:
     steps = Steps(lambda: warm, listing_during="a")
     warm = Prewarm(("a", "b"), steps)

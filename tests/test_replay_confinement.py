@@ -29,6 +29,7 @@ from claude_bg_acp.claude import conventions
 from claude_bg_acp.claude.conventions import ExitInfo
 from claude_bg_acp.core import events as ev
 from claude_bg_acp.output.task_output import NotOutput, open_output
+from claude_bg_acp.session import replay
 from tests.support.driver import (
     CWD,
     RECORDED_SESSION,
@@ -75,6 +76,13 @@ def read_back(env: dict[str, str]) -> ev.StoredConversation:
     return conversation
 
 
+def output_of(conversation: ev.StoredConversation) -> tuple[bytes, ExitInfo | None]:
+    """The shell's output as the replay reads it once it comes to the shell, and its exit."""
+    pieces = list(replay.output_pieces(conversation.outputs[SHELL]))
+    assert all(not piece.replaced for piece in pieces) and pieces[-1].end
+    return b"".join(piece.data for piece in pieces), pieces[-1].exit
+
+
 def secret_file(where: Path) -> Path:
     where.parent.mkdir(parents=True, exist_ok=True)
     where.write_bytes(SECRET)
@@ -83,7 +91,7 @@ def secret_file(where: Path) -> Path:
 
 def test_the_shells_own_output_is_read_back(tmp_path: Path) -> None:
     env = store_recorded(recorded(), tmp_path, rename=True)
-    assert read_back(env).outputs[SHELL] == ev.StoredOutput(OWN_OUTPUT, ExitInfo(0, None))
+    assert output_of(read_back(env)) == (OWN_OUTPUT, ExitInfo(0, None))
 
 
 @pytest.mark.parametrize("where", ["outside the task directory", "in another session's task directory"])
@@ -108,7 +116,7 @@ def test_a_path_a_tool_result_names_is_never_read(tmp_path: Path, where: str) ->
     env = store_recorded(recorded(rename), tmp_path, rename=True)
     conversation = read_back(env)
     assert str(named) in repr([m.content for m in conversation.messages]), "the result names it"
-    assert conversation.outputs[SHELL].data == OWN_OUTPUT
+    assert output_of(conversation)[0] == OWN_OUTPUT
     assert SECRET not in repr(conversation).encode()
 
 
@@ -136,6 +144,19 @@ def test_what_is_not_a_regular_file_of_the_task_directory_is_not_read(tmp_path: 
     assert SHELL not in conversation.outputs
     assert SECRET not in repr(conversation).encode()
     assert conversation.messages, "the rest of the conversation is replayed"
+
+
+def test_a_file_replaced_by_a_link_before_the_replay_comes_to_it_is_not_read(tmp_path: Path) -> None:
+    """The file is read only once the replay comes to its shell, under the same rules: a link
+    put in its place meanwhile is refused then; the shell ends with nothing shown."""
+    env = store_recorded(recorded(), tmp_path, rename=True)
+    conversation = read_back(env)
+    own = shell_tasks(env) / f"{SHELL}.output"
+    own.unlink()
+    own.symlink_to(secret_file(tmp_path / "elsewhere" / f"{SHELL}.output"))
+    assert list(replay.output_pieces(conversation.outputs[SHELL])) == [
+        ev.OutputRecalled(SHELL, b"", end=True)
+    ]
 
 
 def _release_a_reader(fifo: Path) -> None:

@@ -44,3 +44,37 @@ def test_a_start_that_fails_is_told_to_everyone_who_connects(tmp_path: Path, bro
     anyio.run(main)
     assert len(errors) == 3
     assert errors[0] is errors[1] is errors[2]
+
+
+def test_launched_returns_once_the_process_runs(tmp_path: Path, broken_cli: Path) -> None:
+    """The agent imports the rest of a session only then (``Agent._start_claude``)."""
+    runner = starting(str(tmp_path), str(broken_cli), "00000000-0000-4000-8000-000000000001", (), None)
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(runner.start)
+            with anyio.fail_after(30):
+                await runner.launched()
+            assert runner.spawned.is_set()
+        await runner.disconnect()
+
+    anyio.run(main)
+
+
+def test_launched_returns_when_the_start_fails_before_a_process_runs(
+    tmp_path: Path, broken_cli: Path
+) -> None:
+    """No process: the folder is gone. The start's failure is for ``connect`` to raise."""
+    gone = tmp_path / "gone"
+    runner = starting(str(gone), str(broken_cli), "00000000-0000-4000-8000-000000000001", (), None)
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(runner.start)
+            with anyio.fail_after(30):
+                await runner.launched()
+        assert not runner.spawned.is_set()
+        with pytest.raises(Exception, match="Working directory does not exist"):
+            await runner.connect()
+
+    anyio.run(main)

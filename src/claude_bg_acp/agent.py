@@ -254,7 +254,7 @@ class Agent:
             raise Refused(Refusal.INVALID, "Field required for version 2", "info")
         client = self._client = params.declared(version)
         # Once answered: importing in a thread would hold the interpreter lock meanwhile.
-        self._endpoint.after_reply(request_id, self._prewarm.start)
+        self._endpoint.after_reply(request_id, lambda: self._prewarm.start(lambda: _opening_models(client)))
         return initialized(client, login_methods(client, self._cli_path))
 
     async def _authenticate(self, params: AuthMethodParams, request_id: jsonrpc.RequestId) -> Empty:
@@ -397,8 +397,10 @@ class Agent:
     async def _reattach(
         self, params: LoadSessionParams[Any], replay: bool, request_id: jsonrpc.RequestId
     ) -> SessionFields:
-        """Claude Code's resume is most of the wait: it starts as soon as the stored conversation
-        is found, before the rest of the session is loaded (``_resuming``)."""
+        """Claude Code's resume is most of the wait: it starts first, before the rest of the
+        session is loaded (``_resuming``): at once when the conversation is where Claude Code
+        keeps those of the folder the client names (``_resumed_at_once``), else as soon as the
+        stored conversation is found."""
         session_id = params.session_id
         if self._parent_of(session_id) is not None:
             raise Rejected(Rejection.NOT_HERE, "A subagent session cannot be loaded or resumed")
@@ -406,10 +408,16 @@ class Agent:
             session = self._sessions.get(session_id)
             resumed = session is None
             if session is None:
-                stored = await self._stored(session_id)
-                _same_directory(session_id, stored.cwd, params.cwd)
+                early = await self._resumed_at_once(session_id, params)
+                try:
+                    stored = await self._stored(session_id)
+                    _same_directory(session_id, stored.cwd, params.cwd)
+                except BaseException:
+                    if early is not None:
+                        self._tg.start_soon(early.disconnect)
+                    raise
                 choices = stored.choices if isinstance(stored, created.Created) else None
-                starting = await self._resuming(session_id, params, choices)
+                starting = early or await self._resuming(session_id, params, choices)
                 session = self._start_session(session_id, params, starting)
                 if choices is not None:
                     self._unprompted.add(session_id)
@@ -519,13 +527,30 @@ class Agent:
             if not lock.locked():  # nobody waits for it
                 self._opens.pop(session_id, None)
 
+    async def _resumed_at_once(self, session_id: str, params: LoadSessionParams[Any]) -> ClaudeRunner | None:
+        """Claude Code resuming the conversation, if its transcript is where Claude Code keeps
+        those of the client's folder (one look on the loop, a few system calls: a thread would
+        cost more, nothing is opened); else None."""
+        from claude_bg_acp.claude import conventions, store_files
+
+        with self._prewarm.held():  # from the request on: nothing else shares the interpreter
+            path = conventions.transcript_file(session_id, params.cwd)
+            if path is None or not store_files.holds_something(path):
+                return None
+            starting = await self._start_claude(session_id, params, resume=True)
+        return await self._imported_for(starting)
+
     async def _resuming(
         self, session_id: str, params: NewSessionParams[Any], fresh: created.Choices | None = None
     ) -> ClaudeRunner:
         """Claude Code started on the stored conversation (on a new one by that id with the
-        ``fresh`` choices, for a session created earlier and never prompted), and the rest of
-        the Claude side imported meanwhile."""
+        ``fresh`` choices, for a session created earlier and never prompted), then the rest of
+        the Claude side imported (while Claude Code starts)."""
         starting = await self._start_claude(session_id, params, resume=fresh is None, choices=fresh)
+        return await self._imported_for(starting)
+
+    async def _imported_for(self, starting: ClaudeRunner) -> ClaudeRunner:
+        """``starting``, once the rest of the Claude side is imported (else stopped)."""
         try:
             await _imported("claude_bg_acp.session.host")
         except BaseException:
@@ -553,22 +578,25 @@ class Agent:
         choices: created.Choices | None = None,
     ) -> ClaudeRunner:
         """Start Claude Code for a session to come: ``resume`` its stored conversation, else a
-        new one by that id."""
-        await _imported("claude_bg_acp.claude.runner")
-        from claude_bg_acp.claude.runner import starting
-        from claude_bg_acp.claude.trust import settings_may_act
+        new one by that id; return once its process runs (or its start failed). Only what
+        starting it needs shares the interpreter meanwhile (the prewarm waits)."""
+        with self._prewarm.held():
+            await _imported("claude_bg_acp.claude.runner")
+            from claude_bg_acp.claude.runner import starting
+            from claude_bg_acp.claude.trust import settings_may_act
 
-        runner = starting(
-            params.cwd,
-            self._cli_path,
-            session_id,
-            params.mcp_servers,
-            params.additional_directories,
-            resume=resume,
-            project_settings=await anyio.to_thread.run_sync(settings_may_act, params.cwd),
-            choices=choices,
-        )
-        self._tg.start_soon(runner.start)
+            runner = starting(
+                params.cwd,
+                self._cli_path,
+                session_id,
+                params.mcp_servers,
+                params.additional_directories,
+                resume=resume,
+                project_settings=await anyio.to_thread.run_sync(settings_may_act, params.cwd),
+                choices=choices,
+            )
+            self._tg.start_soon(runner.start)
+            await runner.launched()
         return runner
 
     def _start_session(
@@ -766,6 +794,15 @@ def login_methods(client: ClientCapabilities, cli_path: str | None) -> list[Auth
             }
         methods.append(method)
     return methods
+
+
+def _opening_models(client: ClientCapabilities) -> None:
+    """The params of the requests that open a session, as ``client``'s version has them, made
+    before its first such request: making one (a generic model, its validator) took some tens
+    of milliseconds of the first load's way to Claude Code's start."""
+    for method in REQUESTS.values():
+        if method.offered_to(client) and issubclass(method.params, NewSessionParams):
+            method.model(client).model_rebuild()
 
 
 def _check_directories(params: NewSessionParams[Any]) -> None:

@@ -56,10 +56,11 @@ class Prewarm:
         """Set while no listing runs: the import may take its next step."""
         self._clear.set()
 
-    def start(self) -> None:
-        """Start importing, unless it was started before (a later ``initialize``)."""
+    def start(self, first: Callable[[], object] = lambda: None) -> None:
+        """Start importing, unless it was started before (a later ``initialize``), ``first``
+        done first (as a step)."""
         if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name="prewarm", daemon=True)
+            self._thread = threading.Thread(target=self._run, args=(first,), name="prewarm", daemon=True)
             self._thread.start()
 
     @contextlib.contextmanager
@@ -75,7 +76,9 @@ class Prewarm:
             if not self._listings:
                 self._clear.set()
 
-    def _run(self) -> None:
+    def _run(self, first: Callable[[], object]) -> None:
+        self._clear.wait()
+        first()
         for name in self._steps:
             self._clear.wait()
             self._import(name)

@@ -302,10 +302,16 @@ class CoreDriver:
         return self.handle(ev.OutputEnded(task_id, rest, exit_info))
 
     def recall(self, *parts: ev.StoredConversation) -> list[Effect]:
-        """A stored conversation replayed: its parts in order, then its end."""
+        """A stored conversation replayed: its parts in order, each followed by the output files
+        the replay waits at, read as the session host reads them; then its end."""
         effects: list[Effect] = []
         for part in parts:
             effects += self.handle(ev.Recall(part))
+            while (history := self.core.attaching.history) is not None and (
+                stored := history.awaited
+            ) is not None:
+                for piece in replay.output_pieces(stored):
+                    effects += self.handle(ev.Recall(piece))
         return effects + self.handle(ev.Recalled())
 
     def resync(self) -> list[Effect]:

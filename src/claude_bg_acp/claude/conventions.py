@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import re
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -216,7 +217,11 @@ def tasks_root(cwd: str, environ: Mapping[str, str] | None = None) -> str:
     file for a shell. A subagent's file there is a symbolic link to its transcript (a JSONL file
     elsewhere), not terminal output.
     """
-    return os.path.join(tasks_base(environ), re.sub(r"[^A-Za-z0-9]", "-", cwd))
+    return os.path.join(tasks_base(environ), _dashed(cwd))
+
+
+def _dashed(cwd: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]", "-", cwd)
 
 
 def output_file(root: str, cli_session_id: str, task_id: str) -> str:
@@ -246,6 +251,20 @@ def projects_dir(environ: dict[str, str] | None = None) -> str:
     env = os.environ if environ is None else environ
     config = env.get("CLAUDE_CONFIG_DIR") or os.path.join(os.path.expanduser("~"), ".claude")
     return os.path.join(config, "projects")
+
+
+def transcript_file(session_id: str, cwd: str) -> str | None:
+    """Where Claude Code keeps the conversation of a session started in ``cwd`` (resolved, as
+    Claude Code names it), if that name is plain: None for a long one (Claude Code cuts and
+    hashes it) or a session id that is not a bare uuid."""
+    project = _dashed(unicodedata.normalize("NFC", os.path.realpath(cwd)))
+    if len(project) > MAX_PROJECT_NAME or not _UUID.fullmatch(session_id):
+        return None
+    return os.path.join(projects_dir(), project, f"{session_id}.jsonl")
+
+
+MAX_PROJECT_NAME = 200
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
 # --- Claude Code's own messages in a stored conversation ---------------------------------------

@@ -13,12 +13,12 @@ part of the token) should the agent die.
 
 Claude Code may be started before the session that will own the runner exists (its start is
 most of a first session's wait, and its resume most of a stored one's): ``start`` begins
-``connect`` in a task of its own, whoever calls
-``connect`` then waits for that same start. Where Claude Code's messages (``on_message``) and
-permission questions (``can_use_tool``) go is the owner's to set, before it reads. ``spawned``
-is set as soon as the CLI runs as a process; a start that fails before (the system refuses the
-process: its command line too long, no file descriptors left) fails within milliseconds, and
-``start_failure`` says why in terms a user can act on.
+``connect`` in a task of its own, whoever calls ``connect`` then waits for that same start.
+Where Claude Code's messages (``on_message``) and permission questions (``can_use_tool``) go is
+the owner's to set, before it reads. ``spawned`` is set as soon as the CLI runs as a process
+(``launched`` returns then, or once its start failed); a start that fails before (the system
+refuses the process: its command line too long, no file descriptors left) fails within
+milliseconds, and ``start_failure`` says why in terms a user can act on.
 
 The reader parses frames itself instead of using ``ClaudeSDKClient.receive_messages``: the SDK's
 parser raises on a frame that lacks a key it indexes, and that would end the SDK's own loop and
@@ -71,6 +71,7 @@ class ClaudeRunner:
         self._transport = build_transport(options, attest_trust=attest_trust)
         self._client = ClaudeSDKClient(options=options, transport=self._transport)
         self._started: anyio.Event | None = None
+        self._start_over = anyio.Event()
         self._start_error: Exception | None = None
         self._tied: Process | None = None
         self.cli_session_id: str | None = None
@@ -94,6 +95,7 @@ class ClaudeRunner:
                 raise
             finally:
                 self._started.set()
+                self._start_over.set()
         if self._start_error is not None:
             raise self._start_error
 
@@ -106,6 +108,12 @@ class ClaudeRunner:
     def spawned(self) -> anyio.Event:
         """Set once the CLI runs as a process (``connect`` returns once it has initialized too)."""
         return self._transport.spawned
+
+    async def launched(self) -> None:
+        """Wait until the CLI runs as a process, or its start is over (``connect`` raises why)."""
+        async with anyio.create_task_group() as tg:
+            for event in (self.spawned, self._start_over):
+                tg.start_soon(_first_set, event, tg.cancel_scope)
 
     async def _asked(
         self, tool: str, tool_input: dict[str, Any], context: ToolPermissionContext
@@ -292,6 +300,11 @@ def start_failure(exc: BaseException) -> str:
         name = errno.errorcode[cause.errno]
         return f"Claude Code could not start: too many open files ({name}): raise the limit with ulimit -n"
     return f"Claude Code could not start: {exc}"
+
+
+async def _first_set(event: anyio.Event, others: anyio.CancelScope) -> None:
+    await event.wait()
+    others.cancel()
 
 
 async def _unowned(tool: str, tool_input: dict[str, Any], context: ToolPermissionContext) -> PermissionResult:

@@ -53,6 +53,15 @@ def regular(path: str) -> bool:
         return False
 
 
+def holds_something(path: str) -> bool:
+    """Whether ``path`` is a regular file itself (not a link) with something in it."""
+    try:
+        seen = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISREG(seen.st_mode) and seen.st_size > 0
+
+
 def open_regular(path: str, flags: int = os.O_RDONLY, dir_fd: int | None = None, follow: bool = False) -> int:
     """A descriptor on the regular file at ``path``, opened without blocking or following a
     link (``follow``: through one, for a file its owner may link, as Claude Code reads it);

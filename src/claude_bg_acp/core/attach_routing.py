@@ -42,7 +42,7 @@ class AttachRouting:
         self.attach.hold()
         return []
 
-    def recall(self, conversation: ev.StoredConversation) -> list[Effect]:
+    def recall(self, conversation: ev.StoredConversation | ev.OutputRecalled) -> list[Effect]:
         """A part of the stored conversation; the first says what runs here now (left to the
         live session), as of the replay's start."""
         self.attach.hold()

@@ -8,8 +8,8 @@ perform. They are small immutable values, grouped by where they come from:
   permission answer, the close and its timeout (with how the processes the agent stopped
   itself ended), a client (re)attaching to the session (``session/load``,
   ``session/resume``): that it asked for a replay, the stored conversation to replay (part by
-  part, then its end), and the request for the current state, and having the answer that
-  tells it of the session;
+  part, each output file it waits at piece by piece, then its end), and the request for the
+  current state, and having the answer that tells it of the session;
 - Claude Code: that it starts on the stored conversation, its start (what it offers), what it
   has in effect, a message, a permission question, a question it stopped waiting for, its death
   (with how the processes it left running ended, once the agent stopped them), the
@@ -168,10 +168,26 @@ class StoredChild:
 
 @dataclass(frozen=True)
 class StoredOutput:
-    """What is left of a background shell's output file: its latest bytes, how it exited."""
+    """A background shell's output file that is still there: the task's own, below ``root``
+    (Claude Code's temp directory). The replay waits at its terminal while it is read
+    (``OutputRecalled``)."""
 
+    task_id: str
+    path: str
+    root: str
+
+
+@dataclass(frozen=True)
+class OutputRecalled:
+    """The next piece of the output file a replay waits at, read as the live tailer reads one:
+    ``data`` to append, or (``replaced``) the latest bytes, which replace what came before; the
+    last one (``end``) says how the shell exited (its closing line, withheld)."""
+
+    task_id: str
     data: bytes
-    exit: ExitInfo | None
+    replaced: bool = False
+    end: bool = False
+    exit: ExitInfo | None = None
 
 
 @dataclass(frozen=True)
@@ -197,9 +213,10 @@ class Attaching:
 @dataclass(frozen=True)
 class Recall:
     """Replay a stored conversation, or its next part, to the client, before it hears anything
-    current; ``Recalled`` follows the last."""
+    current, or the next piece of the output file the replay waits at; ``Recalled`` follows
+    the last."""
 
-    conversation: StoredConversation
+    conversation: StoredConversation | OutputRecalled
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,9 @@ the order they happened, which the session's presenter renders as it renders liv
 what history cannot say differs:
 
 - a background shell is a terminal that has ended: opened, what is left of its output, and its
-  exit (the file's closing line, else the notification; unknown when neither says); work
+  exit (the file's closing line, else the notification; unknown when neither says). The replay
+  waits at it (``awaited``) while its file is read, piece by piece (``OutputRecalled``: as
+  live output, a snapshot past the backlog limit), and goes on after the last; work
   without a process (a Monitor; a subagent shown in its parent) is handed off as live, and
   ends with the status and summary (a subagent's: its report) its notification gives, where
   that notification comes: what a background subagent did comes between its launch and its
@@ -49,12 +51,14 @@ after its first: the client sees no session they could be addressed to).
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, replace
 from typing import Any
 
 from claude_agent_sdk.types import AssistantMessage, UserMessage
 
 from claude_bg_acp.claude import conventions
+from claude_bg_acp.claude.conventions import ExitInfo
 from claude_bg_acp.core.attaching import ReplayCompleted
 from claude_bg_acp.core.background_facts import (
     TOOL_STATUS,
@@ -62,10 +66,17 @@ from claude_bg_acp.core.background_facts import (
     TerminalExited,
     TerminalOpened,
     TerminalOutput,
+    TerminalReplaced,
     WorkEnded,
     WorkOpened,
 )
-from claude_bg_acp.core.events import StoredChild, StoredConversation, StoredMessage, StoredOutput
+from claude_bg_acp.core.events import (
+    OutputRecalled,
+    StoredChild,
+    StoredConversation,
+    StoredMessage,
+    StoredOutput,
+)
 from claude_bg_acp.core.plan import PLAN_TOOLS, Plan, PlanChanged
 from claude_bg_acp.core.prompts import from_claude_content
 from claude_bg_acp.core.subagents import ChildAnnounced, ChildFact, Subagents
@@ -133,6 +144,7 @@ HistoryFact = (
     | ToolCallHandedOff
     | TerminalOpened
     | TerminalOutput
+    | TerminalReplaced
     | TerminalExited
     | ChildFact
     | ReplayCompleted
@@ -160,37 +172,75 @@ class History:
         self._children: dict[str, StoredChild] = {}
         self._root = Transcript(root_id)
         self._missing: list[str] = []
-        self._until_noted: dict[str, list[HistoryFact]] = {}
+        self._until_noted: dict[str, list[_Step]] = {}
         """By task id: what of background work happened while it ran (a subagent's messages,
         its end), told where Claude Code's notification of its end comes."""
+        self._rest: deque[_Step] = deque()
+        """What the replay came to and did not tell yet: from the output file it waits at on."""
 
-    def replay(self, conversation: StoredConversation) -> list[HistoryFact]:
-        """The facts of a part of the conversation (the first has the notes and the children)."""
-        self._outputs |= conversation.outputs
-        self._children |= {child.tool_use_id: child for child in conversation.children}
-        for note in conversation.notes:
+    def replay(self, part: StoredConversation | OutputRecalled) -> list[HistoryFact]:
+        """The facts of a part of the conversation (the first has the notes and the children),
+        or of the next piece of the output file it waits at, up to the next it waits at."""
+        if isinstance(part, OutputRecalled):
+            return self._piece(part)
+        self._outputs |= part.outputs
+        self._children |= {child.tool_use_id: child for child in part.children}
+        for note in part.notes:
             self.ended[note.task_id] = _ended_task(note)
-        return self._messages(self._root, conversation.messages, child=False)
+        self._rest.extend(self._messages(self._root, part.messages, child=False))
+        return self._until_awaited()
+
+    @property
+    def awaited(self) -> StoredOutput | None:
+        """The output file the replay waits at: its pieces come next (``OutputRecalled``)."""
+        head = self._rest[0] if self._rest else None
+        return head.output if isinstance(head, _Awaited) else None
 
     def unnoted(self) -> list[HistoryFact]:
-        """What waits for a notification the replay did not come to (before its end)."""
-        facts = [fact for waiting in self._until_noted.values() for fact in waiting]
+        """What waits for a notification the replay did not come to (before its end), and what a
+        replay that stopped short did not come to; a shell's output is no longer read then."""
+        steps = [*self._rest, *(step for waiting in self._until_noted.values() for step in waiting)]
+        self._rest.clear()
         self._until_noted.clear()
+        return [fact for step in steps for fact in _unread(step)]
+
+    def _until_awaited(self) -> list[HistoryFact]:
+        facts: list[HistoryFact] = []
+        while self._rest and not isinstance(step := self._rest[0], _Awaited):
+            facts.append(step)
+            self._rest.popleft()
+        return facts
+
+    def _piece(self, piece: OutputRecalled) -> list[HistoryFact]:
+        """A piece of the output file the replay waits at: shown as live output is; after the
+        last, the shell's hand-off and its exit, and the replay goes on."""
+        head = self._rest[0] if self._rest else None
+        if not isinstance(head, _Awaited) or head.output.task_id != piece.task_id:
+            return []
+        opened = head.opened
+        ids = (opened.session_id, opened.terminal_id, opened.tool_call_id)
+        facts: list[HistoryFact] = []
+        if piece.replaced:
+            facts.append(TerminalReplaced(*ids, piece.data))
+        elif piece.data:
+            facts.append(TerminalOutput(*ids, piece.data))
+        if piece.end:
+            self._rest.popleft()
+            facts += head.ended(piece.exit)
+            facts += self._until_awaited()
         return facts
 
     def incomplete(self) -> list[HistoryIncomplete]:
         """What the replay lacked, once it is over."""
         return [HistoryIncomplete(self.root_id, tuple(self._missing))] if self._missing else []
 
-    def _messages(
-        self, transcript: Transcript, messages: list[StoredMessage], child: bool
-    ) -> list[HistoryFact]:
+    def _messages(self, transcript: Transcript, messages: list[StoredMessage], child: bool) -> list[_Step]:
         """One session's messages; a child's first prompt came with its announcement, the
         later ones are messages it received (not shown with children hidden: see the module
         docstring)."""
         session_id = transcript.session_id
         prompted = not child
-        facts: list[HistoryFact] = []
+        facts: list[_Step] = []
         for stored in messages:
             message = stored.message
             if isinstance(message, AssistantMessage):
@@ -211,7 +261,7 @@ class History:
                 prompted = prompted or prompt is not None
         return facts
 
-    def _assistant(self, session_id: str, fact: TranscriptFact, planned: bool) -> list[HistoryFact]:
+    def _assistant(self, session_id: str, fact: TranscriptFact, planned: bool) -> list[_Step]:
         """``planned``: the session's plan tools are its plan (not a subagent's in its parent)."""
         if isinstance(fact, MessageChunk):
             return [fact]
@@ -222,7 +272,7 @@ class History:
                 fact.tool_use_id, fact.name, fact.tool_input
             )
             return []
-        facts: list[HistoryFact] = []
+        facts: list[_Step] = []
         facts += self.tool_uses.input_known(
             session_id, fact.tool_use_id, fact.name, fact.tool_input, None, fact.message
         )
@@ -232,7 +282,7 @@ class History:
             facts += self._child(child, use)
         return facts
 
-    def _child(self, child: StoredChild, tool: ToolUse) -> list[HistoryFact]:
+    def _child(self, child: StoredChild, tool: ToolUse) -> list[_Step]:
         """A child's conversation; a background one's after its launch, when it ended
         (``_until_noted``), as it happened."""
         later = (
@@ -248,7 +298,7 @@ class History:
         announced = self.subagents.announce(task, tool)
         if announced is None:
             return []  # its parent is not known: never guessed
-        facts: list[HistoryFact] = [
+        facts: list[_Step] = [
             replace(fact, cancellable=False) if isinstance(fact, ChildAnnounced) else fact
             for fact in announced
         ]
@@ -258,16 +308,16 @@ class History:
         work.append(ReplayCompleted(child.agent_id))
         return facts + (self._when_noted(child.agent_id, work) if later else work)
 
-    def _when_noted(self, task_id: str, facts: list[HistoryFact]) -> list[HistoryFact]:
+    def _when_noted(self, task_id: str, facts: list[_Step]) -> list[_Step]:
         self._until_noted.setdefault(task_id, []).extend(facts)
         return []
 
-    def _noted(self, content: Any) -> list[HistoryFact]:
+    def _noted(self, content: Any) -> list[_Step]:
         """What waited for the notifications a message of Claude Code's brings."""
         notes = conventions.task_notes(content) if isinstance(content, str) else []
         return [fact for note in notes for fact in self._until_noted.pop(note.task_id, [])]
 
-    def _result(self, session_id: str, result: ToolResulted) -> list[HistoryFact]:
+    def _result(self, session_id: str, result: ToolResulted) -> list[_Step]:
         plan = self.plans.get(session_id)
         if plan is not None and plan.owns(result.tool_use_id):
             return list(plan.result(result.tool_use_id, result.is_error, result.text, result.structured))
@@ -307,17 +357,14 @@ class History:
 
     def _ended_terminal(
         self, session_id: str, use: ToolUse, task_id: str, task: Task | None, handoff: ToolCallHandedOff
-    ) -> list[HistoryFact]:
+    ) -> list[_Step]:
         command = use.tool_input.get("command")
         opened = TerminalOpened(session_id, task_id, use.call_id, str(command or ""), self.cwd, False)
         output = self._outputs.pop(task_id, None)
-        if output is None:
-            self._missing.append(f"the output of background command {task_id} (`{opened.command}`)")
-        facts: list[HistoryFact] = [opened]
-        if output is not None and output.data:
-            facts.append(TerminalOutput(session_id, task_id, use.call_id, output.data))
-        exit = exit_of(task, output.exit if output is not None else None)
-        return [*facts, handoff, TerminalExited(session_id, task_id, use.call_id, exit)]
+        if output is not None:
+            return [opened, _Awaited(output, opened, handoff, task)]
+        self._missing.append(f"the output of background command {task_id} (`{opened.command}`)")
+        return [opened, *_shell_end(opened, handoff, task, None)]
 
     def _child_kept(self, use: ToolUse, result: ToolResulted) -> None:
         """A subagent's launch (its result names the agent): its conversation must be stored,
@@ -333,6 +380,39 @@ class History:
         description = use.tool_input.get("description")
         about = f" ({description})" if isinstance(description, str) and description else ""
         self._missing.append(f"the conversation of subagent {agent_id}{about}")
+
+
+@dataclass(frozen=True)
+class _Awaited:
+    """Where a replayed shell's output goes: the replay waits here while its file is read
+    (``History.awaited``); its hand-off and its exit follow the last piece."""
+
+    output: StoredOutput
+    opened: TerminalOpened
+    handoff: ToolCallHandedOff
+    task: Task | None
+
+    def ended(self, exit: ExitInfo | None) -> list[HistoryFact]:
+        """Its hand-off and its exit (``exit``: its closing line's; None: no longer read)."""
+        return _shell_end(self.opened, self.handoff, self.task, exit)
+
+
+def _shell_end(
+    opened: TerminalOpened, handoff: ToolCallHandedOff, task: Task | None, exit: ExitInfo | None
+) -> list[HistoryFact]:
+    """A replayed shell's hand-off, then its exit: its file's closing line's, else its
+    notification's (unknown when neither says)."""
+    ids = (opened.session_id, opened.terminal_id, opened.tool_call_id)
+    return [handoff, TerminalExited(*ids, exit_of(task, exit))]
+
+
+_Step = HistoryFact | _Awaited
+"""What the replay comes to, in order: a fact, or an output file it waits at."""
+
+
+def _unread(step: _Step) -> list[HistoryFact]:
+    """``step``'s facts, its shell's output no longer read."""
+    return step.ended(None) if isinstance(step, _Awaited) else [step]
 
 
 def _ended_task(note: conventions.TaskNote) -> Task:

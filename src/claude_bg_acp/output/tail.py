@@ -57,6 +57,9 @@ caller's task. ``drain`` reads the bytes that ``receive`` has not handed out, so
 event received before it: call it from the task that relays the events, after relaying what that
 task took.
 
+A replay reads the file of a task that ended by the same rules (:func:`recalled`): piece by
+piece, what a live client that had been handed none of it would be sent.
+
 Not handled: a file truncated and rewritten past the old offset between two looks is taken for
 growth (only a smaller size tells a restart).
 """
@@ -70,7 +73,7 @@ import logging
 import math
 import os
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TypeAlias
 
@@ -91,6 +94,7 @@ __all__ = [
     "Snapshot",
     "TailEvent",
     "TailerOptions",
+    "recalled",
 ]
 
 log = logging.getLogger(__name__)
@@ -256,6 +260,53 @@ def plan_read(
         start = max(0, size - snapshot_size)
         return ReadPlan(start=start, length=size - start, snapshot=True)
     return ReadPlan(start=offset, length=min(chunk_size, backlog), snapshot=False)
+
+
+def _read(followed: _Followed, size: int, options: TailerOptions) -> Chunk | Snapshot | None:
+    """Read what is new into the gate (a snapshot when too far behind)."""
+    plan = plan_read(
+        size,
+        followed.offset,
+        chunk_size=options.chunk_size - followed.gate.withheld - len(followed.pending),
+        backlog_limit=options.backlog_limit,
+        snapshot_size=options.snapshot_size,
+    )
+    if plan is None or followed.fd is None:
+        return None
+    data = read_at(followed.fd, plan.length, plan.start)
+    if plan.snapshot:
+        followed.gate = TrailerGate(at_start=plan.start == 0)
+        followed.offset = plan.start + len(data)
+        return Snapshot(followed.key, followed.gate.feed(data))
+    followed.offset += len(data)
+    out = followed.gate.feed(data)
+    return Chunk(followed.key, out) if out else None
+
+
+def recalled(fd: int, key: str, options: TailerOptions | None = None) -> Iterator[Chunk | Snapshot | Final]:
+    """The open file of a task that ended, as a replay shows it: all of it, read as
+    :meth:`OutputTailer.drain` reads what a consumer was not handed yet (chunks of at most
+    ``chunk_size`` bytes; past ``backlog_limit``, a snapshot of the last ``snapshot_size``, as a
+    live client that fell that far behind is sent), up to the size it has when asked. The read
+    that reaches that end comes in the ``Final`` (its bytes before what the closing-line rule
+    held back), so a short file is one piece; a snapshot that reaches it comes before it."""
+    options = options or TailerOptions()
+    followed = _Followed(key, "", fd)
+    end = os.fstat(fd).st_size
+    while True:
+        read_from = followed.offset
+        event = _read(followed, end, options)
+        if read_from < followed.offset < end:
+            if event is not None:
+                yield event
+            continue
+        # The end, or a file that shrank since (what is left of it is not read).
+        if isinstance(event, Snapshot):
+            yield event
+            event = None
+        rest, exit_info = followed.gate.close()
+        yield Final(key, (event.data if event is not None else b"") + rest, exit_info)
+        return
 
 
 class OutputTailer:
@@ -425,7 +476,7 @@ class OutputTailer:
             followed.restart()
             self._mark_ready(followed.key)
             return Reset(followed.key)
-        event = self._read(followed, size)
+        event = _read(followed, size, self._options)
         if followed.offset < size:
             self._mark_ready(followed.key)  # more to read: at once, in the next batch
             return self._with_pending(followed, event)
@@ -463,27 +514,6 @@ class OutputTailer:
         data = followed.pending + event.data if event is not None else followed.pending
         followed.pending = b""
         return Chunk(followed.key, data)
-
-    def _read(self, followed: _Followed, size: int) -> Chunk | Snapshot | None:
-        """Read what is new into the gate (a snapshot when too far behind)."""
-        options = self._options
-        plan = plan_read(
-            size,
-            followed.offset,
-            chunk_size=options.chunk_size - followed.gate.withheld - len(followed.pending),
-            backlog_limit=options.backlog_limit,
-            snapshot_size=options.snapshot_size,
-        )
-        if plan is None or followed.fd is None:
-            return None
-        data = read_at(followed.fd, plan.length, plan.start)
-        if plan.snapshot:
-            followed.gate = TrailerGate(at_start=plan.start == 0)
-            followed.offset = plan.start + len(data)
-            return Snapshot(followed.key, followed.gate.feed(data))
-        followed.offset += len(data)
-        out = followed.gate.feed(data)
-        return Chunk(followed.key, out) if out else None
 
     def _look_at(self, followed: _Followed, when: float) -> None:
         """Have a look at ``followed`` at the first tick from ``when``, unless one is due before."""
@@ -544,7 +574,7 @@ class OutputTailer:
                     return Reset(followed.key)
                 if followed.offset >= size:
                     return None
-                event = self._with_pending(followed, self._read(followed, size))
+                event = self._with_pending(followed, _read(followed, size, self._options))
                 if event is not None:
                     return event
         except OSError:

@@ -15,8 +15,7 @@ one looked at.) Which path is the task's is the caller's to say: the tailer foll
 the one Claude Code names in a hand-off or derives from its task, a replay only the task's own
 file in its session's task directory.
 
-:func:`latest` reads the end of an open file; :func:`recall` opens, reads the end and closes,
-for a replay.
+:func:`latest` reads the end of an open file; :func:`recalled` opens one for a replay.
 """
 
 from __future__ import annotations
@@ -88,22 +87,16 @@ def read_at(fd: int, length: int, offset: int) -> bytes:
     return os.read(fd, length)
 
 
-def recall(path: str, root: str, limit: int) -> tuple[bytes, bool] | None:
-    """The last ``limit`` bytes of the task output file at ``path`` below ``root``, and whether
-    they start it; None when there is none to read (gone, or not a task's own output)."""
+def recalled(path: str, root: str) -> int | None:
+    """:func:`open_output` for a replay: None when there is none to read (gone, or not a task's
+    own output, which is logged)."""
     try:
-        fd = open_output(path, root)
+        return open_output(path, root)
     except NotOutput as exc:
         log.warning("not reading %s: %s", path, exc.strerror)
-        return None
     except OSError:
-        return None
-    try:
-        return latest(fd, limit)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
+        pass
+    return None
 
 
 _LINK = "a symbolic link (a subagent's transcript, say)"

@@ -156,6 +156,8 @@ class SessionHost:
             session_id, cwd, presenter, endpoint, self._tell, trust, asks, self._lifecycle
         )
         self._tailer = OutputTailer(tailer_options, root=tasks_base(), grid=grid)
+        self._tailer_options = tailer_options or TailerOptions()
+        """A replay reads an output file as the tailer does (``_recall_outputs``)."""
         self._draining: set[str] = set()
         """Tasks whose output file is being read to its end."""
         self._settled_latches: list[anyio.Event] = []
@@ -300,14 +302,28 @@ class SessionHost:
                             break
                         self.handle(ev.Recall(part))
                         await self.written()  # no more of it in memory than a part
+                        await self._recall_outputs()
                     else:
-                        complete = True
+                        complete = self.start_error is None
                 finally:
                     self.handle(ev.Recalled(complete))
         await self.started()
         await self._read_title()  # told before the answer, as the rest of the session's state
         self.handle(ev.Resync())
         await self.written()
+
+    async def _recall_outputs(self) -> None:
+        """The output files the replay waits at, each sent piece by piece, as it is read."""
+        from claude_bg_acp.session import replay
+
+        history = self.core.attaching.history
+        while history is not None and (stored := history.awaited) is not None:
+            async with aclosing(replay.output(stored, self._tailer_options)) as pieces:
+                async for piece in pieces:
+                    if self.start_error is not None:
+                        return
+                    self.handle(ev.Recall(piece))
+                    await self.written()
 
     async def close(self) -> None:
         """Cancel what is pending, stop Claude Code, and return once it is gone."""

@@ -4,11 +4,13 @@
 message) in Claude Code's terms; this makes the core's parts of them: the SDK's own parser
 makes typed messages of the stored ones, with Claude Code's structured form of each tool
 result (``toolUseResult``, which the SDK's readers leave out) kept. A background shell's output
-file is read back (its latest ``RECALL_LIMIT`` bytes, through the closing-line rule) while it is
-still there, under the rules the live tailer reads it by (``output.task_output``), from this
-conversation's own task directory only: a shell is a background one when Claude Code's
-structured result or the tool use says so (``conventions.hand_off``), never by the words of its
-output, and its file is the task's own there, never a path the words name.
+file is read back while it is still there, all of it, piece by piece, as the live tailer
+reads one (``output.tail.recalled``: its backlog and closing-line rules; opened under
+``output.task_output``'s), once the replay comes to the shell (``output``: the core waits
+there, ``History.awaited``), from this conversation's own task directory only: a shell is a
+background one when Claude Code's structured result or the tool use says so
+(``conventions.hand_off``), never by the words of its output, and its file is the task's own
+there, never a path the words name.
 
 The conversation is read in parts (``conversation``), for the core to replay each as it comes:
 the messages are made ``PART_SIZE`` at a time, each part with the output files of the shells
@@ -21,10 +23,11 @@ regular files.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 from collections import deque
-from collections.abc import AsyncGenerator, Iterator
+from collections.abc import AsyncGenerator, Generator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -42,14 +45,19 @@ from claude_bg_acp.claude.sdk_private import (
     resolve_subagents_dir,
     validate_uuid,
 )
-from claude_bg_acp.core.events import StoredChild, StoredConversation, StoredMessage, StoredOutput
+from claude_bg_acp.core.events import (
+    OutputRecalled,
+    StoredChild,
+    StoredConversation,
+    StoredMessage,
+    StoredOutput,
+)
 from claude_bg_acp.core.transcript import Transcript
-from claude_bg_acp.output.closing_line import TrailerGate
-from claude_bg_acp.output.task_output import recall
+from claude_bg_acp.output import tail
+from claude_bg_acp.output.task_output import recalled
 
 log = logging.getLogger(__name__)
 
-RECALL_LIMIT = 256 * 1024
 PART_SIZE = 200
 """Messages per part of a conversation read back: the core replays a part and the client is
 sent it while the next is made, and no more of it is held at a time."""
@@ -65,18 +73,20 @@ async def conversation(session_id: str, cwd: str) -> AsyncGenerator[StoredConver
 # --- in the worker thread ---
 
 
-def _parts(session_id: str, cwd: str, size: int = PART_SIZE) -> Iterator[StoredConversation]:
+def _parts(session_id: str, cwd: str, size: int = PART_SIZE) -> Generator[StoredConversation, None, None]:
     """The conversation ``size`` messages at a time; the first part (there is always one) has
-    the children and the notes."""
+    the children and the notes. Its decoded transcript is kept out of the cycle collector's
+    passes meanwhile."""
     entries = deque(store.conversation_entries(session_id, cwd))
     children, notes = _children(session_id, cwd)
-    notes = store.notes_in(entries) + notes
-    outputs = _Outputs(session_id, cwd)
-    messages = _messages(entries, size)
-    yield StoredConversation(messages, children, outputs.left_by(messages, children), notes)
-    while entries:
+    with store.spared_by_collector():
+        notes = store.notes_in(entries) + notes
+        outputs = _Outputs(session_id, cwd)
         messages = _messages(entries, size)
-        yield StoredConversation(messages, [], outputs.left_by(messages, []), [])
+        yield StoredConversation(messages, children, outputs.left_by(messages, children), notes)
+        while entries:
+            messages = _messages(entries, size)
+            yield StoredConversation(messages, [], outputs.left_by(messages, []), [])
 
 
 def _children(session_id: str, cwd: str) -> tuple[list[StoredChild], list[TaskNote]]:
@@ -168,15 +178,54 @@ class _Outputs:
                     # spares the walk down to a file that is not there (nothing is read on it).
                     if not os.path.isdir(os.path.dirname(path)):
                         continue
-                    latest = recall(path, self._base, RECALL_LIMIT)
-                    if latest is not None:
-                        outputs[handed.task_id] = _output(*latest)
+                    fd = recalled(path, self._base)
+                    if fd is not None:
+                        os.close(fd)  # it is read when the replay comes to it (``output``)
+                        outputs[handed.task_id] = StoredOutput(handed.task_id, path, self._base)
         return outputs
 
 
-def _output(data: bytes, whole: bool) -> StoredOutput:
-    """What a finished shell printed (its closing line withheld), and how it exited."""
-    gate = TrailerGate(at_start=whole)
-    shown = gate.feed(data)
-    rest, exit_info = gate.close()
-    return StoredOutput(shown + rest, exit_info)
+# --- a shell's output, once the replay waits at it ---
+
+
+async def output(stored: StoredOutput, options: tail.TailerOptions) -> AsyncGenerator[OutputRecalled, None]:
+    """The pieces of a shell's output file, each read in a worker thread when asked for: no
+    more of it in memory at a time than a piece."""
+    pieces = output_pieces(stored, options)
+    try:
+        while (piece := await store_files.run(lambda: next(pieces, None))) is not None:
+            yield piece
+    finally:
+        with contextlib.suppress(ValueError):  # still being read, when cancelled: it ends alone
+            pieces.close()
+
+
+def output_pieces(
+    stored: StoredOutput, options: tail.TailerOptions | None = None
+) -> Generator[OutputRecalled, None, None]:
+    """All of a shell's output file, read as the live tailer with ``options`` reads one
+    (``tail.recalled``), its last piece with how it exited; only that end (exit unknown) should
+    it be gone by now."""
+    fd = recalled(stored.path, stored.root)
+    if fd is None:
+        yield OutputRecalled(stored.task_id, b"", end=True)
+        return
+    try:
+        yield from _pieces(fd, stored.task_id, options)
+    finally:
+        os.close(fd)
+
+
+def _pieces(fd: int, task_id: str, options: tail.TailerOptions | None) -> Iterator[OutputRecalled]:
+    try:
+        for event in tail.recalled(fd, task_id, options):
+            match event:
+                case tail.Chunk(_, data):
+                    yield OutputRecalled(task_id, data)
+                case tail.Snapshot(_, data):
+                    yield OutputRecalled(task_id, data, replaced=True)
+                case tail.Final(_, remaining, exit_info):
+                    yield OutputRecalled(task_id, remaining, end=True, exit=exit_info)
+    except OSError:
+        log.warning("cannot read output file of %s", task_id, exc_info=True)
+        yield OutputRecalled(task_id, b"", end=True)
