@@ -13,7 +13,7 @@ from claude_agent_sdk.types import PermissionUpdate
 
 from claude_bg_acp.core.permission_options import ALLOW_ALWAYS, NO, ONCE, choices
 
-FIXTURES = Path(__file__).parent / "fixtures" / "sdk_events"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "sdk_events"
 MODES = ["default", "acceptEdits", "plan", "auto"]
 
 

@@ -16,13 +16,7 @@ import pytest
 
 from claude_bg_acp.platform import host
 from tests.conftest import LiveModel
-from tests.support.acp_client import ClientRun, run_client
-from tests.support.driver import PLAIN_CAPABILITIES
-from tests.support.plain import PlainView
-from tests.support.processes import survivors
-from tests.support.schema import validate_transcript
-from tests.support.stdio_agent import StdioAgent
-from tests.test_live_lifecycle import (
+from tests.live.test_live_lifecycle import (
     V2_INIT,
     check_schema,
     marker,
@@ -31,6 +25,12 @@ from tests.test_live_lifecycle import (
     wait_running,
     wait_update,
 )
+from tests.support.acp_client import ClientRun, run_client
+from tests.support.driver import PLAIN_CAPABILITIES
+from tests.support.plain import PlainView
+from tests.support.processes import survivors
+from tests.support.schema import validate_transcript
+from tests.support.stdio_agent import StdioAgent
 
 pytestmark = pytest.mark.live
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")

@@ -20,7 +20,7 @@ from tests.conftest import LiveModel
 from tests.support.schema import validate_transcript
 from tests.support.stdio_agent import StdioAgent
 
-SRC = Path(__file__).resolve().parents[1] / "src" / "claude_bg_acp"
+SRC = Path(__file__).resolve().parents[2] / "src" / "claude_bg_acp"
 V1_INIT = {"protocolVersion": 1, "clientCapabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
 # ``-X importtime`` writes one line per module imported: "import time: self | cumulative | name".
 # The self time comes out negative when another thread imported meanwhile (the SDK is imported

@@ -26,7 +26,7 @@ from tests.support.schema import validate_transcript
 from tests.support.stdio_agent import AGENT
 
 COMMAND = os.environ.get("CLAUDE_BG_ACP_COMMAND", AGENT)
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 ENTRY = ROOT / "acp-registry"
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
 ICON = (ENTRY / "icon.svg").read_text(encoding="utf-8")

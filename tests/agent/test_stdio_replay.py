@@ -14,7 +14,7 @@ from tests.support.acp_client import ClientRun, run_client
 from tests.support.driver import FIXTURES, load_frames
 from tests.support.stdio_agent import AGENT
 
-REPLAY_CLI = Path(__file__).parent / "support" / "replay_cli.py"
+REPLAY_CLI = Path(__file__).parents[1] / "support" / "replay_cli.py"
 
 
 def recorded_prompt(scenario: str) -> str:

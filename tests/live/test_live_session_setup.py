@@ -15,7 +15,7 @@ from tests.support.stdio_agent import StdioAgent
 
 pytestmark = pytest.mark.live
 
-PROBE = Path(__file__).parent / "support" / "mcp_probe.py"
+PROBE = Path(__file__).parents[1] / "support" / "mcp_probe.py"
 
 
 def test_editor_mcp_servers_and_directories_reach_claude(

@@ -17,12 +17,12 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import LiveModel
+from tests.live.test_live_zed import as_zed
 from tests.support.zed import Message, ZedView
-from tests.test_live_zed import as_zed
 
 pytestmark = pytest.mark.live
 
-PROBE = Path(__file__).parent / "support" / "mcp_probe.py"
+PROBE = Path(__file__).parents[1] / "support" / "mcp_probe.py"
 
 
 def said(view: ZedView) -> list[str]:

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from tests.conftest import LiveModel
+from tests.live.test_live_zed import as_zed
 from tests.support.acp_client import ClientRun, run_client
 from tests.support.zed import ZED_CAPABILITIES, ZED_CLIENT_INFO, ZedView
-from tests.test_live_zed import as_zed
 
 pytestmark = pytest.mark.live
 

@@ -22,7 +22,7 @@ import pytest
 from claude_bg_acp import __version__
 from tests.support.stdio_agent import AGENT, StdioAgent
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CHECK = ROOT / "scripts" / "check_release.py"
 
 

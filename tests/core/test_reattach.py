@@ -2,7 +2,7 @@
 marked (``replay_complete``), live updates held until then, history that says what it lacks and
 invents no ends, children whose current state and ``cancel`` follow the answer.
 
-The stored conversation is the recorded one of ``tests/test_history.py`` (read back as the agent
+The stored conversation is the recorded one of ``tests/edges/test_history.py`` (read back as the agent
 reads it); the live sessions are recordings replayed through ``CoreDriver`` or hand-built frames
 in the recorded shapes. Each transcript is validated against the schema and the background
 rules, which know where the client asked to re-attach and where it was answered.

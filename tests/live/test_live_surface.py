@@ -268,7 +268,7 @@ def test_claude_codes_list_becomes_the_plan(
 
 DOT = "iVBORw0KGgoAAAANSUhEUgAAAAIAAAACCAIAAAD91JpzAAAAEElEQVR4nGP4z8AARAwQCgAf7gP9i18U1AAAAABJRU5ErkJggg=="
 """A PNG of two by two red pixels."""
-PROBE = Path(__file__).parent / "support" / "mcp_probe.py"
+PROBE = Path(__file__).parents[1] / "support" / "mcp_probe.py"
 
 
 @pytest.mark.parametrize("client", ["v1", "v2"])

@@ -26,7 +26,7 @@ from claude_agent_sdk.types import PermissionResult
 
 from claude_bg_acp.claude.options import build_client, session_options
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parents[1]
 REPLAY_CLI = HERE / "support" / "replay_cli.py"
 FIXTURES = HERE / "fixtures" / "sdk_events"
 PLACEHOLDER = "/tmp/claude-bg-acp"

@@ -51,7 +51,7 @@ def test_the_client_is_offered_claude_codes_commands_once_it_has_the_answer(vers
     assert "clear" not in by_name, "it would carry on under another Claude Code session"
     internal = {c["name"] for c in INFO["commands"] if c["name"].startswith("_")}
     assert internal and not internal & set(by_name)
-    own = {"tasks", "stop"}  # the agent's own (tests/test_task_list.py)
+    own = {"tasks", "stop"}  # the agent's own (tests/core/test_task_list.py)
     assert set(by_name) == ({c["name"] for c in INFO["commands"]} - {"clear"} - internal) | own
 
 

@@ -14,8 +14,8 @@ import pytest
 
 from claude_bg_acp.scripted_model.scenarios import PLAN
 from tests.conftest import LiveModel, run_live
+from tests.live.test_live_zed import as_zed
 from tests.support.acp_client import ClientRun
-from tests.test_live_zed import as_zed
 
 pytestmark = pytest.mark.live
 
