@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import fields
+from functools import cache
 from pathlib import Path
 
 import claude_bg_acp
@@ -30,9 +31,15 @@ def module_name(path: Path) -> str:
 MODULES = {module_name(path): path for path in PACKAGE.rglob("*.py")}
 
 
+@cache
+def tree_of(module: str) -> ast.Module:
+    """``module``'s syntax tree, parsed once for all the checks below (none changes it)."""
+    return ast.parse(MODULES[module].read_text())
+
+
 def imports_of(module: str) -> set[str]:
     """The package's modules that ``module`` imports."""
-    tree = ast.parse(MODULES[module].read_text())
+    tree = tree_of(module)
     found: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -122,7 +129,7 @@ def reads_the_platform(tree: ast.AST) -> bool:
 def test_one_module_decides_what_the_platform_offers() -> None:
     """Every other module asks ``platform.host()``, so the portable switch and the real platform
     lead to the same code."""
-    readers = {m for m in MODULES if reads_the_platform(ast.parse(MODULES[m].read_text()))}
+    readers = {m for m in MODULES if reads_the_platform(tree_of(m))}
     assert readers == {f"{NAME}.platform"}
 
 
@@ -154,7 +161,7 @@ def test_only_presenters_and_the_negotiation_know_the_protocol_version() -> None
     checked = [m for m in MODULES if not m.startswith(allowed) and m != NAME]
     assert f"{NAME}.core.session" in checked and f"{NAME}.session.host" in checked
     for module in checked:
-        assert not mentions_a_version(ast.parse(MODULES[module].read_text())), f"{module} looks at a version"
+        assert not mentions_a_version(tree_of(module)), f"{module} looks at a version"
 
 
 SDK = "claude_agent_sdk"
@@ -219,9 +226,7 @@ def test_one_module_reaches_past_the_sdks_public_api() -> None:
     """``claude.sdk_private`` is the one importer of the SDK's private names and the one reader
     of private attributes: every other module keeps to the SDK's public names, and reads a
     private attribute of its own objects and classes only."""
-    reaching = {
-        m: found for m in MODULES if (found := reaches_into_the_sdk(ast.parse(MODULES[m].read_text())))
-    }
+    reaching = {m: found for m in MODULES if (found := reaches_into_the_sdk(tree_of(m)))}
     assert set(reaching) == {f"{NAME}.claude.sdk_private"}, {
         m: f for m, f in reaching.items() if m != f"{NAME}.claude.sdk_private"
     }
@@ -303,7 +308,7 @@ def test_the_core_decides_nothing_by_client_kind_but_through_its_named_policies(
     assert f"{NAME}.core.session" in core and f"{NAME}.core.background" in core
     policy_reads = 0
     for module in core:
-        reads = client_kind_reads(ast.parse(MODULES[module].read_text()))
+        reads = client_kind_reads(tree_of(module))
         decisions = [(line, what) for line, what in reads if what not in POLICIES]
         assert not decisions, f"{module} decides by the kind of client: {decisions}"
         if module != f"{NAME}.core.policy":
@@ -319,7 +324,7 @@ def test_each_policy_of_the_core_is_listed_with_why_it_is_no_presenters_choice()
 def test_the_agent_builds_no_json_rpc_error() -> None:
     """The agent's handlers raise refusals and rejections; ``acp.errors.rpc_error`` alone gives
     them their codes and messages."""
-    tree = ast.parse(MODULES[f"{NAME}.agent"].read_text())
+    tree = tree_of(f"{NAME}.agent")
     built = [
         node.lineno
         for node in ast.walk(tree)

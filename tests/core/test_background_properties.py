@@ -71,6 +71,7 @@ from tests.support.frames import (
     tasks_changed,
     tool_use,
 )
+from tests.support.properties import examples
 from tests.support.rules import FINAL, TASK_FINAL, BackgroundRules, SessionView, Violation
 from tests.support.schema import validate_transcript
 
@@ -669,7 +670,7 @@ def play(scenario: Scenario) -> Player:
     return player
 
 
-EXAMPLES = int(os.environ.get("BG_PROPERTY_EXAMPLES", "500"))
+EXAMPLES = int(os.environ.get("BG_PROPERTY_EXAMPLES", examples(500)))
 
 
 def explore(examples: int) -> Any:

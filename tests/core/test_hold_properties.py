@@ -51,6 +51,7 @@ from tests.support.frames import (
     tasks_changed,
     text,
 )
+from tests.support.properties import examples
 
 TaskKind = Literal["agent", "shell"]
 EndStatus = Literal["completed", "failed", "killed"]
@@ -533,7 +534,7 @@ def run(
 
 
 SETTINGS = settings(
-    max_examples=250,
+    max_examples=examples(250),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )

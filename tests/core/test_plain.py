@@ -43,6 +43,7 @@ from tests.support.frames import (
     tool_result,
 )
 from tests.support.plain import PlainView
+from tests.support.properties import examples
 from tests.support.rules import Violation, check_updates
 from tests.support.schema import validate_transcript
 from tests.support.zed import ZED_CAPABILITIES
@@ -178,7 +179,7 @@ def test_a_shell_that_printed_nothing_completes_with_no_content() -> None:
     assert (call.status, call.fields["content"], call.raw_output["output"]) == ("completed", [], "")
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.data())
 def test_a_shells_output_shows_whole_whatever_the_reads(data: st.DataObject) -> None:
     chunks = data.draw(st.lists(st.binary(max_size=6), max_size=8), label="reads")

@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.support.acp_client import ensure_node_client
+from tests.support.properties import examples
 from tests.support.schema import (
     SDK_PACKAGE_DIR,
     acp_schema,
@@ -386,7 +387,7 @@ def test_validate_transcript_accepts_a_whole_valid_v2_run() -> None:
     assert negotiated_version(VALID_V2, client_lines) == 2
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 @given(
     message_id=st.text(min_size=1, max_size=20),
     text=st.text(max_size=50),

@@ -29,6 +29,7 @@ from tests.support.frames import (
     tool_result,
     tool_use,
 )
+from tests.support.properties import examples
 from tests.support.rules import BackgroundRules, check_updates
 from tests.support.schema import validate_transcript
 
@@ -216,7 +217,7 @@ def child_work_orders(draw: st.DrawFn) -> tuple[list[TaskSpec], list[tuple[str, 
     return work, steps
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(80), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(child_work_orders())
 def test_a_subagents_work_is_announced_listed_and_cancelled_in_its_session(
     order: tuple[list[TaskSpec], list[tuple[str, Any]]],

@@ -36,6 +36,7 @@ from tests.support.frames import (
     text,
     tool_result,
 )
+from tests.support.properties import examples
 from tests.support.rules import Violation, check_updates
 from tests.support.zed import ZED_CAPABILITIES, ZedView
 
@@ -97,7 +98,7 @@ def test_a_background_shell_is_drawn_from_its_first_tool_call_and_shows_its_outp
     assert "terminal_output_delta" not in keys, "Zed does not read terminal_output_delta"
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.data())
 def test_a_shells_output_shows_exactly_once_whatever_the_order(data: st.DataObject) -> None:
     """Task events, the hand-off and reads of the file in any order; reads split anywhere."""
