@@ -122,13 +122,16 @@ def test_a_waiting_prompt_can_be_withdrawn(live: LiveModel, workdir: Path) -> No
 def test_v2_a_prompt_sent_during_claude_codes_own_turn_waits_for_its_idle(
     live: LiveModel, workdir: Path
 ) -> None:
-    """A prompt sent while Claude Code's follow-up turn runs (its answer held for seconds) waits:
-    that turn ends with an idle (consecutive turns have an idle boundary), then the prompt is
-    inserted and runs; a client waiting for its prompt's idle gets the one after its answer."""
+    """A prompt sent while Claude Code's follow-up turn runs (its answer held until the client
+    has sent the prompt) waits: that turn ends with an idle (consecutive turns have an idle
+    boundary), then the prompt is inserted and runs; a client waiting for its prompt's idle
+    gets the one after its answer."""
+    release = workdir / "prompt-sent"
     steps: list[dict[str, object]] = [
-        {"op": "prompt", "text": "[scenario:bg_slow_follow_up] Run a quick job."},
+        {"op": "prompt", "text": f"[scenario:bg_slow_follow_up] [release:{release}] Run a quick job."},
         {"op": "waitFor", "id": "exit", "update": "terminal_update", "match": {"exitStatus": "$present"}},
         {"op": "prompt", "id": "next", "text": "[scenario:text] Anything else?"},
+        {"op": "touch", "path": str(release)},
         {"op": "waitIdle", "id": "done", "match": {"stopReason": "end_turn"}},
     ]
     run = run_client(script(live, "v2", workdir, steps))

@@ -12,7 +12,9 @@ import json
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -158,6 +160,32 @@ def test_notification_turn_is_acknowledged(model: ScriptedModel) -> None:
         data["delta"]["text"] for name, data in _ask(model, *history) if name == "content_block_delta"
     )
     assert "ACK" in text
+
+
+def test_a_held_answer_is_released_by_its_file(model: ScriptedModel, tmp_path: Path) -> None:
+    """``bg_slow_follow_up`` holds its acknowledgement for seconds; a ``[release:PATH]`` marker
+    in the first prompt lets it go as soon as that file exists."""
+    release = tmp_path / "release"
+    launch = _user(f"[scenario:bg_slow_follow_up] [release:{release}] go")
+    (tool,) = _blocks(_ask(model, launch))
+    result = {
+        "role": "user",
+        "content": [{"type": "tool_result", "tool_use_id": tool["id"], "content": "ok"}],
+    }
+    notified = [launch, {"role": "assistant", "content": [tool]}, result]
+    notified += [{"role": "assistant", "content": [{"type": "text", "text": "started"}]}]
+    notified += [_user("<task-notification>done</task-notification>")]
+    served = len(model.requests)
+    with ThreadPoolExecutor(1) as pool:
+        answer = pool.submit(_ask, model, *notified)
+        while len(model.requests) == served:  # the request is in: its answer is held
+            time.sleep(0.01)  # another thread's list: no event to await
+        assert not answer.done()
+        started = time.monotonic()
+        release.touch()
+        events = answer.result(timeout=30)
+    assert time.monotonic() - started < 8.0, "released, not the delay run out"
+    assert "ACK" in next(data["delta"]["text"] for name, data in events if name == "content_block_delta")
 
 
 def test_tool_use_ids_are_stable_and_unrelated(model: ScriptedModel) -> None:

@@ -6,6 +6,10 @@ Scenarios are stateless: everything they need (launch, after the tool result, fo
 ``<task-notification>``, a subagent's own requests) is visible in the request itself, so any
 number of CLI processes can share one server.
 
+A held answer (a ``delay``) is released early once the file named by a ``[release:PATH]``
+marker in the conversation's first prompt exists: a test creates it when its client has done
+what the hold waited for, instead of waiting out the delay.
+
 A conversation picks its scenario with a ``[scenario:NAME]`` marker in its user text; a
 subagent's prompt carries the marker too, plus ``[subagent:TAG]`` so its requests are told
 apart from the parent's, and ``[launch:STEP]`` names the parent's turn that launched it. Ids are
@@ -22,7 +26,7 @@ import json
 import re
 import shlex
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 DEFAULT_SCENARIO = "text"
@@ -30,6 +34,7 @@ DEFAULT_SCENARIO = "text"
 MARKER = re.compile(r"\[scenario:([A-Za-z0-9_\-]+)\]")
 SUBAGENT_MARKER = re.compile(r"\[subagent:([A-Za-z0-9_\-]+)\]")
 LAUNCH_MARKER = re.compile(r"\[launch:(\d+)\]")
+RELEASE_MARKER = re.compile(r"\[release:([^\]]+)\]")
 NOTIFICATION_TAG = "<task-notification>"
 
 StopReason = Literal["end_turn", "tool_use", "max_tokens"]
@@ -60,12 +65,14 @@ Call = tuple[str, dict[str, Any]]
 
 @dataclass(frozen=True)
 class Reply:
-    """One assistant message. ``delay`` holds the answer back (seconds) to keep a turn open."""
+    """One assistant message. ``delay`` holds the answer back (seconds) to keep a turn open, or
+    less: until the file ``release`` names exists."""
 
     blocks: tuple[Block, ...]
     stop_reason: StopReason
     key: str
     delay: float = 0.0
+    release: str | None = None
 
     @property
     def message_id(self) -> str:
@@ -117,6 +124,11 @@ class Turn:
     def first_user_text(self) -> str:
         users = [m for m in self.messages if m.get("role") == "user"]
         return "\n".join(_texts(users[0].get("content"))) if users else ""
+
+    @property
+    def release(self) -> str | None:
+        match = RELEASE_MARKER.search(self.first_user_text)
+        return match.group(1) if match else None
 
     @property
     def subagent_tag(self) -> str | None:
@@ -204,7 +216,8 @@ def reply_for(name: str, body: dict[str, Any]) -> Reply:
     scenario = SCENARIOS.get(name)
     if scenario is None:
         return _say(turn, f"The scripted model has no scenario named {name!r}.")
-    return scenario(turn)
+    reply = scenario(turn)
+    return replace(reply, release=turn.release) if reply.delay else reply
 
 
 def reply_sse(reply: Reply, model: str) -> str:
