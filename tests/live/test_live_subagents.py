@@ -178,18 +178,20 @@ def test_v2_session_cancel_with_a_child_id_stops_only_that_child(live: LiveModel
 
 
 def test_v2_a_subagents_background_shell_is_the_childs(live: LiveModel, workdir: Path) -> None:
+    release = workdir / "shell-ended"  # the subagent's report is held until its shell has ended
     result = run(
         live,
         workdir,
         "v2-unstable",
         [
-            {"op": "prompt", "text": "[scenario:agent_shell] Delegate a shell."},
+            {"op": "prompt", "text": f"[scenario:agent_shell] [release:{release}] Delegate a shell."},
             {
                 "op": "waitFor",
                 "session": "*",
                 "update": "terminal_update",
                 "match": {"exitStatus": "$present"},
             },
+            {"op": "touch", "path": str(release)},
             {"op": "waitBackground", "empty": True},
         ],
     )

@@ -222,6 +222,12 @@ def test_the_parent_names_its_turn_in_a_subagents_prompt(model: ScriptedModel) -
     assert "[subagent:one] [launch:0]" in json.loads("".join(deltas))["prompt"]
 
 
+def test_a_subagents_prompt_carries_its_parents_release(model: ScriptedModel) -> None:
+    events = _ask(model, _user("[scenario:agent_shell] [release:/tmp/go] go"))
+    deltas = [data["delta"].get("partial_json", "") for name, data in events if name == "content_block_delta"]
+    assert "[launch:0] [release:/tmp/go]" in json.loads("".join(deltas))["prompt"]
+
+
 def test_count_tokens(model: ScriptedModel) -> None:
     response = _post(model, "/v1/messages/count_tokens?beta=true", _request(_user("hello")))
     assert response.status == 200

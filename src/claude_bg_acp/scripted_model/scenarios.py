@@ -503,7 +503,11 @@ monitor = _tool_then_text(_monitor_calls, "Watching the ticks.")
 
 
 def _agent_call(turn: Turn, tag: str, description: str, background: bool = True) -> Call:
-    prompt = f"[scenario:{turn.scenario}] [subagent:{tag}] [launch:{turn.step}] Do the small job and report."
+    # The parent's release marker goes along: the file that releases the parent releases its
+    # subagents' held reports too.
+    release = f" [release:{turn.release}]" if turn.release else ""
+    markers = f"[scenario:{turn.scenario}] [subagent:{tag}] [launch:{turn.step}]{release}"
+    prompt = f"{markers} Do the small job and report."
     return turn.agent_tool_name(), {
         "description": description,
         "prompt": prompt,
