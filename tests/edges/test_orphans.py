@@ -8,6 +8,7 @@ grandchild a shell leaves behind.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import shlex
@@ -15,6 +16,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -44,7 +46,21 @@ def spawn(
     )
     process = subprocess.Popen(argv, env=env, start_new_session=own_group, stdin=subprocess.DEVNULL, **kwargs)
     spawned.append(process)
+    exec_done(process.pid)
     return process
+
+
+def exec_done(pid: int) -> None:
+    """Wait until ``pid`` shows its environment. Popen returns once the exec has closed the
+    child's copy of its error pipe, which happens before the kernel has placed the new
+    program's environment: until then ``/proc/PID/environ`` is empty, and ``find`` would not
+    see the owner's token (a third of the time on a loaded machine). One that ended already
+    (a zombie: no environment to read) has nothing more to show."""
+    deadline = time.monotonic() + 10
+    with contextlib.suppress(ProcessLookupError):
+        while not Path(f"/proc/{pid}/environ").read_bytes():
+            assert time.monotonic() < deadline, f"{pid} never showed its environment"
+            time.sleep(0.001)  # another process's exec: there is no event to await
 
 
 def ended(pid: int) -> None:
