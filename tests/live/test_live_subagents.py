@@ -379,12 +379,15 @@ def test_v2_a_synchronous_childs_shell_is_not_listed_by_its_parent_while_it_wait
     """The root's turn waits on a foreground subagent whose own shell runs in the background:
     the child is the root's foreground work then (its shell listed in its own session), and is
     listed by the root only once it ended while its shell goes on."""
+    release = workdir / "child-ended"  # the child's shell runs until the child has ended
     result = run(
         live,
         workdir,
         "v2-unstable",
         [
-            {"op": "prompt", "text": "[scenario:agent_sync_shell] Delegate and wait."},
+            {"op": "prompt", "text": f"[scenario:agent_sync_shell] [release:{release}] Delegate and wait."},
+            {"op": "waitFor", "update": "subagent_update", "match": {"state": {"state": "idle"}}},
+            {"op": "touch", "path": str(release)},
             {
                 "op": "waitFor",
                 "session": "*",

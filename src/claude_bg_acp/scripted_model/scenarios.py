@@ -516,8 +516,9 @@ def _agent_call(turn: Turn, tag: str, description: str, background: bool = True)
     }
 
 
-def _subagent(command: Call, done_delay: float, stagger: float = 0.0) -> Scenario:
-    """A subagent runs one command, then reports after ``done_delay`` seconds.
+def _subagent(command: Call | Callable[[Turn], Call], done_delay: float, stagger: float = 0.0) -> Scenario:
+    """A subagent runs one command (or the one its turn gets), then reports after
+    ``done_delay`` seconds.
 
     Each later subagent (in order of tag) starts ``stagger`` seconds later and reports as much
     later again, so that concurrent subagents finish in a stable order.
@@ -530,7 +531,7 @@ def _subagent(command: Call, done_delay: float, stagger: float = 0.0) -> Scenari
         if turn.has_tool_result or turn.is_notification:
             text = f"subagent {turn.subagent_tag} {REPORTED}"
             return _say(turn, text, delay=done_delay + offset)
-        return _use(turn, command, delay=offset)
+        return _use(turn, command(turn) if callable(command) else command, delay=offset)
 
     return scenario
 
@@ -579,11 +580,20 @@ agent_shell = _agent_scenario(
 )
 
 # The same subagent in the foreground: its parent's turn waits on it, its shell outlives it.
+
+
+def _shell_until_released(turn: Turn) -> Call:
+    """A background shell that must outlive its subagent's report: it runs until the file of the
+    turn's release marker exists (at most 30 s), else for two seconds."""
+    wait = "sleep 2"
+    if turn.release is not None:
+        wait = f"for i in $(seq 600); do [ -e {shlex.quote(turn.release)} ] && break; sleep 0.05; done"
+    return _bash(f"echo child-shell-one; {wait}; echo child-shell-two", "child shell", True)
+
+
 agent_sync_shell = _agent_scenario(
     [("one", "synchronous helper with a shell")],
-    _subagent(
-        _bash("echo child-shell-one; sleep 2; echo child-shell-two", "child shell", True), done_delay=0.5
-    ),
+    _subagent(_shell_until_released, done_delay=0.5),
     background=False,
 )
 
