@@ -2,9 +2,10 @@
 before the first test, the pinned ACP client, so that ``uv run pytest`` is all a clone needs.
 
 The property tests (Hypothesis) run ``pinned`` by default: every run tries the same examples,
-so the suite fails only when the code changes. ``--hypothesis-profile=explore`` tries new ones
-each run, as many per test as the pinned run; ``--hypothesis-seed=N`` replays one such run
-(``.ci/run`` explores once, ``pytest -m hypothesis``, and prints its seed)."""
+so the suite fails only when the code changes; they try a fifth of each property's examples
+(``tests/support/properties.py``). ``--hypothesis-profile=explore`` tries all of them, new ones
+each run; ``--hypothesis-seed=N`` replays one such run (``.ci/run`` explores once,
+``pytest -m hypothesis``, and prints its seed)."""
 
 from __future__ import annotations
 

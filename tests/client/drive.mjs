@@ -98,6 +98,8 @@
 //   {op: "notify", method, params?}               any notification
 //   {op: "snapshot"}        records background, canCancelTerminal/ToolCall per id, terminal bytes
 //   {op: "sleepMs", ms}     only for timing-insensitive things
+//   {op: "touch", path}     creates an empty file: releases an answer the scripted model holds
+//                           for a [release:PATH] marker
 //
 // OUTPUT (one JSON object on stdout)
 //
@@ -133,7 +135,7 @@
 // ------------------------------------------------------------------------------------------------
 
 import { spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { formatWithOptions } from "node:util";
 
 const T0 = performance.now();
@@ -1254,6 +1256,10 @@ async function main() {
 
     async sleepMs(ctx, step) {
       await sleep(step.ms ?? 0);
+    },
+
+    async touch(ctx, step) {
+      writeFileSync(step.path, "");
     },
   };
 

@@ -22,6 +22,12 @@ from claude_bg_acp.acp.client import AgentProcess, Message
 AGENT = shutil.which("claude-bg-acp", path=str(Path(sys.executable).parent)) or "claude-bg-acp"
 
 
+ANSWER_BOUND = 60.0
+"""How long an answer may take (seconds), as long as a client script may run (``run_client``): on
+a loaded machine, with tests on parallel workers, starting the agent and then Claude Code for a
+``session/new`` took longer than 20 s; a bound costs nothing while the answer comes."""
+
+
 class StdioAgent(AgentProcess):
     def __init__(
         self, env: dict[str, str] | None = None, args: list[str] | None = None, allow: bool = False
@@ -39,9 +45,9 @@ class StdioAgent(AgentProcess):
     def request(self, request_id: int | str, method: str, params: Any) -> None:
         self.send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
 
-    def response(self, request_id: int | str | None, timeout: float = 20.0) -> Message:
+    def response(self, request_id: int | str | None, timeout: float = ANSWER_BOUND) -> Message:
         return self.next_message(lambda m: "method" not in m and m.get("id") == request_id, timeout)
 
-    def call(self, request_id: int, method: str, params: Any, timeout: float = 20.0) -> Message:
+    def call(self, request_id: int, method: str, params: Any, timeout: float = ANSWER_BOUND) -> Message:
         self.request(request_id, method, params)
         return self.response(request_id, timeout)

@@ -17,7 +17,7 @@ The edges' own errors are made here too, each by a function named for what happe
 gone (``disconnected``) or answering our request with an error (``client_error``), a line too
 long to read (``oversized``), a handler that raised something else (``internal_error``), a
 session whose task raised (``session_failed``). No other module builds an ``RpcError``
-(``tests/test_architecture.py``); ``jsonrpc`` alone raises its ``MalformedMessage``.
+(``tests/core/test_architecture.py``); ``jsonrpc`` alone raises its ``MalformedMessage``.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ stand-in where ``sdk_mcp_bridge`` would be. The agent imports names from the SDK
 (``claude_agent_sdk.types``, ``.client``, and the private ones through ``sdk_private``), which
 load as they are, so behaviour stays the SDK's. Nothing is lost for code that wants more: the
 first name asked of the package runs its ``__init__`` then, and the first bridge built, or name
-asked of the stand-in, loads the real module. ``tests/test_sdk_import.py`` pins this against the
+asked of the stand-in, loads the real module. ``tests/live/test_sdk_import.py`` pins this against the
 locked SDK.
 
 The command's entry point (``cli.main``) calls ``defer_mcp`` before anything imports the SDK;

@@ -11,8 +11,8 @@ modules that define them.
 
 Each of them is here, and only here, with the SDK version it was checked on: a name of an SDK
 module in ``PRIVATE``, a private attribute in a function marked ``@checked``. Every other module
-of the agent keeps to the SDK's public names (``tests/test_architecture.py``), and every name
-here is held to the installed SDK (``tests/test_sdk_private.py``): an SDK upgrade is reviewed in
+of the agent keeps to the SDK's public names (``tests/core/test_architecture.py``), and every name
+here is held to the installed SDK (``tests/edges/test_sdk_private.py``): an SDK upgrade is reviewed in
 this file, each name checked again and marked so.
 
 A name of ``PRIVATE`` is imported from its SDK module the first time it is asked for (PEP 562)

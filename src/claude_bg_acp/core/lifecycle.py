@@ -9,7 +9,7 @@ asks the table with the trigger alone: ``TABLE.move(phase, Trigger.X)`` returns 
 (``forget`` where the row leads to "forgotten", ``step`` where either may come). Every
 (phase, trigger) the table has no row for is an ``IllegalTransition``, a bug of ours (never the
 client's or Claude Code's), which reaches the session host as an internal error; staying in a
-phase is a row too, one that leads back to its own phase. ``tests/test_lifecycles.py`` reads
+phase is a row too, one that leads back to its own phase. ``tests/edges/test_lifecycles.py`` reads
 each docstring's table and checks that it has exactly the rows of the code's, and that no
 phase is set any other way.
 """

@@ -6,6 +6,10 @@ Scenarios are stateless: everything they need (launch, after the tool result, fo
 ``<task-notification>``, a subagent's own requests) is visible in the request itself, so any
 number of CLI processes can share one server.
 
+A held answer (a ``delay``) is released early once the file named by a ``[release:PATH]``
+marker in the conversation's first prompt exists: a test creates it when its client has done
+what the hold waited for, instead of waiting out the delay.
+
 A conversation picks its scenario with a ``[scenario:NAME]`` marker in its user text; a
 subagent's prompt carries the marker too, plus ``[subagent:TAG]`` so its requests are told
 apart from the parent's, and ``[launch:STEP]`` names the parent's turn that launched it. Ids are
@@ -22,7 +26,7 @@ import json
 import re
 import shlex
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 DEFAULT_SCENARIO = "text"
@@ -30,6 +34,7 @@ DEFAULT_SCENARIO = "text"
 MARKER = re.compile(r"\[scenario:([A-Za-z0-9_\-]+)\]")
 SUBAGENT_MARKER = re.compile(r"\[subagent:([A-Za-z0-9_\-]+)\]")
 LAUNCH_MARKER = re.compile(r"\[launch:(\d+)\]")
+RELEASE_MARKER = re.compile(r"\[release:([^\]]+)\]")
 NOTIFICATION_TAG = "<task-notification>"
 
 StopReason = Literal["end_turn", "tool_use", "max_tokens"]
@@ -60,12 +65,14 @@ Call = tuple[str, dict[str, Any]]
 
 @dataclass(frozen=True)
 class Reply:
-    """One assistant message. ``delay`` holds the answer back (seconds) to keep a turn open."""
+    """One assistant message. ``delay`` holds the answer back (seconds) to keep a turn open, or
+    less: until the file ``release`` names exists."""
 
     blocks: tuple[Block, ...]
     stop_reason: StopReason
     key: str
     delay: float = 0.0
+    release: str | None = None
 
     @property
     def message_id(self) -> str:
@@ -117,6 +124,11 @@ class Turn:
     def first_user_text(self) -> str:
         users = [m for m in self.messages if m.get("role") == "user"]
         return "\n".join(_texts(users[0].get("content"))) if users else ""
+
+    @property
+    def release(self) -> str | None:
+        match = RELEASE_MARKER.search(self.first_user_text)
+        return match.group(1) if match else None
 
     @property
     def subagent_tag(self) -> str | None:
@@ -204,7 +216,8 @@ def reply_for(name: str, body: dict[str, Any]) -> Reply:
     scenario = SCENARIOS.get(name)
     if scenario is None:
         return _say(turn, f"The scripted model has no scenario named {name!r}.")
-    return scenario(turn)
+    reply = scenario(turn)
+    return replace(reply, release=turn.release) if reply.delay else reply
 
 
 def reply_sse(reply: Reply, model: str) -> str:
@@ -494,7 +507,11 @@ monitor = _tool_then_text(_monitor_calls, "Watching the ticks.")
 
 
 def _agent_call(turn: Turn, tag: str, description: str, background: bool = True) -> Call:
-    prompt = f"[scenario:{turn.scenario}] [subagent:{tag}] [launch:{turn.step}] Do the small job and report."
+    # The parent's release marker goes along: the file that releases the parent releases its
+    # subagents' held reports too.
+    release = f" [release:{turn.release}]" if turn.release else ""
+    markers = f"[scenario:{turn.scenario}] [subagent:{tag}] [launch:{turn.step}]{release}"
+    prompt = f"{markers} Do the small job and report."
     return turn.agent_tool_name(), {
         "description": description,
         "prompt": prompt,
@@ -503,8 +520,9 @@ def _agent_call(turn: Turn, tag: str, description: str, background: bool = True)
     }
 
 
-def _subagent(command: Call, done_delay: float, stagger: float = 0.0) -> Scenario:
-    """A subagent runs one command, then reports after ``done_delay`` seconds.
+def _subagent(command: Call | Callable[[Turn], Call], done_delay: float, stagger: float = 0.0) -> Scenario:
+    """A subagent runs one command (or the one its turn gets), then reports after
+    ``done_delay`` seconds.
 
     Each later subagent (in order of tag) starts ``stagger`` seconds later and reports as much
     later again, so that concurrent subagents finish in a stable order.
@@ -517,7 +535,7 @@ def _subagent(command: Call, done_delay: float, stagger: float = 0.0) -> Scenari
         if turn.has_tool_result or turn.is_notification:
             text = f"subagent {turn.subagent_tag} {REPORTED}"
             return _say(turn, text, delay=done_delay + offset)
-        return _use(turn, command, delay=offset)
+        return _use(turn, command(turn) if callable(command) else command, delay=offset)
 
     return scenario
 
@@ -566,11 +584,20 @@ agent_shell = _agent_scenario(
 )
 
 # The same subagent in the foreground: its parent's turn waits on it, its shell outlives it.
+
+
+def _shell_until_released(turn: Turn) -> Call:
+    """A background shell that must outlive its subagent's report: it runs until the file of the
+    turn's release marker exists (at most 30 s), else for two seconds."""
+    wait = "sleep 2"
+    if turn.release is not None:
+        wait = f"for i in $(seq 600); do [ -e {shlex.quote(turn.release)} ] && break; sleep 0.05; done"
+    return _bash(f"echo child-shell-one; {wait}; echo child-shell-two", "child shell", True)
+
+
 agent_sync_shell = _agent_scenario(
     [("one", "synchronous helper with a shell")],
-    _subagent(
-        _bash("echo child-shell-one; sleep 2; echo child-shell-two", "child shell", True), done_delay=0.5
-    ),
+    _subagent(_shell_until_released, done_delay=0.5),
     background=False,
 )
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import gzip
 import json
 import logging
+import os
 import zlib
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -43,6 +44,8 @@ log = logging.getLogger("claude_bg_acp.scripted_model")
 
 MAX_HEADER_BYTES = 64 * 1024
 MAX_BODY_BYTES = 64 * 1024 * 1024
+RELEASE_POLL = 0.02
+"""How often a held answer looks for its release file (seconds)."""
 
 REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed"}
 
@@ -115,6 +118,7 @@ class HttpResponse:
     body: bytes
     delay: float = 0.0
     extra_headers: tuple[tuple[str, str], ...] = ()
+    release: str | None = None
 
 
 @asynccontextmanager
@@ -148,6 +152,18 @@ def serve_in_thread(
         yield model
 
 
+async def _hold(response: HttpResponse) -> None:
+    """Holds the answer back (a turn kept open long enough to interrupt it, or to send it
+    something) for its delay, or until its release file exists if that comes first."""
+    release = response.release
+    with anyio.move_on_after(response.delay):
+        if release is None:
+            await anyio.sleep_forever()
+        else:
+            while not os.path.exists(release):
+                await anyio.sleep(RELEASE_POLL)
+
+
 async def _serve_connection(model: ScriptedModel, stream: anyio.abc.SocketStream) -> None:
     reader = BufferedByteReceiveStream(stream)
     async with stream:
@@ -158,8 +174,7 @@ async def _serve_connection(model: ScriptedModel, stream: anyio.abc.SocketStream
                     return
                 response = _respond(model, request)
                 if response.delay > 0:
-                    # Holding the answer back keeps a turn open long enough to interrupt it.
-                    await anyio.sleep(response.delay)
+                    await _hold(response)
                 await stream.send(_encode_response(response, request.keep_alive))
                 if not request.keep_alive:
                     return
@@ -259,9 +274,10 @@ def _messages_response(body: dict[str, Any], reply: Reply) -> HttpResponse:
     model_name = str(body.get("model", "claude-scripted"))
     headers = (("request-id", reply.request_id),)
     if body.get("stream") is not True:
-        return HttpResponse(200, "application/json", _dumps(reply.message(model_name)), reply.delay, headers)
-    sse = reply_sse(reply, model_name)
-    return HttpResponse(200, "text/event-stream", sse.encode("utf-8"), reply.delay, headers)
+        body_bytes, content_type = _dumps(reply.message(model_name)), "application/json"
+    else:
+        body_bytes, content_type = reply_sse(reply, model_name).encode("utf-8"), "text/event-stream"
+    return HttpResponse(200, content_type, body_bytes, reply.delay, headers, reply.release)
 
 
 def _describe(reply: Reply) -> str:
