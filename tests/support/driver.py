@@ -307,9 +307,7 @@ class CoreDriver:
         effects: list[Effect] = []
         for part in parts:
             effects += self.handle(ev.Recall(part))
-            while (history := self.core.attaching.history) is not None and (
-                stored := history.awaited
-            ) is not None:
+            while (stored := self.core.awaited_output) is not None:
                 for piece in replay.output_pieces(stored):
                     effects += self.handle(ev.Recall(piece))
         return effects + self.handle(ev.Recalled())

@@ -261,6 +261,12 @@ class SessionCore:
     def has_child(self, session_id: str) -> bool:
         return session_id in self.subagents.children
 
+    @property
+    def awaited_output(self) -> ev.StoredOutput | None:
+        """The output file a replay waits at (its pieces come next, ``Recall``), if any."""
+        history = self.attaching.history
+        return history.awaited if history is not None else None
+
     def options(self) -> Options:
         """The session's config options as they are now."""
         return self.settings.options()

@@ -316,8 +316,7 @@ class SessionHost:
         """The output files the replay waits at, each sent piece by piece, as it is read."""
         from claude_bg_acp.session import replay
 
-        history = self.core.attaching.history
-        while history is not None and (stored := history.awaited) is not None:
+        while (stored := self.core.awaited_output) is not None:
             async with aclosing(replay.output(stored, self._tailer_options)) as pieces:
                 async for piece in pieces:
                     if self.start_error is not None:
