@@ -110,8 +110,12 @@ def test_the_steps_are_modules_of_the_agent_and_end_with_everything_a_session_ne
     assert prewarm.STEPS[-1] == "claude_bg_acp.session.host"
 
     def loaded(code: str) -> set[str]:
+        # As the agent imports them: with the SDK's MCP servers left unloaded (``cli.main``).
+        agent = "from claude_bg_acp.claude.sdk_import import defer_mcp; defer_mcp()"
         report = "import sys; print(' '.join(sorted(m for m in sys.modules if m.startswith('claude'))))"
-        done = subprocess.run([sys.executable, "-c", f"{code}; {report}"], capture_output=True, text=True)
+        done = subprocess.run(
+            [sys.executable, "-c", f"{agent}; {code}; {report}"], capture_output=True, text=True
+        )
         assert done.returncode == 0, done.stderr
         return set(done.stdout.split())
 
