@@ -130,14 +130,15 @@ async def _interrupt_while_held(session: Session) -> None:
     await session.client.interrupt()
 
 
-async def _more_prompts(session: Session) -> None:
-    """A conversation of several turns: each prompt once the one before it has settled."""
-    for prompt in (
-        "[scenario:thinking] Think, then answer.",
-        "[scenario:agent_bg] Start a background helper.",
-    ):
-        await session.wait_until(lambda: session.quiet)
-        await _answered(session, prompt)
+def _then(*prompts: str) -> Driver:
+    """A conversation of several turns: each of ``prompts`` once the one before it has settled."""
+
+    async def drive(session: Session) -> None:
+        for prompt in prompts:
+            await session.wait_until(lambda: session.quiet)
+            await _answered(session, prompt)
+
+    return drive
 
 
 async def _answered(session: Session, prompt: str) -> None:
@@ -179,7 +180,24 @@ RECORDINGS: dict[str, Plan] = dict(
         _plain("max_tokens", "Write a long answer."),
         (
             "conversation",
-            Plan("bg_completed", "Run a background job.", driver=_more_prompts, stored=True),
+            Plan(
+                "bg_completed",
+                "Run a background job.",
+                driver=_then(
+                    "[scenario:thinking] Think, then answer.",
+                    "[scenario:agent_bg] Start a background helper.",
+                ),
+                stored=True,
+            ),
+        ),
+        (
+            "compacted",
+            Plan(
+                "fg_bash",
+                "Run echo in the foreground.",
+                driver=_then("/compact", "[scenario:text] Say hello."),
+                stored=True,
+            ),
         ),
     ]
 )
@@ -348,7 +366,8 @@ def _kept_file(session: Session, root: Path, task_id: str) -> dict[str, bytes]:
 
 
 LINKS = ("type", "subtype", "uuid", "parentUuid", "logicalParentUuid", "isSidechain", "isMeta", "sessionId")
-"""What is kept of a stored record that is not a message: what the SDK needs to walk the chain."""
+"""What is kept of a stored record that is not a message: what the SDK needs to walk the chain
+(and, of a compaction's boundary, its ``compactMetadata``: what a replay shows of it)."""
 
 
 def _stored_records(root: Path) -> list[tuple[str, dict[str, Any]]]:
@@ -365,7 +384,7 @@ def _stored_records(root: Path) -> list[tuple[str, dict[str, Any]]]:
             if record.get("type") not in ("user", "assistant"):
                 if "uuid" not in record:
                     continue  # bookkeeping outside the conversation's chain
-                record = {key: record[key] for key in LINKS if key in record}
+                record = {key: record[key] for key in (*LINKS, "compactMetadata") if key in record}
             records.append((relative, record))
     return records
 
@@ -379,6 +398,7 @@ ZEROED = frozenset(
         "start_time",
         "pid",
         "duration_ms",
+        "durationMs",
         "duration_api_ms",
         "first_content_frame_ms",
         "time_to_request_ms",

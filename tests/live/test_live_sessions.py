@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import shlex
 import uuid
 from pathlib import Path
@@ -350,6 +351,64 @@ def test_a_replayed_prompt_has_the_message_id_it_had_live(live: LiveModel, workd
     replayed = [params["update"] for params in sent_before_answer(second)]
     (message,) = [u for u in replayed if u["sessionUpdate"] == "user_message"]
     assert message["messageId"] == live_id
+
+
+def compaction_card(updates: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The updates of the one compaction card among ``updates``."""
+    (card_id,) = {u["toolCallId"] for u in updates if str(u.get("toolCallId")).startswith("compaction-")}
+    return [u for u in updates if u.get("toolCallId") == card_id]
+
+
+def told(updates: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """The prompts, the compaction card's statuses and the agent's text, in order (v1 or v2)."""
+    story: list[tuple[str, str]] = []
+    for update in updates:
+        kind, content = update["sessionUpdate"], update.get("content") or {}
+        if kind in ("user_message", "user_message_chunk"):
+            story.append(("prompt", (content[0] if isinstance(content, list) else content)["text"]))
+        elif str(update.get("toolCallId")).startswith("compaction-"):
+            story.append(("card", update["status"]))
+        elif kind == "agent_message_chunk":
+            story.append(("agent", content["text"]))
+    return story
+
+
+def test_a_reopened_conversation_shows_its_compaction_where_it_happened(
+    live: LiveModel, workdir: Path
+) -> None:
+    """``/compact``, then a turn; reopened by a second agent (v1 ``session/load``) and a third
+    (v2 ``session/resume`` with replay): the card is there, completed, after the command and
+    before the turn that followed, with the tokens before and after it had live. The replay
+    starts there: what came before is the summary's, which is not the user's to see."""
+    first = run(
+        live,
+        workdir,
+        "v1",
+        [
+            {"op": "prompt", "text": FIRST_PROMPT},
+            {"op": "prompt", "text": "/compact"},
+            {"op": "prompt", "text": "[scenario:text] After the compaction."},
+        ],
+    )
+    assert [r["result"]["stopReason"] for r in first.prompt_responses()] == ["end_turn"] * 3
+    live_card = compaction_card(first.raw_updates())
+    (live_text,) = [c["content"]["text"] for c in live_card[-1]["content"]]
+    assert re.fullmatch(r"Compacted the conversation: [\d,]+ tokens before, [\d,]+ after\.", live_text)
+    load = {"op": "loadSession", "sessionId": first.session_id()}
+    resume = {**load, "op": "resumeSession", "replayFrom": {"type": "start"}}
+    for client, reopen in (("v1", load), ("v2", resume)):
+        again = run(live, workdir, client, [reopen], autoSession=False)
+        replayed = [params["update"] for params in sent_before_answer(again)]
+        assert told(replayed) == [
+            ("prompt", "/compact"),
+            ("card", "in_progress"),
+            ("card", "completed"),
+            ("prompt", "[scenario:text] After the compaction."),
+            ("agent", "Hello from the scripted model."),
+        ], client
+        card = compaction_card(replayed)
+        assert card[0]["title"] == "Compact conversation", client
+        assert [c["content"]["text"] for c in card[-1]["content"]] == [live_text], client
 
 
 def test_v2_resume_without_replay_sends_only_the_current_state(live: LiveModel, workdir: Path) -> None:

@@ -9,6 +9,7 @@ the lock file). None is documented, so a CLI upgrade is reviewed here, in one fi
 - the closing line appended to a background shell's output file, and the signal it implies;
 - where task output files and stored conversations live;
 - Claude Code's own messages in a stored conversation (task notifications, command echoes ...);
+- a compaction's boundary as the transcript keeps it;
 - the commands that start a new conversation under another session id;
 - what the task tools' results say (a stored conversation has only their text);
 - the error an assistant message reports when Claude Code is not logged in.
@@ -331,6 +332,38 @@ def user_text(text: str) -> str | None:
             args = _ARGS.search(text)
             return f"{command[1].strip()} {args[1].strip() if args else ''}".strip()
     return None if stripped.startswith(OWN_MESSAGES) else text
+
+
+# --- a compaction, as the transcript keeps it ---------------------------------------------------
+
+_STREAMED_METADATA = {"trigger": "trigger", "preTokens": "pre_tokens", "postTokens": "post_tokens"}
+"""A stored compaction's metadata (``compactMetadata``) by the names its live message gives them."""
+
+
+def stored_compaction(entry: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A compaction's metadata, as its live message (``system``, ``compact_boundary``) has it
+    (``trigger``, ``pre_tokens``, ``post_tokens``), from the transcript record of its boundary:
+    ``type`` ``system``, ``subtype`` ``compact_boundary``, ``compactMetadata`` with ``trigger``
+    (``manual`` or ``auto``), ``preTokens``, ``postTokens`` (and more); None for any other record.
+
+    The boundary starts the conversation anew: it has no ``parentUuid`` (its
+    ``logicalParentUuid`` is the message before it), and the summary that replaces what came
+    before follows it (a user message, ``isCompactSummary``). A ``/compact``'s boundary and
+    summary are written ahead of the command's echo (``compacted_by``), which came first."""
+    if entry.get("type") != "system" or entry.get("subtype") != "compact_boundary":
+        return None
+    stored = entry.get("compactMetadata")
+    stored = stored if isinstance(stored, dict) else {}
+    return {streamed: stored[key] for key, streamed in _STREAMED_METADATA.items() if key in stored}
+
+
+def compacted_by(entry: Mapping[str, Any]) -> bool:
+    """Whether a transcript record is the echo of a ``/compact`` command (with or without
+    instructions)."""
+    message = entry.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    said = user_text(content) if entry.get("type") == "user" and isinstance(content, str) else None
+    return said is not None and said.split(maxsplit=1)[:1] == ["/compact"]
 
 
 # --- commands that start another conversation -------------------------------------------------

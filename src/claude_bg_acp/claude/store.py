@@ -21,7 +21,8 @@ the message's id are decoded, and the message must be stored under it, not merel
 
 Which messages are the conversation (``conversation_entries``) is known only once the whole
 transcript is read: a prompt edited or rewound starts a branch, and the conversation is the
-branch of its latest message (the SDK's chain, whose functions find it). So the transcript's
+branch of its latest message (the SDK's chain, whose functions find it; it starts at the
+latest compaction's boundary, which is kept, where the compaction happened). So the transcript's
 lines are decoded first, as the bytes they are (by pydantic's JSON parser, in a third of the
 time ``json`` takes, and a line that is not UTF-8 skipped like one that is not JSON: Claude
 Code resumes the same conversation meanwhile, and the CPU is better left to it).
@@ -42,7 +43,13 @@ from typing import Any
 from pydantic_core import from_json
 
 from claude_bg_acp.claude import store_files
-from claude_bg_acp.claude.conventions import TaskNote, projects_dir, task_notes
+from claude_bg_acp.claude.conventions import (
+    TaskNote,
+    compacted_by,
+    projects_dir,
+    stored_compaction,
+    task_notes,
+)
 from claude_bg_acp.claude.listing import StoredSession, described, timestamp
 from claude_bg_acp.claude.sdk_private import (
     TRANSCRIPT_ENTRY_TYPES,
@@ -184,7 +191,8 @@ def _holds_prompt(session_id: str, cwd: str, message_id: str) -> bool:
 
 def conversation_entries(session_id: str, cwd: str) -> list[Entry]:
     """The conversation's messages as its transcript holds them, in order (what the SDK's
-    ``get_session_messages`` reads, with every field kept)."""
+    ``get_session_messages`` reads, with every field kept), and the boundary of its compaction
+    where the compaction happened (``_compaction_in_place``)."""
     if not validate_uuid(session_id):
         return []
     _only_regular(session_id)
@@ -194,7 +202,22 @@ def conversation_entries(session_id: str, cwd: str) -> list[Entry]:
     except FileNotFoundError:
         return []  # deleted meanwhile: nothing is stored
     chain = build_conversation_chain(transcript_entries(content))
-    return [entry for entry in chain if is_visible_message(entry)]
+    kept = [entry for entry in chain if is_visible_message(entry) or stored_compaction(entry) is not None]
+    return _compaction_in_place(kept)
+
+
+def _compaction_in_place(entries: list[Entry]) -> list[Entry]:
+    """A ``/compact``'s boundary after the command's echo: Claude Code writes the boundary and
+    the summary ahead of it, though the command came first. (The SDK's chain starts at the
+    latest boundary: it follows no ``logicalParentUuid``, what came before is the summary's.)"""
+    placed = list(entries)
+    for boundary in [entry for entry in entries if stored_compaction(entry) is not None]:
+        at = placed.index(boundary)
+        after = (n for n in range(at + 1, len(placed)) if not placed[n].get("isCompactSummary"))
+        echo = next(after, None)
+        if echo is not None and compacted_by(placed[echo]):
+            placed.insert(echo, placed.pop(at))  # right after the echo, which moved up by one
+    return placed
 
 
 def transcript_entries(content: bytes) -> list[Entry]:

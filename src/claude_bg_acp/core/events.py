@@ -152,7 +152,8 @@ class StoredMessage:
 
     uuid: str
     message: Message
-    """The SDK's ``UserMessage`` or ``AssistantMessage``."""
+    """The SDK's ``UserMessage`` or ``AssistantMessage``; a compaction's boundary, the
+    ``SystemMessage`` Claude Code sent of it live."""
     content: Any
     """The raw content of a user message (the parsed one drops images)."""
 

@@ -33,6 +33,9 @@ what history cannot say differs:
   conversation is not stored, a shell whose output file is gone;
 - the todo and task tools are the plan, as live (a subagent's, shown in its parent, stay tool
   calls);
+- a compaction is the tool call it was live (``compaction``), completed where its boundary is
+  stored, with the tokens before and after it; Claude Code keeps only the latest one's (what
+  came before it is in its summary, which is not replayed);
 - what still runs in this process (a client re-attaching) is left to the live session: its
   terminals are not opened, its tool calls and children not ended; the session core restates
   them after the replay.
@@ -55,7 +58,7 @@ from collections import deque
 from dataclasses import dataclass, replace
 from typing import Any
 
-from claude_agent_sdk.types import AssistantMessage, UserMessage
+from claude_agent_sdk.types import AssistantMessage, SystemMessage, UserMessage
 
 from claude_bg_acp.claude import conventions
 from claude_bg_acp.claude.conventions import ExitInfo
@@ -70,6 +73,7 @@ from claude_bg_acp.core.background_facts import (
     WorkEnded,
     WorkOpened,
 )
+from claude_bg_acp.core.compaction import Compaction, as_tool_call
 from claude_bg_acp.core.events import (
     OutputRecalled,
     StoredChild,
@@ -167,6 +171,7 @@ class History:
         self.subagents = Subagents(root_id)
         self.ended: dict[str, Task] = {}
         self.plans: dict[str, Plan] = {}
+        self.compaction = Compaction()
         self._outputs: dict[str, StoredOutput] = {}
         """Those not yet shown (a child's are shown when its Agent tool use comes)."""
         self._children: dict[str, StoredChild] = {}
@@ -248,6 +253,10 @@ class History:
                     facts += self._assistant(
                         session_id, fact, planned=not child or session_id != self.root_id
                     )
+            elif isinstance(message, SystemMessage):
+                facts += as_tool_call(
+                    session_id, self.compaction.system(message.subtype, message.data), self.tool_uses
+                )
             elif isinstance(message, UserMessage):
                 facts += self._noted(stored.content)
                 results = transcript.tool_results(message)

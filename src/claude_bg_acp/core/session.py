@@ -63,7 +63,7 @@ from claude_bg_acp.core.attaching import Attach
 from claude_bg_acp.core.background import Background, Kind
 from claude_bg_acp.core.child_routing import ChildRouting
 from claude_bg_acp.core.commands import Commands
-from claude_bg_acp.core.compaction import COMPACT, Compaction, CompactionOpened
+from claude_bg_acp.core.compaction import Compaction, as_tool_call
 from claude_bg_acp.core.config import Config, Options
 from claude_bg_acp.core.config_routing import ConfigRouting
 from claude_bg_acp.core.effects import (
@@ -347,15 +347,9 @@ class SessionCore:
 
     def _compaction(self, subtype: str, data: dict[str, Any]) -> list[Effect]:
         """A compaction's tool call: opened and ended as Claude Code reports it."""
-        facts: list[Fact] = []
-        for step in self.compaction.system(subtype, data):
-            if isinstance(step, CompactionOpened):
-                facts += self.tool_uses.input_known(
-                    self.session_id, step.tool_use_id, COMPACT, step.tool_input, None, None
-                )
-            elif (use := self.tool_uses.get(step.tool_use_id)) is not None:
-                facts += self.tool_uses.result(use, step.failed, step.text)
-        return self.present(facts)
+        return self.present(
+            as_tool_call(self.session_id, self.compaction.system(subtype, data), self.tool_uses)
+        )
 
     def _turn(self, step: Callable[[str], list[ForegroundOut]], state: str, now: float) -> list[Effect]:
         """A foreground step; a turn Claude Code starts by itself, unexpected, when a wakeup is

@@ -3,11 +3,13 @@
 ``claude.store`` finds the conversation's transcript entries (the branch of its latest
 message) in Claude Code's terms; this makes the core's parts of them: the SDK's own parser
 makes typed messages of the stored ones, with Claude Code's structured form of each tool
-result (``toolUseResult``, which the SDK's readers leave out) kept. A background shell's output
-file is read back while it is still there, all of it, piece by piece, as the live tailer
-reads one (``output.tail.recalled``: its backlog and closing-line rules; opened under
-``output.task_output``'s), once the replay comes to the shell (``output``: the core waits
-there, ``History.awaited``), from this conversation's own task directory only: a shell is a
+result (``toolUseResult``, which the SDK's readers leave out) kept, and of a compaction's
+boundary the message Claude Code sent of it live (``conventions.stored_compaction``). A
+background shell's output file is read back while it is still there, all of it, piece by
+piece, as the live tailer reads one (``output.tail.recalled``: its backlog and closing-line
+rules; opened under ``output.task_output``'s), once the replay comes to the shell
+(``output``: the core waits there, ``History.awaited``), from this conversation's own task
+directory only: a shell is a
 background one when Claude Code's structured result or the tool use says so
 (``conventions.hand_off``), never by the words of its output, and its file is the task's own
 there, never a path the words name.
@@ -34,7 +36,14 @@ from typing import Any
 from claude_agent_sdk.types import AssistantMessage, ToolUseBlock, UserMessage
 
 from claude_bg_acp.claude import store, store_files
-from claude_bg_acp.claude.conventions import TaskNote, hand_off, output_file, tasks_base, tasks_root
+from claude_bg_acp.claude.conventions import (
+    TaskNote,
+    hand_off,
+    output_file,
+    stored_compaction,
+    tasks_base,
+    tasks_root,
+)
 from claude_bg_acp.claude.sdk_private import (
     MessageParseError,
     build_subagent_chain,
@@ -126,16 +135,23 @@ def _messages(entries: deque[store.Entry], size: int) -> list[StoredMessage]:
 
 def _stored(entry: store.Entry, launched_by: str | None = None) -> StoredMessage | None:
     """The SDK's typed message of a transcript entry, with Claude Code's structured form of its
-    tool result; ``launched_by``: the Agent tool use whose subagent wrote it."""
+    tool result; ``launched_by``: the Agent tool use whose subagent wrote it. A compaction's
+    boundary is the message Claude Code sent of it live (``system``, ``compact_boundary``)."""
     message = entry.get("message")
-    frame = {
-        "type": "user" if entry.get("type") == "user" else "assistant",
-        "message": message,
-        "uuid": entry.get("uuid", ""),
-        "session_id": entry.get("sessionId", ""),
-        "parent_tool_use_id": launched_by,
-        "tool_use_result": entry.get("toolUseResult"),
-    }
+    uuid = entry.get("uuid", "")
+    ids = {"uuid": uuid, "session_id": entry.get("sessionId", "")}
+    compaction = stored_compaction(entry)
+    frame = (
+        {"type": "system", "subtype": "compact_boundary", **ids, "compact_metadata": compaction}
+        if compaction is not None
+        else {
+            "type": "user" if entry.get("type") == "user" else "assistant",
+            "message": message,
+            **ids,
+            "parent_tool_use_id": launched_by,
+            "tool_use_result": entry.get("toolUseResult"),
+        }
+    )
     try:
         parsed = parse_message(frame)
     except MessageParseError as exc:
@@ -144,7 +160,7 @@ def _stored(entry: store.Entry, launched_by: str | None = None) -> StoredMessage
     if parsed is None:
         return None
     content = message.get("content") if isinstance(message, dict) else None
-    return StoredMessage(frame["uuid"], parsed, content)
+    return StoredMessage(uuid, parsed, content)
 
 
 class _Outputs:

@@ -1,0 +1,164 @@
+"""A compaction in a reopened conversation: the card it was live, completed, at its place.
+
+The conversation is a real one: ``scripts/record_sdk_events.py compacted`` ran the CLI through a
+turn, ``/compact`` and a turn after it, and kept what Claude Code stored (its compaction is a
+``system`` record, ``compact_boundary``, whose ``compactMetadata`` has the ``trigger``,
+``preTokens`` and ``postTokens``); it is read back as the agent reads it. Its replay is
+validated against the schema and held to the background rules (and compared with a golden file
+per client kind in ``tests/edges/test_history.py``); the card is compared with the one the same
+recording's live frames give.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
+import pytest
+
+from claude_bg_acp.claude import store
+from claude_bg_acp.core import events as ev
+from claude_bg_acp.session import replay
+from tests.support.driver import (
+    CLIENTS,
+    CWD,
+    RECORDED_SESSION,
+    CoreDriver,
+    check_transcript,
+    load_frames,
+    store_recorded,
+    stored_conversation,
+)
+
+RECORDING = "compacted"
+BOUNDARY = "00000000-0000-4000-8000-000000000027"
+"""The stored boundary's uuid (the live ``compact_boundary`` message has it too)."""
+CARD = f"compaction-{BOUNDARY}"
+
+
+@pytest.fixture(scope="module")
+def conversation(tmp_path_factory: pytest.TempPathFactory) -> ev.StoredConversation:
+    return stored_conversation(load_frames(RECORDING), tmp_path_factory.mktemp("config"))
+
+
+def recalled(client: str, *parts: ev.StoredConversation) -> list[dict[str, Any]]:
+    """A client of this kind loads the session in a new process: what it is sent of the root."""
+    driver = CoreDriver.for_client(client, session_id=RECORDED_SESSION)
+    effects = driver.attach(*parts)
+    check_transcript(driver, effects, client, recorded=True)
+    return driver.updates_of(effects)
+
+
+def stored_metadata() -> dict[str, Any]:
+    """The ``compactMetadata`` of the recording's stored boundary."""
+    (record,) = [
+        line["record"]
+        for line in load_frames(RECORDING)
+        if line["dir"] == "stored" and line["record"].get("subtype") == "compact_boundary"
+    ]
+    assert record["uuid"] == BOUNDARY and record["parentUuid"] is None
+    metadata: dict[str, Any] = record["compactMetadata"]
+    return metadata
+
+
+def said(update: dict[str, Any]) -> str:
+    """What a replayed update is, in a word: a prompt's text, the agent's text, or the card's status."""
+    if update.get("toolCallId") == CARD:
+        return f"card {update['status']}"
+    content = update.get("content")
+    blocks = content if isinstance(content, list) else [content]
+    return " ".join(block["text"] for block in blocks if isinstance(block, dict) and "text" in block)
+
+
+@pytest.mark.parametrize("client", list(CLIENTS))
+def test_the_card_comes_after_the_compact_that_asked_for_it(
+    client: str, conversation: ev.StoredConversation
+) -> None:
+    """Claude Code stores the boundary (and its summary) ahead of the echo of ``/compact``; the
+    replay shows the command, then the card, then what followed. What came before the boundary
+    is the summary's, which is not replayed (nor is Claude Code's echo of the command's output)."""
+    updates = recalled(client, conversation)
+    history = [said(u) for u in updates if u["sessionUpdate"] not in ("replay_complete", "state_update")]
+    assert history == [
+        "/compact",
+        "card in_progress",
+        "card completed",
+        "[scenario:text] Say hello.",
+        "Hello from the scripted model.",
+    ]
+
+
+@pytest.mark.parametrize("client", list(CLIENTS))
+def test_the_replayed_card_is_the_live_one_with_the_stored_tokens(
+    client: str, conversation: ev.StoredConversation
+) -> None:
+    """The same updates as live, but for the id (the boundary's: see the next test), with the
+    tokens before and after that the stored record says."""
+    live = CoreDriver.for_client(client)
+    live_effects = live.replay(load_frames(RECORDING))
+    live_card = [
+        u for u in live.updates_of(live_effects) if str(u.get("toolCallId")).startswith("compaction-")
+    ]
+    updates = recalled(client, conversation)
+    replayed = [u for u in updates if u.get("toolCallId") == CARD]
+    assert [u | {"toolCallId": CARD} for u in live_card] == replayed
+    metadata = stored_metadata()
+    before, after = f"{metadata['preTokens']:,}", f"{metadata['postTokens']:,}"
+    (text,) = [c["content"]["text"] for c in replayed[-1]["content"]]
+    assert text == f"Compacted the conversation: {before} tokens before, {after} after."
+    assert replayed[0]["rawInput"] == {"trigger": metadata["trigger"]}
+
+
+def test_a_live_compaction_after_the_replay_is_a_card_of_its_own(conversation: ev.StoredConversation) -> None:
+    """A stored compaction replayed in a new process and the next live one never share an id."""
+    driver = CoreDriver.for_client("v1-plain", session_id=RECORDED_SESSION)
+    driver.attach(conversation)
+    driver.answered()
+    live_compaction = [
+        line["msg"]
+        for line in load_frames(RECORDING)
+        if line["dir"] == "in" and line["msg"].get("subtype") in ("status", "compact_boundary")
+    ]
+    driver.prompt("/compact")
+    effects = driver.frames(*live_compaction)
+    ids = {u["toolCallId"] for u in driver.updates_of(effects) if "toolCallId" in u}
+    assert len(ids) == 1 and CARD not in ids
+    check_transcript(driver, driver.effects, "v1-plain", recorded=True)
+
+
+@pytest.mark.parametrize("size", [1, 2])
+def test_a_replay_in_parts_is_the_replay_in_one(
+    size: int, tmp_path: Path, conversation: ev.StoredConversation
+) -> None:
+    """Read a message at a time (the boundary a part of its own), the replay is the same."""
+    with mock.patch.dict(os.environ, store_recorded(load_frames(RECORDING), tmp_path)):
+        parts = list(replay._parts(RECORDED_SESSION, CWD, size))
+    assert len(parts) > 2
+    assert recalled("v2", *parts) == recalled("v2", conversation)
+
+
+def entry(kind: str, uuid: str, **fields: Any) -> dict[str, Any]:
+    return {"type": kind, "uuid": uuid, **fields}
+
+
+def user(uuid: str, content: str, **fields: Any) -> dict[str, Any]:
+    return entry("user", uuid, message={"role": "user", "content": content}, **fields)
+
+
+BOUNDARY_ENTRY = entry("system", "b", subtype="compact_boundary", compactMetadata={"trigger": "manual"})
+SUMMARY = user("s", "This session is being continued from a previous conversation.", isCompactSummary=True)
+PROMPT = user("p", "Go on.")
+
+
+def test_only_a_compact_commands_boundary_moves_after_its_echo() -> None:
+    """With instructions too; an automatic compaction, which no command asked for, stays where
+    Claude Code stored it."""
+    echo = user("c", "<command-name>/compact</command-name>\n<command-args>keep the tests</command-args>")
+    moved = store._compaction_in_place([BOUNDARY_ENTRY, SUMMARY, echo, PROMPT])
+    assert [e["uuid"] for e in moved] == ["s", "c", "b", "p"]
+    automatic = store._compaction_in_place([BOUNDARY_ENTRY, SUMMARY, PROMPT])
+    assert [e["uuid"] for e in automatic] == ["b", "s", "p"]
+    other = user("o", "<command-name>/context</command-name>")
+    assert [e["uuid"] for e in store._compaction_in_place([BOUNDARY_ENTRY, other])] == ["b", "o"]
