@@ -9,13 +9,14 @@ schema of its version.
 from __future__ import annotations
 
 import copy
+import json
 import os
 from typing import Any
 
 import pytest
 
 from claude_bg_acp.claude.options import may_bypass_permissions, session_options
-from claude_bg_acp.claude.server_info import read_applied
+from claude_bg_acp.claude.server_info import Applied, read_applied
 from claude_bg_acp.core import events as ev
 from claude_bg_acp.core.effects import (
     Effect,
@@ -158,6 +159,36 @@ def test_fast_mode_is_boolean_where_the_client_takes_booleans_and_sets_claude_co
     assert driver.handle(ev.SettingsRead(read)) == []
     with pytest.raises(Refused):
         driver.choose("fast_mode", "maybe")
+
+
+@pytest.mark.parametrize(("value", "on"), [(True, True), (False, False), ("on", True), ("off", False)])
+def test_a_claude_code_started_again_starts_with_the_fast_mode_the_client_chose(
+    value: object, on: bool
+) -> None:
+    """The core keeps the client's choice, whatever Claude Code reports since; the next start
+    puts it in Claude Code's flag settings (``--settings``), where ``SetFast`` put it."""
+    driver = CoreDriver.for_client("v1-terminal-meta" if isinstance(value, bool) else "v1-plain")
+    driver.start(INFO, OPUS, "medium", fast=not on)
+    driver.open()
+    driver.choose("fast_mode", value)
+    # Claude Code's settings say otherwise (the choice did not take): the option shows them.
+    driver.handle(ev.SettingsRead(Applied(OPUS, "medium", fast=not on)), 0.5)
+    assert options_of(driver)["fast_mode"]["currentValue"] != value
+    driver.handle(ev.ClaudeDied("Claude Code failed", False), 1.0)
+    assert driver.core.config.chosen_fast is on
+    options = session_options("/", None, fast=driver.core.config.chosen_fast)
+    assert options.settings is not None and json.loads(options.settings) == {"fastMode": on}
+    # What the new Claude Code has in effect is what the client is told.
+    [update] = driver.updates_of(driver.start(INFO, OPUS, "medium", fast=on), "config_option_update")
+    assert {o["id"]: o["currentValue"] for o in update["configOptions"]}["fast_mode"] == value
+
+
+def test_fast_mode_the_client_never_chose_is_left_to_claude_codes_own_settings() -> None:
+    driver = opened(2)
+    driver.choose("model", "sonnet")
+    driver.choose("effort", "high")
+    assert driver.core.config.chosen_fast is None
+    assert session_options("/", None, fast=driver.core.config.chosen_fast).settings is None
 
 
 def test_a_model_without_fast_mode_has_no_fast_mode_option() -> None:

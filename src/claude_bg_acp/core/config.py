@@ -116,7 +116,9 @@ class Config:
         """The permission modes Claude Code's settings disable."""
         self.chosen_model: str | None = None
         self.chosen_effort: str | None = None
-        """The client's choices: a Claude Code started again after a crash starts with them."""
+        self.chosen_fast: bool | None = None
+        """The client's choices (None: never chosen, Claude Code's own): a Claude Code started
+        again (after a crash, or to take a trusted folder's settings) starts with them."""
         self.introduction: Introduction = Introduction.NONE
         self._shown: Options | None = None
         """The options as the client last had them."""
@@ -193,7 +195,7 @@ class Config:
             command = SetEffort(value)
         elif config_id == FAST and options.fast is not None:
             offered(config_id, value, list(SWITCH))
-            self.fast = SWITCH[value]
+            self.fast = self.chosen_fast = SWITCH[value]
             command = SetFast(self.fast)
         else:
             raise Refused(Refusal.UNKNOWN, f"unknown config option {config_id!r}", "configId")
