@@ -3,7 +3,8 @@
 The client sees one list (``Options``): the mode (owned by ``permission_modes``), the model (one
 choice per model Claude Code offers), the effort (the levels the current model supports; left
 out when it has none) and fast mode (on or off, for a model that supports it; Claude Code takes
-it from an SDK host only through its flag settings, ``fastMode``). Claude Code is their source
+it from an SDK host only through its flag settings, ``fastMode``, so it is on only when they
+say so: ``server_info.read_applied``). Claude Code is their source
 of truth: what it offers comes from its initialize answer, what is in effect from its applied
 settings, read after it starts, after each switch we ask for and after each turn (a ``/model``
 or ``/effort`` prompt switches too), and from the model and mode each turn starts with. A
