@@ -202,6 +202,12 @@ class Config:
             raise Refused(Refusal.UNKNOWN, f"unknown config option {config_id!r}", "configId")
         return [command, *self.confirm()]
 
+    def carry(self, model: str | None, effort: str | None, fast: bool | None) -> None:
+        """Choices the client made in an earlier agent process, for a session it created there
+        and never prompted (``claude.created``): kept as if made here, so that they are recorded
+        again and a Claude Code started again starts with them."""
+        self.chosen_model, self.chosen_effort, self.chosen_fast = model, effort, fast
+
     def confirm(self) -> list[ReadSettings]:
         """Read what Claude Code has in effect (after a switch, after a turn); its reports wait
         for the answer."""
