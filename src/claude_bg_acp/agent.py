@@ -310,7 +310,9 @@ class Agent:
         if session_id not in self._unprompted or session is None:
             return
         config = session.core.config
-        choices = created.Choices(session.core.modes.current, config.chosen_model, config.chosen_effort)
+        choices = created.Choices(
+            session.core.modes.current, config.chosen_model, config.chosen_effort, config.chosen_fast
+        )
         await anyio.to_thread.run_sync(created.record, session_id, session.cwd, choices)
 
     async def _cancel_terminal(self, params: CancelTerminalParams, request_id: jsonrpc.RequestId) -> Empty:
@@ -421,6 +423,7 @@ class Agent:
                 session = self._start_session(session_id, params, starting)
                 if choices is not None:
                     self._unprompted.add(session_id)
+                    session.core.config.carry(choices.model, choices.effort, choices.fast)
             else:
                 session = self._session(session_id)  # unless it failed
                 _same_directory(session_id, session.cwd, params.cwd)

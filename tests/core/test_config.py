@@ -9,13 +9,14 @@ schema of its version.
 from __future__ import annotations
 
 import copy
+import json
 import os
 from typing import Any
 
 import pytest
 
 from claude_bg_acp.claude.options import may_bypass_permissions, session_options
-from claude_bg_acp.claude.server_info import read_applied
+from claude_bg_acp.claude.server_info import Applied, read_applied, read_server_info
 from claude_bg_acp.core import events as ev
 from claude_bg_acp.core.effects import (
     Effect,
@@ -153,11 +154,89 @@ def test_fast_mode_is_boolean_where_the_client_takes_booleans_and_sets_claude_co
     valid(driver, chosen, 1)
     assert chosen[:2] == [SetFast(True), ReadSettings()]
     assert options_of(driver)["fast_mode"]["currentValue"] == shown
-    # Claude Code's settings confirm it (``fastMode: true``), and nothing more is told.
-    read = read_applied({"applied": {"model": OPUS, "effort": "medium"}, "effective": {"fastMode": True}})
-    assert driver.handle(ev.SettingsRead(read)) == []
+    # Claude Code's settings confirm it (``fastMode: true`` in its flag settings), and nothing
+    # more is told.
+    assert driver.handle(ev.SettingsRead(read_applied(settings_answer(flag=True)))) == []
     with pytest.raises(Refused):
         driver.choose("fast_mode", "maybe")
+
+
+def settings_answer(flag: bool | None, user: bool = True, effective: bool | None = None) -> dict[str, Any]:
+    """Claude Code's ``get_settings`` answer as CLI 2.1.332 gives it (probed, its ``applied``
+    shortened) when the user's settings say ``fastMode: user`` and the flag settings ``flag``
+    (None: no ``--settings``, no ``apply_flag_settings``); ``effective`` as they merge, unless
+    given (a managed policy's ``false`` wins)."""
+    sources = [{"source": "userSettings", "settings": {"fastMode": user}}]
+    if flag is not None:
+        sources.append({"source": "flagSettings", "settings": {"fastMode": flag}})
+    merged = (user if flag is None else flag) if effective is None else effective
+    return {
+        "effective": {"fastMode": merged},
+        "sources": sources,
+        "served_settings_state": "ineligible",
+        "applied": {"model": OPUS, "effort": "medium", "advisor": None},
+    }
+
+
+@pytest.mark.parametrize(
+    ("answer", "on"),
+    [
+        # Claude Code refuses fast mode to an SDK host that did not opt in through its flag
+        # settings (``sdk_opt_in_required``): the user's own setting shows, yet is not in effect.
+        (settings_answer(flag=None), False),
+        (settings_answer(flag=True, user=False), True),
+        (settings_answer(flag=False), False),
+        (settings_answer(flag=True, effective=False), False),
+    ],
+    ids=["user-alone", "flag-on", "flag-off", "policy-off"],
+)
+def test_fast_mode_is_on_where_claude_code_takes_it_from_an_sdk_host(
+    answer: dict[str, Any], on: bool
+) -> None:
+    assert read_applied(answer).fast is on
+
+
+def test_a_users_own_fast_mode_shows_off_until_the_client_turns_it_on() -> None:
+    """The user's settings say ``fastMode: true`` and the client never chose: the requests are
+    not fast, and the option says off; once the client turns it on, it says on."""
+    driver = CoreDriver(2)
+    driver.handle(ev.ClaudeStarted(read_server_info(INFO), read_applied(settings_answer(flag=None))))
+    driver.open()
+    assert options_of(driver)["fast_mode"]["currentValue"] is False
+    _, chosen = driver.choose("fast_mode", True)
+    assert chosen[:2] == [SetFast(True), ReadSettings()]
+    assert driver.handle(ev.SettingsRead(read_applied(settings_answer(flag=True)))) == []
+    assert options_of(driver)["fast_mode"]["currentValue"] is True
+
+
+@pytest.mark.parametrize(("value", "on"), [(True, True), (False, False), ("on", True), ("off", False)])
+def test_a_claude_code_started_again_starts_with_the_fast_mode_the_client_chose(
+    value: object, on: bool
+) -> None:
+    """The core keeps the client's choice, whatever Claude Code reports since; the next start
+    puts it in Claude Code's flag settings (``--settings``), where ``SetFast`` put it."""
+    driver = CoreDriver.for_client("v1-terminal-meta" if isinstance(value, bool) else "v1-plain")
+    driver.start(INFO, OPUS, "medium", fast=not on)
+    driver.open()
+    driver.choose("fast_mode", value)
+    # Claude Code's settings say otherwise (the choice did not take): the option shows them.
+    driver.handle(ev.SettingsRead(Applied(OPUS, "medium", fast=not on)), 0.5)
+    assert options_of(driver)["fast_mode"]["currentValue"] != value
+    driver.handle(ev.ClaudeDied("Claude Code failed", False), 1.0)
+    assert driver.core.config.chosen_fast is on
+    options = session_options("/", None, fast=driver.core.config.chosen_fast)
+    assert options.settings is not None and json.loads(options.settings) == {"fastMode": on}
+    # What the new Claude Code has in effect is what the client is told.
+    [update] = driver.updates_of(driver.start(INFO, OPUS, "medium", fast=on), "config_option_update")
+    assert {o["id"]: o["currentValue"] for o in update["configOptions"]}["fast_mode"] == value
+
+
+def test_fast_mode_the_client_never_chose_is_left_to_claude_codes_own_settings() -> None:
+    driver = opened(2)
+    driver.choose("model", "sonnet")
+    driver.choose("effort", "high")
+    assert driver.core.config.chosen_fast is None
+    assert session_options("/", None, fast=driver.core.config.chosen_fast).settings is None
 
 
 def test_a_model_without_fast_mode_has_no_fast_mode_option() -> None:

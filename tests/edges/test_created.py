@@ -28,12 +28,21 @@ def config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_a_record_is_found_again_until_it_is_forgotten(config: Path) -> None:
     session_id = str(uuid.uuid4())
     created.record(session_id, "/work/a", Choices())
-    created.record(session_id, "/work/a", Choices("plan", "opus", "high"))
-    assert created.find(session_id) == Created(session_id, "/work/a", Choices("plan", "opus", "high"))
+    created.record(session_id, "/work/a", Choices("plan", "opus", "high", fast=False))
+    assert created.find(session_id) == Created(session_id, "/work/a", Choices("plan", "opus", "high", False))
     (path,) = (config / "claude-bg-acp" / "created").iterdir()
     assert stat.S_IMODE(path.stat().st_mode) == 0o600, "as private as Claude Code's transcripts"
     assert created.forget(session_id) and created.find(session_id) is None
     assert not created.forget(session_id)
+
+
+def test_a_record_written_before_fast_mode_was_kept_reads_as_never_chosen(config: Path) -> None:
+    session_id = str(uuid.uuid4())
+    folder = config / "claude-bg-acp" / "created"
+    folder.mkdir(parents=True)
+    older = {"format": 1, "cwd": "/work/a", "mode": "plan", "model": "opus", "effort": None}
+    (folder / f"{session_id}.json").write_text(json.dumps(older))
+    assert created.find(session_id) == Created(session_id, "/work/a", Choices("plan", "opus", None, None))
 
 
 @pytest.mark.parametrize(
@@ -53,6 +62,7 @@ def test_an_id_that_is_not_a_uuid_names_no_file(config: Path, session_id: str) -
         json.dumps({"format": 2, "cwd": "/work/a"}),
         json.dumps({"format": 1}),
         json.dumps({"format": 1, "cwd": "/work/a", "mode": 3}),
+        json.dumps({"format": 1, "cwd": "/work/a", "fast": "on"}),
     ],
 )
 def test_a_record_that_is_not_this_format_is_none(config: Path, content: str) -> None:

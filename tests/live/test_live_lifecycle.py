@@ -8,6 +8,7 @@ afterwards."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -23,6 +24,7 @@ from tests.conftest import LiveModel
 from tests.support.processes import processes_with, survivors
 from tests.support.schema import validate_transcript
 from tests.support.stdio_agent import StdioAgent
+from tests.support.views import option_held
 
 pytestmark = pytest.mark.live
 
@@ -148,6 +150,39 @@ def test_a_crashed_claude_is_replaced_and_the_conversation_goes_on(live: LiveMod
     # The new Claude Code resumed the conversation: the model saw the first prompt again.
     last = live.model.messages_requests()[-1].body
     assert "avocado" in str(last["messages"])
+    assert agent.close() == 0
+    check_schema(agent)
+
+
+def speed_of(live: LiveModel, words: str) -> object:
+    """The speed the model request that answers the prompt ``words`` asked for (None: the usual)."""
+    requests = live.model.messages_requests()
+    [*_, request] = [r for r in requests if words in json.dumps(r.body["messages"][-1])]
+    return request.body.get("speed")
+
+
+@pytest.mark.parametrize("chosen", [True, None], ids=["chosen", "never-chosen"])
+def test_a_crashed_claude_is_replaced_with_the_fast_mode_the_client_chose(
+    live: LiveModel, workdir: Path, chosen: bool | None
+) -> None:
+    """The Claude Code that takes over runs fast when the client chose it, and the option the
+    client holds says so; never chosen, fast mode is left to Claude Code (no flag settings)."""
+    agent, session_id = start(live, workdir)
+    if chosen is not None:
+        params = {"sessionId": session_id, "configId": "fast_mode", "type": "boolean", "value": chosen}
+        assert "result" in agent.call(2, "session/set_config_option", params)
+    prompt(agent, 3, session_id, "[scenario:text] before")
+    wait_update(agent, "state_update", state="idle", stopReason="end_turn")
+    first = claude_pid(live)
+    os.kill(first, signal.SIGKILL)
+    second = wait_for_new_claude(live, first)
+    prompt(agent, 4, session_id, "[scenario:text] after")
+    assert "result" in agent.response(4, timeout=60)
+    wait_update(agent, "state_update", state="idle", stopReason="end_turn")
+    speed = "fast" if chosen else None
+    assert (speed_of(live, "before"), speed_of(live, "after")) == (speed, speed)
+    assert option_held(agent.lines, "fast_mode") is bool(chosen)
+    assert ("--settings" in processes_with(marker(live))[second]) is (chosen is not None)
     assert agent.close() == 0
     check_schema(agent)
 

@@ -16,6 +16,7 @@ from claude_bg_acp.scripted_model.scenarios import PLAN
 from tests.conftest import LiveModel, run_live
 from tests.live.test_live_zed import as_zed
 from tests.support.acp_client import ClientRun
+from tests.support.views import option_held
 
 pytestmark = pytest.mark.live
 
@@ -107,12 +108,21 @@ def speeds(live: LiveModel) -> dict[str, Any]:
     return asked
 
 
-@pytest.mark.parametrize(("zed", "on"), [(True, True), (False, "on")])
+@pytest.mark.parametrize(
+    ("zed", "on", "users"),
+    [(True, True, False), (False, "on", False), (True, True, True)],
+    ids=["zed", "select", "users-own"],
+)
 def test_fast_mode_is_a_toggle_that_reaches_claude_code(
-    live: LiveModel, workdir: Path, zed: bool, on: object
+    live: LiveModel, workdir: Path, zed: bool, on: object, users: bool
 ) -> None:
     """Zed declares boolean options and gets a switch; a client that does not (here one that
-    declares nothing) gets an on/off select. Either way Claude Code's next request is fast."""
+    declares nothing) gets an on/off select. Either way Claude Code's next request is fast.
+    The user's own settings saying ``fastMode: true`` (``users``) change nothing: Claude Code
+    takes fast mode from an SDK host only through its flag settings, so until the client
+    turns it on the requests are not fast, and the option says off."""
+    if users:
+        (Path(live.env["CLAUDE_CONFIG_DIR"]) / "settings.json").write_text(json.dumps({"fastMode": True}))
     steps = [prompt("before", "[scenario:text] before"), toggle(on), prompt("after", "[scenario:text] after")]
     if zed:
         run, _ = as_zed(live, workdir, steps)
@@ -121,5 +131,5 @@ def test_fast_mode_is_a_toggle_that_reaches_claude_code(
     [fast] = [o for o in run.response("newSession")["result"]["configOptions"] if o["id"] == "fast_mode"]
     assert (fast["type"], fast["currentValue"]) == (("boolean", False) if zed else ("select", "off"))
     [now] = [o for o in run.response("fast")["result"]["configOptions"] if o["id"] == "fast_mode"]
-    assert now["currentValue"] == on
+    assert now["currentValue"] == on and option_held(run.agent_lines, "fast_mode") == on
     assert speeds(live) == {"before": None, "after": "fast"}

@@ -184,6 +184,46 @@ def test_a_session_never_prompted_opens_in_the_next_process_as_it_was_left(
     assert not list((Path(live.env["CLAUDE_CONFIG_DIR"]) / "claude-bg-acp" / "created").glob("*.json"))
 
 
+def test_a_session_never_prompted_keeps_its_fast_mode_through_the_next_processes(
+    live: LiveModel, workdir: Path
+) -> None:
+    """Fast mode chosen in the process that created the session is in the record: the next
+    process starts Claude Code with it and records it again with a later choice (the mode), and
+    the one after that runs the first prompt fast."""
+
+    def fast_mode(run_: ClientRun, step: str) -> Any:
+        [option] = [o for o in run_.response(step)["result"]["configOptions"] if o["id"] == "fast_mode"]
+        return option["currentValue"]
+
+    fast = {"sessionId": "$sessionId", "configId": "fast_mode", "value": "on"}
+    first = run(
+        live, workdir, "v1", [{"op": "request", "method": "session/set_config_option", "params": fast}]
+    )
+    session_id = first.session_id()
+    load = {"op": "loadSession", "id": "load", "sessionId": session_id}
+    plan = {"sessionId": "$sessionId", "modeId": "plan"}
+    second = run(
+        live,
+        workdir,
+        "v1",
+        [load, {"op": "request", "method": "session/set_mode", "params": plan}],
+        autoSession=False,
+    )
+    assert fast_mode(second, "load") == "on", "Claude Code has it in effect"
+    record = Path(live.env["CLAUDE_CONFIG_DIR"]) / "claude-bg-acp" / "created" / f"{session_id}.json"
+    assert {key: json.loads(record.read_text())[key] for key in ("mode", "fast")} == {
+        "mode": "plan",
+        "fast": True,
+    }
+    third = run(
+        live, workdir, "v1", [load, {"op": "prompt", "text": "[scenario:text] Hello."}], autoSession=False
+    )
+    assert fast_mode(third, "load") == "on"
+    assert third.prompt_responses()[-1]["result"]["stopReason"] == "end_turn"
+    speeds = [request.body.get("speed") for request in live.model.messages_requests()]
+    assert speeds and set(speeds) == {"fast"}
+
+
 def test_v2_an_unprompted_session_resumes_in_the_next_process_with_an_empty_replay(
     live: LiveModel, workdir: Path
 ) -> None:

@@ -28,6 +28,7 @@ from claude_bg_acp.scripted_model.server import ScriptedModel, serve_in_thread
 from claude_bg_acp.session.trust import TITLE, TRUST
 from tests.conftest import LiveModel
 from tests.support.acp_client import ClientRun, run_client
+from tests.support.views import option_held
 
 pytestmark = pytest.mark.live
 
@@ -215,16 +216,24 @@ def test_a_session_closed_while_it_asks_withdraws_the_question(
     assert not marker.exists() and elsewhere.messages_requests() == []
 
 
-def test_a_mode_chosen_before_the_trust_outlasts_the_folders_default_mode(
+def test_choices_made_before_the_trust_outlast_the_folders_settings(
     live: LiveModel, workdir: Path, elsewhere: ScriptedModel, tmp_path: Path
 ) -> None:
+    """The Claude Code started again with the folder's settings runs in the mode chosen before
+    (not the folder's default mode), and in fast mode, which was chosen too."""
     repository(workdir, elsewhere, tmp_path / "marker")
     choose = {
         "op": "request",
         "method": "session/set_mode",
         "params": {"sessionId": "$sessionId", "modeId": "plan"},
     }
-    run_ = run(live, workdir, [choose, prompt("Hello.")], permission="allow_always")
+    fast = {"sessionId": "$sessionId", "configId": "fast_mode", "value": "on"}
+    steps = [choose, {"op": "request", "method": "session/set_config_option", "params": fast}]
+    run_ = run(live, workdir, [*steps, prompt("Hello.")], permission="allow_always")
     assert [q["answer"]["outcome"]["optionId"] for q in trust_questions(run_)] == [TRUST]
-    assert modes(run_) == ["default", "plan"]
+    assert "acceptEdits" not in modes(run_) and option_held(run_.agent_lines, "mode") == "plan"
+    assert option_held(run_.agent_lines, "fast_mode") == "on"
+    # Every model request goes to the folder's server, from the Claude Code started for the trust.
+    speeds = [request.body.get("speed") for request in elsewhere.messages_requests()]
+    assert speeds and set(speeds) == {"fast"}
     assert (tmp_path / "marker").exists() and run_.stop_reasons() == ["end_turn"]

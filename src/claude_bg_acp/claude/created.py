@@ -5,9 +5,10 @@ never prompted is unknown to the store, so the next agent process (acpx runs ``s
 then each ``prompt``, in a new one) could not open it. So ``session/new`` records the session
 in ``claude-bg-acp/created/<session id>.json`` in Claude Code's config directory, beside its
 store (as the listing's summaries are): its directory and the options the client chose (mode,
-model, effort), written again when they change, forgotten once it was prompted. A record
-stands for a session only while Claude Code has none stored: the store is asked first. It
-is not listed (``session/list`` lists Claude Code's conversations, and an empty one is none).
+model, effort, fast mode; a record without ``fast``, from an older agent, has it never chosen),
+written again when they change, forgotten once it was prompted. A record stands for a session
+only while Claude Code has none stored: the store is asked first. It is not listed
+(``session/list`` lists Claude Code's conversations, and an empty one is none).
 
 Each record is its own small file (two processes never write one file), written to a
 temporary file then renamed over it (a reader sees the old one or the new one), mode 0600 as
@@ -44,6 +45,7 @@ class Choices:
     mode: str | None = None
     model: str | None = None
     effort: str | None = None
+    fast: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -85,10 +87,12 @@ def find(session_id: str) -> Created | None:
         return None
     if not isinstance(content, dict) or content.get("format") != FORMAT:
         return None
-    cwd, chosen = content.get("cwd"), [content.get(key) for key in ("mode", "model", "effort")]
-    if not isinstance(cwd, str) or not all(value is None or isinstance(value, str) for value in chosen):
+    cwd, mode, model, effort, fast = (content.get(key) for key in ("cwd", "mode", "model", "effort", "fast"))
+    if not isinstance(cwd, str) or not all(isinstance(value, str | None) for value in (mode, model, effort)):
         return None
-    return Created(session_id, cwd, Choices(*chosen))
+    if not isinstance(fast, bool | None):
+        return None
+    return Created(session_id, cwd, Choices(mode, model, effort, fast))
 
 
 def forget(session_id: str) -> bool:

@@ -14,12 +14,20 @@ Claude Code starts in the ``default`` permission mode and may later be switched 
 (which makes that mode a choice and changes nothing else; its settings may still disable it).
 It refuses that flag to root and exits, unless ``IS_SANDBOX=1`` or ``CLAUDE_CODE_BUBBLEWRAP`` says
 it runs in a sandbox: it gets the flag whenever it would take it (``may_bypass_permissions``).
+
+Fast mode reaches Claude Code from an SDK host only through its flag settings: the layer that
+``apply_flag_settings`` changes while it runs and ``--settings`` (the SDK's ``settings``) fills
+at its start, above the user's and the folder's. A Claude Code started again gets the client's
+choice there (``fast``), and runs fast or not as the one before it did (probed with CLI 2.1.332:
+``{"fastMode": true}`` given so is in effect and the first model request is fast; ``false``
+overrides a user's ``fastMode: true``).
 """
 
 from __future__ import annotations
 
 import atexit
 import functools
+import json
 import logging
 import os
 import re
@@ -60,9 +68,11 @@ def session_options(
     add_dirs: list[str] | None = None,
     session_id: str | None = None,
     project_settings: bool = True,
+    fast: bool | None = None,
 ) -> ClaudeAgentOptions:
     """``resume`` continues a stored conversation; ``session_id`` names a new one; without
-    ``project_settings`` Claude Code reads the user's settings alone (``claude.trust``)."""
+    ``project_settings`` Claude Code reads the user's settings alone (``claude.trust``);
+    ``fast``: fast mode as the client chose it (None: as Claude Code's settings have it)."""
     return ClaudeAgentOptions(
         cwd=cwd,
         system_prompt={"type": "preset", "preset": "claude_code"},
@@ -77,6 +87,7 @@ def session_options(
         # (permissions.defaultMode), as it does in a terminal; the session reports it.
         extra_args=dict(ALLOW_BYPASS) if may_bypass_permissions(os.environ) else {},
         setting_sources=["user", "project", "local"] if project_settings else ["user"],
+        settings=None if fast is None else json.dumps({"fastMode": fast}),
         include_partial_messages=True,
         forward_subagent_text=True,
         stderr=stderr_logger(os.environ),

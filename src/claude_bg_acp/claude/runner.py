@@ -255,8 +255,8 @@ def starting(
     choices: Choices | None = None,
 ) -> ClaudeRunner:
     """A session's runner, to start before the session that will own it exists: with the
-    options a session first starts with (mode ``default``, Claude Code's own model and effort,
-    unless ``choices`` (a session created earlier, never prompted) say otherwise), on the
+    options a session first starts with (mode ``default``, Claude Code's own model, effort and
+    fast mode, unless ``choices`` (a session created earlier, never prompted) say otherwise), on the
     stored conversation of that id if it ``resume``s, else on a new one by that id; with the
     folder's own settings unless the folder is yet to be trusted (``claude.trust``)."""
     options = session_options(
@@ -268,6 +268,7 @@ def starting(
         add_dirs=add_dirs,
         session_id=None if resume else session_id,
         project_settings=project_settings,
+        fast=None if choices is None else choices.fast,
     )
     if choices is not None:
         options.permission_mode = choices.mode  # type: ignore[assignment]

@@ -12,8 +12,13 @@ on CLI 2.1.332):
   and whose ``effective`` settings may disable permission modes: ``auto`` with
   ``disableAutoMode: "disable"`` (at the top or under ``permissions``), ``bypassPermissions``
   with ``permissions.disableBypassPermissionsMode: "disable"`` (Claude Code refuses a switch to
-  either then; a top-level ``disableBypassPermissionsMode`` it ignores), and say whether fast mode
-  is on (``fastMode: true``; absent when it is off);
+  either then; a top-level ``disableBypassPermissionsMode`` it ignores); fast mode is in effect
+  when they say ``fastMode: true`` (a managed policy's ``false`` wins there, and Claude Code's
+  code refuses fast mode then too) and the flag settings layer does (``sources``: the layers,
+  each ``source`` with its ``settings``; ``flagSettings`` is there once ``--settings`` or
+  ``apply_flag_settings`` filled it), for Claude Code refuses fast mode to an SDK host that did
+  not opt in there (``sdk_opt_in_required``): a user's own ``fastMode: true`` shows in
+  ``effective``, yet the requests are not fast;
 - its answer to the ``mcp_status`` control request (``ClaudeSDKClient.get_mcp_status()``):
   ``mcpServers``, each with its ``name``, ``status`` (``connected``, ``failed``, ``needs-auth``,
   ``pending``, ``disabled``), ``tools`` and, when it failed, ``error``.
@@ -121,10 +126,17 @@ def read_commands(raw: Any) -> tuple[SlashCommand, ...]:
 def read_applied(raw: dict[str, Any]) -> Applied:
     applied, effective = raw.get("applied"), raw.get("effective")
     disabled = _disabled_modes(effective)
-    fast = isinstance(effective, dict) and effective.get("fastMode") is True
+    fast = _fast(effective) and any(
+        source.get("source") == "flagSettings" and _fast(source.get("settings"))
+        for source in _list(raw.get("sources"))
+    )
     if not isinstance(applied, dict):
         return Applied(None, None, disabled, fast)
     return Applied(_text(applied.get("model")), _text(applied.get("effort")), disabled, fast)
+
+
+def _fast(settings: Any) -> bool:
+    return isinstance(settings, dict) and settings.get("fastMode") is True
 
 
 def _disabled_modes(effective: Any) -> frozenset[str]:

@@ -3,7 +3,8 @@
 The client sees one list (``Options``): the mode (owned by ``permission_modes``), the model (one
 choice per model Claude Code offers), the effort (the levels the current model supports; left
 out when it has none) and fast mode (on or off, for a model that supports it; Claude Code takes
-it from an SDK host only through its flag settings, ``fastMode``). Claude Code is their source
+it from an SDK host only through its flag settings, ``fastMode``, so it is on only when they
+say so: ``server_info.read_applied``). Claude Code is their source
 of truth: what it offers comes from its initialize answer, what is in effect from its applied
 settings, read after it starts, after each switch we ask for and after each turn (a ``/model``
 or ``/effort`` prompt switches too), and from the model and mode each turn starts with. A
@@ -116,7 +117,9 @@ class Config:
         """The permission modes Claude Code's settings disable."""
         self.chosen_model: str | None = None
         self.chosen_effort: str | None = None
-        """The client's choices: a Claude Code started again after a crash starts with them."""
+        self.chosen_fast: bool | None = None
+        """The client's choices (None: never chosen, Claude Code's own): a Claude Code started
+        again (after a crash, or to take a trusted folder's settings) starts with them."""
         self.introduction: Introduction = Introduction.NONE
         self._shown: Options | None = None
         """The options as the client last had them."""
@@ -193,11 +196,17 @@ class Config:
             command = SetEffort(value)
         elif config_id == FAST and options.fast is not None:
             offered(config_id, value, list(SWITCH))
-            self.fast = SWITCH[value]
+            self.fast = self.chosen_fast = SWITCH[value]
             command = SetFast(self.fast)
         else:
             raise Refused(Refusal.UNKNOWN, f"unknown config option {config_id!r}", "configId")
         return [command, *self.confirm()]
+
+    def carry(self, model: str | None, effort: str | None, fast: bool | None) -> None:
+        """Choices the client made in an earlier agent process, for a session it created there
+        and never prompted (``claude.created``): kept as if made here, so that they are recorded
+        again and a Claude Code started again starts with them."""
+        self.chosen_model, self.chosen_effort, self.chosen_fast = model, effort, fast
 
     def confirm(self) -> list[ReadSettings]:
         """Read what Claude Code has in effect (after a switch, after a turn); its reports wait

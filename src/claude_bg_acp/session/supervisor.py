@@ -5,13 +5,15 @@ How it works. ``supervise`` runs in the session's task group until the session c
 and moves the session's phase as Claude Code goes (``session.lifecycle`` draws the table). Each
 start resumes the stored conversation of the session's id, or names a new one with it while
 nothing is stored yet; a new session's first start may have begun before the session existed
-(``starting``). The SDK needs its client to live in one task: the runner is connected, read and
-disconnected inside the session's own task group. Once Claude Code is connected, its messages go
-to the core from a reader task of their own (``runner.read``), which moves the phase to ``DOWN``
-when the stream ends; one task (``_perform_commands``) gives it the core's commands in order
-while it takes them (``SERVING``, ``STOPPING``): a Claude Code that goes down never answers the
-command in flight, and the commands that come meanwhile wait for the next one (a prompt that
-arrives while Claude Code starts simply waits).
+(``starting``); a later start takes the mode, model, effort and fast mode the client chose
+(``Config``), so that a Claude Code started again runs as the one before it did. The SDK needs
+its client to live in one task: the runner is connected, read and disconnected inside the
+session's own task group. Once Claude Code is connected, its messages go to the core from a
+reader task of their own (``runner.read``), which moves the phase to ``DOWN`` when the stream
+ends; one task (``_perform_commands``) gives it the core's commands in order while it takes them
+(``SERVING``, ``STOPPING``): a Claude Code that goes down never answers the command in flight,
+and the commands that come meanwhile wait for the next one (a prompt that arrives while Claude
+Code starts simply waits).
 
 The first start is what the requests that open a session wait for (``first``, its table in
 ``session.startup``): its process exists (``spawned``), it said what it offers (``ready``:
@@ -263,6 +265,7 @@ class ClaudeSupervisor:
                 add_dirs=launch.add_dirs,
                 session_id=None if stored else session.session_id,
                 project_settings=self.project_settings,
+                fast=session.core.config.chosen_fast,
             )
             mode = session.core.modes.current
             # The folder's settings, trusted just now, choose the mode unless the user did.
