@@ -1,10 +1,13 @@
 """Whether a folder's settings may act, read as the pinned Claude Code reads its trust record,
 and what the trust question shows of them (``claude.trust``); the question itself, live, is in
-``test_live_trust``."""
+``test_live_trust``. The git layouts (worktrees, bare repositories, ``.git`` files that try to
+borrow a trusted repository's record) are made by the real ``git``; that the terminal of the
+pinned CLI judges each of them the same is ``test_live_trust``'s too."""
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -16,6 +19,7 @@ from claude_bg_acp.claude.trust import (
     settings_may_act,
     trusted,
 )
+from tests.support.git_layouts import BORROWERS, Layout, admin_folder, git, main_repository, worktree
 
 
 def write(path: Path, value: object) -> None:
@@ -43,6 +47,80 @@ def test_above_a_git_repository_no_record_counts(tmp_path: Path) -> None:
     (repo / "sub").mkdir()
     assert trusted(str(repo / "sub"), trusting(tmp_path / "config", repo))
     assert not trusted(str(repo / "sub"), trusting(tmp_path / "config", tmp_path))
+
+
+def test_a_worktree_is_trusted_through_its_main_repository(tmp_path: Path) -> None:
+    """Claude Code records a worktree's trust under the main repository's root (its canonical
+    root), so that record trusts every worktree; no other record but the worktree's own does."""
+    main = main_repository(tmp_path / "main")
+    tree, inner = worktree(main, tmp_path / "tree"), worktree(main, main / "inner")
+    config = tmp_path / "config"
+    for folder in (tree, tree / "sub" / "deeper", inner, main / "sub"):
+        assert trusted(str(folder), trusting(config, main)), folder
+    assert trusted(str(tree / "sub" / "deeper"), trusting(config, tree / "sub"))
+    assert not trusted(str(tree / "sub"), trusting(config, main / "sub"))
+    assert not trusted(str(tree), trusting(config, tmp_path))
+
+
+def test_a_worktrees_record_does_not_trust_its_main_repository(tmp_path: Path) -> None:
+    main = main_repository(tmp_path / "main")
+    tree, other = worktree(main, tmp_path / "tree"), worktree(main, tmp_path / "other")
+    only_tree = trusting(tmp_path / "config", tree)
+    assert trusted(str(tree / "sub"), only_tree)
+    assert not any(trusted(str(folder), only_tree) for folder in (main, main / "sub", other))
+
+
+def test_a_bare_repositorys_worktree_is_trusted_through_the_bare_repository(tmp_path: Path) -> None:
+    bare = tmp_path / "bare.git"
+    git("clone", "--quiet", "--bare", str(main_repository(tmp_path / "main")), str(bare), cwd=tmp_path)
+    tree = worktree(bare, tmp_path / "tree")
+    assert trusted(str(tree), trusting(tmp_path / "config", bare))
+    assert not trusted(str(tree), trusting(tmp_path / "config", tmp_path))
+    (bare / ".git").mkdir()  # no longer a bare repository's folder, as Claude Code tells one
+    assert not trusted(str(tree), trusting(tmp_path / "config", bare))
+
+
+def test_a_worktrees_links_may_be_relative(tmp_path: Path) -> None:
+    """As ``git worktree add --relative-paths`` (git 2.48) writes them."""
+    main = main_repository(tmp_path / "main")
+    tree = worktree(main, tmp_path / "tree")
+    (tree / ".git").write_text("gitdir: ../main/.git/worktrees/tree\n")
+    (admin_folder(main, tree) / "gitdir").write_text("../../../../tree/.git\n")
+    assert trusted(str(tree), trusting(tmp_path / "config", main))
+
+
+@pytest.mark.parametrize("layout", BORROWERS.values(), ids=BORROWERS.keys())
+def test_a_git_file_that_is_not_pointed_back_at_borrows_no_trust(tmp_path: Path, layout: Layout) -> None:
+    """A cloned repository's ``.git`` file may name a trusted repository's folders: only a
+    worktree that repository points back at, by safe paths, shares its trust."""
+    main = main_repository(tmp_path / "main")
+    tree = worktree(main, tmp_path / "tree")
+    assert trusted(str(tree), trusting(tmp_path / "config", main))
+    folder = layout(main, tree, tmp_path)
+    assert not trusted(str(folder), trusting(tmp_path / "config", main))
+
+
+def test_a_git_entry_that_is_neither_file_nor_folder_makes_no_repository(tmp_path: Path) -> None:
+    """A ``.git`` FIFO is no repository's (the record of a folder above counts); a link to a
+    git folder is one (a record above it does not count)."""
+    fifo = tmp_path / "fifo" / "inner"
+    fifo.mkdir(parents=True)
+    os.mkfifo(fifo / ".git")
+    assert trusted(str(fifo), trusting(tmp_path / "config", fifo.parent))
+    linked = tmp_path / "linked" / "repo"
+    linked.mkdir(parents=True)
+    git(
+        "init",
+        "--quiet",
+        "--separate-git-dir",
+        str(tmp_path / "store.git"),
+        str(tmp_path / "separate"),
+        cwd=tmp_path,
+    )
+    (linked / ".git").symlink_to(tmp_path / "store.git")
+    assert not trusted(str(linked), trusting(tmp_path / "config", linked.parent))
+    assert trusted(str(linked), trusting(tmp_path / "config", linked))
+    assert not trusted(str(tmp_path / "separate"), trusting(tmp_path / "config", tmp_path / "store.git"))
 
 
 def test_the_record_is_read_where_claude_code_keeps_it(tmp_path: Path) -> None:

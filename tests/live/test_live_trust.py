@@ -8,6 +8,10 @@ own (a second scripted model on loopback, whose requests are counted), and
 ``permissions.defaultMode: acceptEdits``. Claude Code is given no trust record but the one a
 test writes (its config dir is the test's own), so that before trust it would take all of them.
 
+In git layouts (a worktree, a bare repository's worktree, a ``.git`` file that names a trusted
+repository which does not point back at it), the agent's judgement is compared with the one the
+pinned CLI's own terminal makes: whether it asks its trust question there.
+
 The tests run as root here. Claude Code treats root differently for ``bypassPermissions`` alone
 (``test_live_modes``); hooks, ``env`` and ``acceptEdits`` act for root as for anyone, so running
 them as an unprivileged user would prove nothing more.
@@ -23,11 +27,13 @@ from typing import Any
 
 import pytest
 
-from claude_bg_acp.claude.trust import TRUST_ALL_ENV
+from claude_bg_acp.claude.trust import TRUST_ALL_ENV, trusted
 from claude_bg_acp.scripted_model.server import ScriptedModel, serve_in_thread
 from claude_bg_acp.session.trust import TITLE, TRUST
 from tests.conftest import LiveModel
 from tests.support.acp_client import ClientRun, run_client
+from tests.support.git_layouts import BORROWERS, git, main_repository, worktree
+from tests.support.terminal import asks_trust
 from tests.support.views import option_held
 
 pytestmark = pytest.mark.live
@@ -237,3 +243,89 @@ def test_choices_made_before_the_trust_outlast_the_folders_settings(
     speeds = [request.body.get("speed") for request in elsewhere.messages_requests()]
     assert speeds and set(speeds) == {"fast"}
     assert (tmp_path / "marker").exists() and run_.stop_reasons() == ["end_turn"]
+
+
+def test_trust_answered_in_a_worktree_holds_for_its_repository_in_the_next_agent(
+    live: LiveModel, tmp_path: Path, elsewhere: ScriptedModel
+) -> None:
+    """Claude Code records a worktree's trust under the main repository's root: a later agent
+    process finds it there, for that worktree and for another one (``claude.repository``)."""
+    marker = tmp_path / "marker"
+    main = main_repository(tmp_path / "main")
+    tree, other = worktree(main, tmp_path / "tree"), worktree(main, tmp_path / "other")
+    for folder in (tree, other):
+        repository(folder, elsewhere, marker)
+    first = run(live, tree, [prompt("One.")], permission="allow_always")
+    assert [q["answer"]["outcome"]["optionId"] for q in trust_questions(first)] == [TRUST]
+    assert list(record(live)) == [os.path.realpath(main)]
+    marker.unlink()
+    answered = len(elsewhere.messages_requests())
+    steps = [prompt("Two."), {"op": "newSession", "name": "other", "cwd": str(other)}, prompt("Three.")]
+    second = run(live, tree, steps, permission="reject_once")
+    assert second.permission_requests == [], "a folder trusted through its repository was asked about"
+    assert second.stop_reasons("main") == second.stop_reasons("other") == ["end_turn"]
+    assert marker.exists(), "the folder's SessionStart hook did not run"
+    assert modes(second)[:2] == ["acceptEdits", "acceptEdits"]
+    assert len(elsewhere.messages_requests()) >= answered + 2 and live.model.messages_requests() == []
+
+
+def test_a_git_file_that_is_not_pointed_back_at_is_asked_about(
+    live: LiveModel, tmp_path: Path, elsewhere: ScriptedModel
+) -> None:
+    """A folder whose ``.git`` file names a trusted repository's worktree, which does not point
+    back at it (a cloned repository could carry one), does not share that repository's trust."""
+    marker = tmp_path / "marker"
+    main = main_repository(tmp_path / "main")
+    live.trust(main)
+    cloned = BORROWERS["names another worktree's folder"](main, worktree(main, tmp_path / "tree"), tmp_path)
+    repository(cloned, elsewhere, marker)
+    run_ = run(live, cloned, [prompt("Hello.")], permission="reject_once")
+    assert [q["answer"]["outcome"]["optionId"] for q in trust_questions(run_)] == ["not_now"]
+    assert run_.stop_reasons() == ["end_turn"]
+    assert not marker.exists() and elsewhere.messages_requests() == []
+    assert list(record(live)) == [os.path.realpath(main)]
+
+
+def _layout(case: str, tmp_path: Path) -> tuple[Path, Path]:
+    """The folder of ``case`` and the folder whose trust Claude Code has recorded."""
+    main = main_repository(tmp_path / "main")
+    tree = worktree(main, tmp_path / "tree")
+    if case in BORROWERS:
+        return BORROWERS[case](main, tree, tmp_path), main
+    if case == "a bare repository's worktree":
+        bare = tmp_path / "bare.git"
+        git("clone", "--quiet", "--bare", str(main), str(bare), cwd=tmp_path)
+        return worktree(bare, tmp_path / "bare-tree"), bare
+    return {
+        "a worktree of the trusted repository": (tree, main),
+        "a worktree's subfolder": (tree / "sub" / "deeper", main),
+        "the main repository of a trusted worktree": (main, tree),
+        "a worktree's subfolder, a folder of the main repository trusted": (tree / "sub", main / "sub"),
+    }[case]
+
+
+TRUSTED_LAYOUTS = [
+    "a worktree of the trusted repository",
+    "a worktree's subfolder",
+    "a bare repository's worktree",
+]
+ASKED_LAYOUTS = [
+    "the main repository of a trusted worktree",
+    "a worktree's subfolder, a folder of the main repository trusted",
+    *BORROWERS,
+]
+
+
+@pytest.mark.parametrize(
+    ("case", "expected"),
+    [(case, True) for case in TRUSTED_LAYOUTS] + [(case, False) for case in ASKED_LAYOUTS],
+)
+def test_the_agent_judges_each_layout_as_claude_codes_terminal_does(
+    live: LiveModel, tmp_path: Path, case: str, expected: bool
+) -> None:
+    """The terminal of the pinned CLI, started in the folder, asks its trust question exactly
+    where the agent would (``tests/support/terminal.py``)."""
+    folder, recorded = _layout(case, tmp_path)
+    live.trust(recorded)
+    assert trusted(str(folder), live.env) is expected
+    assert asks_trust(folder, live.env) is not expected

@@ -9,12 +9,16 @@ folder is trusted first; under the SDK nobody asks, so the agent does (``session
 
 Claude Code records a folder's trust in its global config (``<CLAUDE_CONFIG_DIR or ~>/.claude.json``,
 or a non-empty legacy ``<config dir>/.config.json``): ``projects[<path>].hasTrustDialogAccepted``.
-A folder is trusted, as the pinned CLI judges it, when that record is set for the folder or for
-a folder above it, up to the root of its git repository (above it nothing counts), or up to
-``/`` outside one. The agent reads that record (``trusted``) and never writes it: the CLI
-writes it itself when its ``initialize`` request attests the user's answer (``workspaceTrust``,
-see ``transport``). ``CLAUDE_BG_ACP_TRUST_ALL_FOLDERS=1`` (``--trust-all-folders``) lets every
-folder's settings act unasked, as before.
+A folder is trusted, as the pinned CLI judges it (when its terminal would not ask), when that
+record is set for its git repository's canonical root, the folder the CLI keys a repository's
+trust by (for a linked worktree, the main repository's root: ``repository``), or for the
+folder or a folder above it, up to the root of its git repository (above it nothing counts), or
+up to ``/`` outside one. The agent reads that record (``trusted``) and never writes it: the CLI
+writes it itself, under the canonical root, when its ``initialize`` request attests the user's
+answer (``workspaceTrust``, see ``transport``); so a worktree trusted once is trusted in the
+main repository and in its other worktrees too, as in a terminal.
+``CLAUDE_BG_ACP_TRUST_ALL_FOLDERS=1`` (``--trust-all-folders``) lets every folder's settings act
+unasked, as before.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from claude_bg_acp.claude import store_files
+from claude_bg_acp.claude import repository, store_files
 
 log = logging.getLogger(__name__)
 
@@ -100,15 +104,18 @@ def trusted(cwd: str, environ: Mapping[str, str] = os.environ) -> bool:
     projects = _read_json(record_file(environ)).get("projects")
     if not isinstance(projects, dict):
         return False
-    folder = Path(os.path.realpath(cwd))
-    top = _git_root(folder)
-    for candidate in (folder, *folder.parents):
-        entry = projects.get(str(candidate))
-        if isinstance(entry, dict) and entry.get("hasTrustDialogAccepted") is True:
-            return True
-        if candidate == top:
-            return False
-    return False
+    folder = os.path.realpath(cwd)
+    top = repository.git_root(folder)
+    keys = [repository.canonical_root(top)] if top is not None else []
+    for candidate in (Path(folder), *Path(folder).parents):
+        keys.append(str(candidate))
+        if str(candidate) == top:
+            break
+    return any(_accepted(projects.get(key)) for key in keys)
+
+
+def _accepted(entry: object) -> bool:
+    return isinstance(entry, dict) and entry.get("hasTrustDialogAccepted") is True
 
 
 def record_file(environ: Mapping[str, str] = os.environ) -> Path:
@@ -190,10 +197,3 @@ def _read_json(path: Path) -> dict[str, Any]:
         log.warning("could not read %s: %s", path, exc)
         return {}
     return value if isinstance(value, dict) else {}
-
-
-def _git_root(folder: Path) -> Path | None:
-    for candidate in (folder, *folder.parents):
-        if (candidate / ".git").exists():
-            return candidate
-    return None
