@@ -52,7 +52,7 @@ from claude_agent_sdk import (
 from claude_agent_sdk.types import PermissionResult
 
 from claude_bg_acp.claude.options import build_client, session_options
-from claude_bg_acp.scripted_model import env_overrides, offline_env, serve
+from claude_bg_acp.scripted_model import AUTOCOMPACT_ENV, env_overrides, offline_env, serve
 
 log = logging.getLogger("record_sdk_events")
 
@@ -85,6 +85,8 @@ class Plan:
     driver: Driver | None = None
     stored: bool = False
     """Keep Claude Code's stored conversation too."""
+    env: dict[str, str] = field(default_factory=dict)
+    """More of the CLI's environment."""
 
 
 async def _stop_after_output(session: Session) -> None:
@@ -199,6 +201,17 @@ RECORDINGS: dict[str, Plan] = dict(
                 stored=True,
             ),
         ),
+        (
+            "autocompacted",
+            Plan(
+                "text",
+                "Say hello.",
+                # Claude Code compacts no conversation of one turn ("too_few_groups").
+                driver=_then("[scenario:context_full] Fill the context.", "[scenario:text] Say hello again."),
+                stored=True,
+                env=AUTOCOMPACT_ENV,
+            ),
+        ),
     ]
 )
 
@@ -302,7 +315,7 @@ async def record(name: str, plan: Plan, out_dir: Path, timeout: float) -> Path:
         (root / "work").mkdir()
         async with serve(scenario=plan.scenario) as model:
             options = session_options(str(root / "work"), _permission_handler(plan.allow))
-            options.env.update(env_overrides(offline_env(model.base_url, root)))
+            options.env.update(env_overrides({**offline_env(model.base_url, root), **plan.env}))
             tape = Tape()
             session = Session(build_client(options, tape.observe), tape, root)
             files = await _run(session, plan, root, timeout)

@@ -20,6 +20,7 @@ import pytest
 
 from claude_bg_acp.claude import store
 from claude_bg_acp.core import events as ev
+from claude_bg_acp.scripted_model.scenarios import FILLED
 from claude_bg_acp.session import replay
 from tests.support.driver import (
     CLIENTS,
@@ -63,9 +64,13 @@ def stored_metadata() -> dict[str, Any]:
     return metadata
 
 
+def story(updates: list[dict[str, Any]]) -> list[str]:
+    return [said(u) for u in updates if u["sessionUpdate"] not in ("replay_complete", "state_update")]
+
+
 def said(update: dict[str, Any]) -> str:
     """What a replayed update is, in a word: a prompt's text, the agent's text, or the card's status."""
-    if update.get("toolCallId") == CARD:
+    if str(update.get("toolCallId")).startswith("compaction-"):
         return f"card {update['status']}"
     content = update.get("content")
     blocks = content if isinstance(content, list) else [content]
@@ -79,15 +84,41 @@ def test_the_card_comes_after_the_compact_that_asked_for_it(
     """Claude Code stores the boundary (and its summary) ahead of the echo of ``/compact``; the
     replay shows the command, then the card, then what followed. What came before the boundary
     is the summary's, which is not replayed (nor is Claude Code's echo of the command's output)."""
-    updates = recalled(client, conversation)
-    history = [said(u) for u in updates if u["sessionUpdate"] not in ("replay_complete", "state_update")]
-    assert history == [
+    assert story(recalled(client, conversation)) == [
         "/compact",
         "card in_progress",
         "card completed",
         "[scenario:text] Say hello.",
         "Hello from the scripted model.",
     ]
+
+
+@pytest.mark.parametrize("client", list(CLIENTS))
+def test_an_automatic_compaction_is_replayed_where_it_happened_mid_turn(
+    client: str, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """The ``autocompacted`` recording: Claude Code compacted by itself after a tool's result,
+    before the turn's answer, and stored the boundary there (then its summary, then the answer).
+    The replay, which starts at the boundary, shows the card, the answer, the next prompt, as
+    live; the card is the live one, automatic, with the tokens the stored record says."""
+    frames = load_frames("autocompacted")
+    live = CoreDriver.for_client(client)
+    answers = [u for u in live.updates_of(live.replay(frames)) if not u["sessionUpdate"].startswith("user_")]
+    live_story = [said for said in story(answers) if said]
+    at = live_story.index("card in_progress")
+    assert live_story[at:] == ["card in_progress", "card completed", FILLED, "Hello from the scripted model."]
+    updates = recalled(client, stored_conversation(frames, tmp_path_factory.mktemp("config")))
+    assert story(updates) == [
+        "card in_progress",
+        "card completed",
+        FILLED,
+        "[scenario:text] Say hello again.",
+        "Hello from the scripted model.",
+    ]
+    card = [u for u in updates if str(u.get("toolCallId")).startswith("compaction-")]
+    assert card[0]["rawInput"] == {"trigger": "auto"}
+    (text,) = [c["content"]["text"] for c in card[-1]["content"]]
+    assert text == "Compacted the conversation: 100,039 tokens before, 2,634 after."
 
 
 @pytest.mark.parametrize("client", list(CLIENTS))

@@ -4,8 +4,9 @@ client re-attaching to a live one.
 The conversation is a real one: ``scripts/record_sdk_events.py conversation`` ran the CLI
 through three turns (a background shell that finished, a thought, a background subagent) and
 kept what Claude Code stored; ``stored_conversation`` reads it back with the SDK's readers, as
-the agent does. Its replay, and that of ``compacted`` (a ``/compact`` between two turns: see
-``tests/core/test_replayed_compaction.py``), is compared with a golden file per client kind
+the agent does. Its replay, and those of ``compacted`` (a ``/compact`` between two turns) and
+``autocompacted`` (Claude Code's own compaction mid-turn: see
+``tests/core/test_replayed_compaction.py``), are compared with a golden file per client kind
 (``UPDATE_GOLDEN=1`` rewrites them), validated against the schema, and held to the background
 rules.
 """
@@ -78,7 +79,7 @@ def recalled(
 
 
 @pytest.mark.parametrize("client", list(CLIENTS))
-@pytest.mark.parametrize("recording", [RECORDING, "compacted"])
+@pytest.mark.parametrize("recording", [RECORDING, "compacted", "autocompacted"])
 def test_replay_matches_golden(client: str, recording: str, tmp_path: Path) -> None:
     _, effects = recalled(client, stored_conversation(load_frames(recording), tmp_path))
     golden = FIXTURES / "golden" / "recalled" / f"{recording}.{client}.jsonl"

@@ -24,7 +24,8 @@ from claude_agent_sdk import ClaudeAgentOptions, ResultMessage, query
 
 from claude_bg_acp.claude.conventions import tasks_root
 from claude_bg_acp.claude.options import claude_cli
-from claude_bg_acp.scripted_model import env_overrides
+from claude_bg_acp.scripted_model import AUTOCOMPACT_ENV, env_overrides
+from claude_bg_acp.scripted_model.scenarios import FILLED
 from tests.conftest import LiveModel
 from tests.conftest import run_live as run
 from tests.support.acp_client import ClientRun
@@ -393,6 +394,9 @@ def test_a_replayed_prompt_has_the_message_id_it_had_live(live: LiveModel, workd
     assert message["messageId"] == live_id
 
 
+HELLO_AGAIN = "[scenario:text] Say hello again."
+
+
 def compaction_card(updates: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The updates of the one compaction card among ``updates``."""
     (card_id,) = {u["toolCallId"] for u in updates if str(u.get("toolCallId")).startswith("compaction-")}
@@ -449,6 +453,38 @@ def test_a_reopened_conversation_shows_its_compaction_where_it_happened(
         card = compaction_card(replayed)
         assert card[0]["title"] == "Compact conversation", client
         assert [c["content"]["text"] for c in card[-1]["content"]] == [live_text], client
+
+
+def test_claude_codes_own_compaction_is_shown_live_and_where_it_happened_when_reopened(
+    live: LiveModel, workdir: Path
+) -> None:
+    """Claude Code compacts by itself mid-turn (the context it counts is full after a command:
+    ``context_full`` under ``AUTOCOMPACT_ENV``): a v2 and a v1 client see the card open at
+    ``compacting``, automatic, and complete at the boundary with the tokens before and after,
+    between the command and the turn's answer, and the turn ends as any other. Reopened by an
+    agent of the other kind (v1 ``session/load``, v2 ``session/resume`` with replay), the
+    conversation shows the same card where Claude Code stored it: before the turn's answer and
+    the next prompt (the replay starts there, as for ``/compact``)."""
+    live.env.update(AUTOCOMPACT_ENV)
+    prompts = ["[scenario:text] Say hello.", "[scenario:context_full] Fill the context.", HELLO_AGAIN]
+    load = {"op": "loadSession"}
+    resume = {"op": "resumeSession", "replayFrom": {"type": "start"}}
+    for client, other, reopen in (("v2", "v1", load), ("v1", "v2", resume)):
+        first = run(live, workdir, client, [{"op": "prompt", "text": text} for text in prompts])
+        assert first.stop_reasons() == ["end_turn"] * 3, client
+        hello = ("agent", "Hello from the scripted model.")
+        card = [("card", "in_progress"), ("card", "completed"), ("agent", FILLED)]
+        answers = [said for said in told(first.raw_updates()) if said[0] != "prompt"]
+        assert answers == [hello, *card, hello], client
+        live_card = compaction_card(first.raw_updates())
+        assert live_card[0]["title"] == "Compact conversation (automatic)", client
+        assert live_card[0]["rawInput"] == {"trigger": "auto"}, client
+        (live_text,) = [c["content"]["text"] for c in live_card[-1]["content"]]
+        assert re.fullmatch(r"Compacted the conversation: [\d,]+ tokens before, [\d,]+ after\.", live_text)
+        again = run(live, workdir, other, [{**reopen, "sessionId": first.session_id()}], autoSession=False)
+        replayed = [params["update"] for params in sent_before_answer(again)]
+        assert told(replayed) == [*card, ("prompt", HELLO_AGAIN), hello], other
+        assert [c["content"]["text"] for c in compaction_card(replayed)[-1]["content"]] == [live_text], other
 
 
 def test_v2_resume_without_replay_sends_only_the_current_state(live: LiveModel, workdir: Path) -> None:

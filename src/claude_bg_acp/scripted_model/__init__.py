@@ -6,7 +6,7 @@ that points the real Claude Code CLI at it and nowhere else (``offline.py``).
 """
 
 from claude_bg_acp.scripted_model.offline import env_overrides, offline_env
-from claude_bg_acp.scripted_model.scenarios import SCENARIOS, Reply, Scenario, Turn
+from claude_bg_acp.scripted_model.scenarios import AUTOCOMPACT_ENV, SCENARIOS, Reply, Scenario, Turn
 from claude_bg_acp.scripted_model.server import (
     ScriptedModel,
     ServedRequest,
@@ -15,6 +15,7 @@ from claude_bg_acp.scripted_model.server import (
 )
 
 __all__ = [
+    "AUTOCOMPACT_ENV",
     "SCENARIOS",
     "Reply",
     "Scenario",

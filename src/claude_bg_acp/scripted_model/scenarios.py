@@ -73,6 +73,8 @@ class Reply:
     key: str
     delay: float = 0.0
     release: str | None = None
+    input_tokens: int = 12
+    """What the answer says its request held (Claude Code's count of the context)."""
 
     @property
     def message_id(self) -> str:
@@ -92,7 +94,7 @@ class Reply:
             **_message_head(self, model),
             "content": [_block_json(b) for b in self.blocks],
             "stop_reason": self.stop_reason,
-            "usage": {**_usage(), "output_tokens": self.output_tokens},
+            "usage": {**_usage(self), "output_tokens": self.output_tokens},
         }
 
 
@@ -231,7 +233,7 @@ def reply_sse(reply: Reply, model: str) -> str:
                     **_message_head(reply, model),
                     "content": [],
                     "stop_reason": None,
-                    "usage": {**_usage(), "output_tokens": 1},
+                    "usage": {**_usage(reply), "output_tokens": 1},
                 },
             },
         ),
@@ -291,10 +293,10 @@ def _message_head(reply: Reply, model: str) -> dict[str, Any]:
     }
 
 
-def _usage() -> dict[str, int]:
+def _usage(reply: Reply) -> dict[str, int]:
     # Fixed numbers: token counts end up in recorded frames, which must not churn.
     return {
-        "input_tokens": 12,
+        "input_tokens": reply.input_tokens,
         "output_tokens": 0,
         "cache_creation_input_tokens": 0,
         "cache_read_input_tokens": 0,
@@ -800,6 +802,36 @@ def ask_question(turn: Turn) -> Reply:
     return _use(turn, ("AskUserQuestion", {"questions": QUESTIONS}))
 
 
+# Claude Code compacts by itself (CLI 2.1.332) before a request once its count of the context
+# (the latest answer's ``usage``, and an estimate of what came after it) reaches its threshold:
+# the window less the summary's room, lowered to that percentage of it by
+# CLAUDE_AUTOCOMPACT_PCT_OVERRIDE; past the window less a margin it blocks instead. Under
+# ``AUTOCOMPACT_ENV`` (5 %: 49,000 tokens of a 1M window, 9,000 of a 200k one; blocked past
+# 977,000 and 177,000), an answer saying it read FULL_CONTEXT tokens has the request after it
+# compacted first, and the short conversations of the other scenarios (12 tokens an answer)
+# never do.
+FULL_CONTEXT = 100_000
+AUTOCOMPACT_ENV = {"CLAUDE_AUTOCOMPACT_PCT_OVERRIDE": "5"}
+FILLED = "Filled the context."
+SUMMARY_ASKED = "<summary>"
+"""What only Claude Code's instructions for a compaction's summary ask for."""
+
+
+def context_full(turn: Turn) -> Reply:
+    """A command whose call says the context is full: Claude Code compacts before asking for the
+    turn's next answer, which is ``FILLED``. Its summary request (the conversation, then Claude
+    Code's instructions, which want a ``<summary>`` block: a plain answer is asked for again)
+    gets one, which names this scenario so that the request after it, all the summary's, is
+    answered here too."""
+    if SUMMARY_ASKED in "\n".join(_texts(turn.pending_user_blocks)):
+        return _say(
+            turn, f"<summary>[scenario:{turn.scenario}] The user had a command fill the context.</summary>"
+        )
+    if turn.has_tool_result:
+        return _say(turn, FILLED)
+    return replace(_use(turn, _bash("echo filling", "fill the context")), input_tokens=FULL_CONTEXT)
+
+
 SCENARIOS: dict[str, Scenario] = {
     "text": text,
     "thinking": thinking,
@@ -836,4 +868,5 @@ SCENARIOS: dict[str, Scenario] = {
     "edits": edits,
     "hand_off_words": hand_off_words,
     "ask_question": ask_question,
+    "context_full": context_full,
 }
