@@ -3,7 +3,8 @@
 The conversation is a real one: ``scripts/record_sdk_events.py compacted`` ran the CLI through a
 turn, ``/compact`` and a turn after it, and kept what Claude Code stored (its compaction is a
 ``system`` record, ``compact_boundary``, whose ``compactMetadata`` has the ``trigger``,
-``preTokens`` and ``postTokens``); it is read back as the agent reads it. Its replay is
+``preTokens`` and ``postTokens``, and ``preservedMessages``: what it kept as it was, stored ahead
+of it); it is read back as the agent reads it. Its replay is
 validated against the schema and held to the background rules (and compared with a golden file
 per client kind in ``tests/edges/test_history.py``); the card is compared with the one the same
 recording's live frames give.
@@ -37,6 +38,11 @@ RECORDING = "compacted"
 BOUNDARY = "00000000-0000-4000-8000-000000000027"
 """The stored boundary's uuid (the live ``compact_boundary`` message has it too)."""
 CARD = f"compaction-{BOUNDARY}"
+AUTO_BOUNDARY = "00000000-0000-4000-8000-000000000028"
+"""The ``autocompacted`` recording's boundary."""
+BOUNDARIES = {RECORDING: BOUNDARY, "autocompacted": AUTO_BOUNDARY}
+TOOL = "tool toolu_505f6a3eac8162b74a25628f"
+"""The ``autocompacted`` recording's tool call, the one its compaction interrupted."""
 
 
 @pytest.fixture(scope="module")
@@ -52,26 +58,31 @@ def recalled(client: str, *parts: ev.StoredConversation) -> list[dict[str, Any]]
     return driver.updates_of(effects)
 
 
-def stored_metadata() -> dict[str, Any]:
+def stored_metadata(recording: str = RECORDING) -> dict[str, Any]:
     """The ``compactMetadata`` of the recording's stored boundary."""
     (record,) = [
         line["record"]
-        for line in load_frames(RECORDING)
+        for line in load_frames(recording)
         if line["dir"] == "stored" and line["record"].get("subtype") == "compact_boundary"
     ]
-    assert record["uuid"] == BOUNDARY and record["parentUuid"] is None
+    assert record["uuid"] == BOUNDARIES[recording] and record["parentUuid"] is None
     metadata: dict[str, Any] = record["compactMetadata"]
     return metadata
 
 
 def story(updates: list[dict[str, Any]]) -> list[str]:
-    return [said(u) for u in updates if u["sessionUpdate"] not in ("replay_complete", "state_update")]
+    """What the updates say, a tool call's (but the card's) once where it opens."""
+    told = [said(u) for u in updates if u["sessionUpdate"] not in ("replay_complete", "state_update")]
+    return [text for n, text in enumerate(told) if not (text.startswith("tool ") and text in told[:n])]
 
 
 def said(update: dict[str, Any]) -> str:
-    """What a replayed update is, in a word: a prompt's text, the agent's text, or the card's status."""
+    """What a replayed update is, in a word: a prompt's text, the agent's text, the card's status,
+    or the tool call it is of."""
     if str(update.get("toolCallId")).startswith("compaction-"):
         return f"card {update['status']}"
+    if "toolCallId" in update:
+        return f"tool {update['toolCallId']}"
     content = update.get("content")
     blocks = content if isinstance(content, list) else [content]
     return " ".join(block["text"] for block in blocks if isinstance(block, dict) and "text" in block)
@@ -82,9 +93,11 @@ def test_the_card_comes_after_the_compact_that_asked_for_it(
     client: str, conversation: ev.StoredConversation
 ) -> None:
     """Claude Code stores the boundary (and its summary) ahead of the echo of ``/compact``; the
-    replay shows the command, then the card, then what followed. What came before the boundary
-    is the summary's, which is not replayed (nor is Claude Code's echo of the command's output)."""
+    replay shows the answer the compaction kept as it was (stored ahead of the boundary), the
+    command, then the card, then what followed. The rest of what came before the boundary is the
+    summary's, which is not replayed (nor is Claude Code's echo of the command's output)."""
     assert story(recalled(client, conversation)) == [
+        "The command printed hello-fg.",
         "/compact",
         "card in_progress",
         "card completed",
@@ -99,16 +112,32 @@ def test_an_automatic_compaction_is_replayed_where_it_happened_mid_turn(
 ) -> None:
     """The ``autocompacted`` recording: Claude Code compacted by itself after a tool's result,
     before the turn's answer, and stored the boundary there (then its summary, then the answer).
-    The replay, which starts at the boundary, shows the card, the answer, the next prompt, as
-    live; the card is the live one, automatic, with the tokens the stored record says."""
+    It kept the turn's tool call and result as they were (``preservedMessages``, stored ahead of
+    the boundary; not the prompt, which its summary covers), and links them back after the
+    summary when it resumes the conversation. The replay shows that tool call, the card, the
+    answer, the next prompt, as live, each once; the card is the live one, automatic, with the
+    tokens the stored record says."""
     frames = load_frames("autocompacted")
     live = CoreDriver.for_client(client)
     answers = [u for u in live.updates_of(live.replay(frames)) if not u["sessionUpdate"].startswith("user_")]
     live_story = [said for said in story(answers) if said]
-    at = live_story.index("card in_progress")
-    assert live_story[at:] == ["card in_progress", "card completed", FILLED, "Hello from the scripted model."]
-    updates = recalled(client, stored_conversation(frames, tmp_path_factory.mktemp("config")))
+    at = live_story.index("card in_progress") - 1
+    assert live_story[at:] == [
+        TOOL,
+        "card in_progress",
+        "card completed",
+        FILLED,
+        "Hello from the scripted model.",
+    ]
+    conversation = stored_conversation(frames, tmp_path_factory.mktemp("config"))
+    uuids = [stored.uuid for stored in conversation.messages]
+    assert len(set(uuids)) == len(uuids)
+    assert uuids[:3] == [*stored_metadata("autocompacted")["preservedMessages"]["uuids"], AUTO_BOUNDARY]
+    updates = recalled(client, conversation)
+    replayed = [u for u in updates if u.get("toolCallId") == TOOL.removeprefix("tool ")]
+    assert replayed[-1]["status"] == "completed"
     assert story(updates) == [
+        TOOL,
         "card in_progress",
         "card completed",
         FILLED,
@@ -193,3 +222,22 @@ def test_only_a_compact_commands_boundary_moves_after_its_echo() -> None:
     assert [e["uuid"] for e in automatic] == ["b", "s", "p"]
     other = user("o", "<command-name>/context</command-name>")
     assert [e["uuid"] for e in store._compaction_in_place([BOUNDARY_ENTRY, other])] == ["b", "o"]
+
+
+def test_what_a_compaction_kept_comes_back_before_its_boundary_once() -> None:
+    """Listed (``preservedMessages``) or only a segment walked from its tail up to its head (by
+    ``parentUuid``); none when one of them is not stored, as Claude Code links none back then;
+    one the chain holds already is not put back twice."""
+    call = entry("assistant", "a", parentUuid="p", message={"role": "assistant", "content": []})
+    result = user("r", "done", parentUuid="a")
+    segment = {"headUuid": "a", "anchorUuid": "s", "tailUuid": "r"}
+    walked = entry("system", "b", subtype="compact_boundary", compactMetadata={"preservedSegment": segment})
+    listed = walked | {"compactMetadata": {"preservedMessages": {"anchorUuid": "s", "uuids": ["a", "r"]}}}
+    stored = [PROMPT, call, result]
+    for boundary in (walked, listed):
+        put_back = store._preserved_put_back([boundary, SUMMARY], [*stored, boundary, SUMMARY])
+        assert [e["uuid"] for e in put_back] == ["a", "r", "b", "s"]
+        lost = store._preserved_put_back([boundary, SUMMARY], [PROMPT, result, boundary, SUMMARY])
+        assert [e["uuid"] for e in lost] == ["b", "s"]
+    again = store._preserved_put_back([listed, result], [*stored, listed, result])
+    assert [e["uuid"] for e in again] == ["a", "b", "r"]

@@ -404,7 +404,8 @@ def compaction_card(updates: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def told(updates: list[dict[str, Any]]) -> list[tuple[str, str]]:
-    """The prompts, the compaction card's statuses and the agent's text, in order (v1 or v2)."""
+    """The prompts, the compaction card's statuses, any other tool call (its id, once, where it
+    opens) and the agent's text, in order (v1 or v2)."""
     story: list[tuple[str, str]] = []
     for update in updates:
         kind, content = update["sessionUpdate"], update.get("content") or {}
@@ -412,6 +413,9 @@ def told(updates: list[dict[str, Any]]) -> list[tuple[str, str]]:
             story.append(("prompt", (content[0] if isinstance(content, list) else content)["text"]))
         elif str(update.get("toolCallId")).startswith("compaction-"):
             story.append(("card", update["status"]))
+        elif "toolCallId" in update:
+            if ("tool", update["toolCallId"]) not in story:
+                story.append(("tool", update["toolCallId"]))
         elif kind == "agent_message_chunk":
             story.append(("agent", content["text"]))
     return story
@@ -423,7 +427,9 @@ def test_a_reopened_conversation_shows_its_compaction_where_it_happened(
     """``/compact``, then a turn; reopened by a second agent (v1 ``session/load``) and a third
     (v2 ``session/resume`` with replay): the card is there, completed, after the command and
     before the turn that followed, with the tokens before and after it had live. The replay
-    starts there: what came before is the summary's, which is not the user's to see."""
+    starts there, but for the answer before ``/compact``, which Claude Code kept as it was (and
+    links back when it resumes): the rest of what came before is the summary's, which is not the
+    user's to see."""
     first = run(
         live,
         workdir,
@@ -435,6 +441,9 @@ def test_a_reopened_conversation_shows_its_compaction_where_it_happened(
         ],
     )
     assert [r["result"]["stopReason"] for r in first.prompt_responses()] == ["end_turn"] * 3
+    live_story = told(first.raw_updates())
+    kept = live_story[live_story.index(("card", "in_progress")) - 1]
+    assert kept[0] == "agent"
     live_card = compaction_card(first.raw_updates())
     (live_text,) = [c["content"]["text"] for c in live_card[-1]["content"]]
     assert re.fullmatch(r"Compacted the conversation: [\d,]+ tokens before, [\d,]+ after\.", live_text)
@@ -444,6 +453,7 @@ def test_a_reopened_conversation_shows_its_compaction_where_it_happened(
         again = run(live, workdir, client, [reopen], autoSession=False)
         replayed = [params["update"] for params in sent_before_answer(again)]
         assert told(replayed) == [
+            kept,
             ("prompt", "/compact"),
             ("card", "in_progress"),
             ("card", "completed"),
@@ -464,7 +474,10 @@ def test_claude_codes_own_compaction_is_shown_live_and_where_it_happened_when_re
     between the command and the turn's answer, and the turn ends as any other. Reopened by an
     agent of the other kind (v1 ``session/load``, v2 ``session/resume`` with replay), the
     conversation shows the same card where Claude Code stored it: before the turn's answer and
-    the next prompt (the replay starts there, as for ``/compact``)."""
+    the next prompt, after the command's tool call and result, which Claude Code kept as they
+    were (stored before the boundary, linked back when it resumes), each once. Not the prompt
+    that started the turn: Claude Code keeps it only in the summary (the replay starts at the
+    boundary, as for ``/compact``, but for what it kept)."""
     live.env.update(AUTOCOMPACT_ENV)
     prompts = ["[scenario:text] Say hello.", "[scenario:context_full] Fill the context.", HELLO_AGAIN]
     load = {"op": "loadSession"}
@@ -475,7 +488,8 @@ def test_claude_codes_own_compaction_is_shown_live_and_where_it_happened_when_re
         hello = ("agent", "Hello from the scripted model.")
         card = [("card", "in_progress"), ("card", "completed"), ("agent", FILLED)]
         answers = [said for said in told(first.raw_updates()) if said[0] != "prompt"]
-        assert answers == [hello, *card, hello], client
+        tool = answers[1]
+        assert tool[0] == "tool" and answers == [hello, tool, *card, hello], client
         live_card = compaction_card(first.raw_updates())
         assert live_card[0]["title"] == "Compact conversation (automatic)", client
         assert live_card[0]["rawInput"] == {"trigger": "auto"}, client
@@ -483,7 +497,9 @@ def test_claude_codes_own_compaction_is_shown_live_and_where_it_happened_when_re
         assert re.fullmatch(r"Compacted the conversation: [\d,]+ tokens before, [\d,]+ after\.", live_text)
         again = run(live, workdir, other, [{**reopen, "sessionId": first.session_id()}], autoSession=False)
         replayed = [params["update"] for params in sent_before_answer(again)]
-        assert told(replayed) == [*card, ("prompt", HELLO_AGAIN), hello], other
+        assert told(replayed) == [tool, *card, ("prompt", HELLO_AGAIN), hello], other
+        call = [u for u in replayed if u.get("toolCallId") == tool[1]]
+        assert [u.get("status") for u in call].count("completed") == 1 == len(call) - 1, other
         assert [c["content"]["text"] for c in compaction_card(replayed)[-1]["content"]] == [live_text], other
 
 

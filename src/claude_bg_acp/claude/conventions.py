@@ -9,7 +9,7 @@ the lock file). None is documented, so a CLI upgrade is reviewed here, in one fi
 - the closing line appended to a background shell's output file, and the signal it implies;
 - where task output files and stored conversations live;
 - Claude Code's own messages in a stored conversation (task notifications, command echoes ...);
-- a compaction's boundary as the transcript keeps it;
+- a compaction's boundary as the transcript keeps it, and the messages it kept as they were;
 - the commands that start a new conversation under another session id;
 - what the task tools' results say (a stored conversation has only their text);
 - the error an assistant message reports when Claude Code is not logged in.
@@ -355,6 +355,34 @@ def stored_compaction(entry: Mapping[str, Any]) -> dict[str, Any] | None:
     stored = entry.get("compactMetadata")
     stored = stored if isinstance(stored, dict) else {}
     return {streamed: stored[key] for key, streamed in _STREAMED_METADATA.items() if key in stored}
+
+
+def preserved(boundary: Mapping[str, Any], stored: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """The messages a compaction kept as they were (ids, in order), which Claude Code stores
+    before its boundary and, resuming the conversation, links back after its summary: the
+    boundary's ``compactMetadata.preservedMessages.uuids``, or else its ``preservedSegment`` walked
+    by ``parentUuid`` from ``tailUuid`` up to ``headUuid`` among the ``stored`` records (by uuid).
+    Empty when there are none, or when one is not stored: Claude Code then links none back.
+
+    Claude Code keeps those of the turn a compaction interrupts (a tool call and its result, not
+    the prompt, which the summary covers) and, for ``/compact``, the answer before it."""
+    metadata = boundary.get("compactMetadata")
+    metadata = metadata if isinstance(metadata, dict) else {}
+    listed = metadata.get("preservedMessages")
+    segment = metadata.get("preservedSegment")
+    if isinstance(listed, dict) and isinstance(listed.get("uuids"), list):
+        uuids = [uuid for uuid in listed["uuids"] if isinstance(uuid, str)]
+        return uuids if all(uuid in stored for uuid in uuids) else []
+    if not isinstance(segment, dict):
+        return []
+    walked: list[str] = []
+    uuid = segment.get("tailUuid")
+    while isinstance(uuid, str) and uuid in stored and uuid not in walked:
+        walked.append(uuid)
+        if uuid == segment.get("headUuid"):
+            return walked[::-1]
+        uuid = stored[uuid].get("parentUuid")
+    return []
 
 
 def compacted_by(entry: Mapping[str, Any]) -> bool:

@@ -22,7 +22,9 @@ the message's id are decoded, and the message must be stored under it, not merel
 Which messages are the conversation (``conversation_entries``) is known only once the whole
 transcript is read: a prompt edited or rewound starts a branch, and the conversation is the
 branch of its latest message (the SDK's chain, whose functions find it; it starts at the
-latest compaction's boundary, which is kept, where the compaction happened). So the transcript's
+latest compaction's boundary, which is kept, where the compaction happened, with the messages
+the compaction kept as they were put back before it, as Claude Code links them back when it
+resumes the conversation). So the transcript's
 lines are decoded first, as the bytes they are (by pydantic's JSON parser, in a third of the
 time ``json`` takes, and a line that is not UTF-8 skipped like one that is not JSON: Claude
 Code resumes the same conversation meanwhile, and the CPU is better left to it).
@@ -46,6 +48,7 @@ from claude_bg_acp.claude import store_files
 from claude_bg_acp.claude.conventions import (
     TaskNote,
     compacted_by,
+    preserved,
     projects_dir,
     stored_compaction,
     task_notes,
@@ -191,8 +194,9 @@ def _holds_prompt(session_id: str, cwd: str, message_id: str) -> bool:
 
 def conversation_entries(session_id: str, cwd: str) -> list[Entry]:
     """The conversation's messages as its transcript holds them, in order (what the SDK's
-    ``get_session_messages`` reads, with every field kept), and the boundary of its compaction
-    where the compaction happened (``_compaction_in_place``)."""
+    ``get_session_messages`` reads, with every field kept), with those its compaction kept as
+    they were (``_preserved_put_back``), and the boundary of its compaction where the compaction
+    happened (``_compaction_in_place``)."""
     if not validate_uuid(session_id):
         return []
     _only_regular(session_id)
@@ -201,9 +205,24 @@ def conversation_entries(session_id: str, cwd: str) -> list[Entry]:
         content = store_files.read_regular(str(path)) if path is not None else b""
     except FileNotFoundError:
         return []  # deleted meanwhile: nothing is stored
-    chain = build_conversation_chain(transcript_entries(content))
+    entries = transcript_entries(content)
+    chain = _preserved_put_back(build_conversation_chain(entries), entries)
     kept = [entry for entry in chain if is_visible_message(entry) or stored_compaction(entry) is not None]
     return _compaction_in_place(kept)
+
+
+def _preserved_put_back(chain: list[Entry], entries: list[Entry]) -> list[Entry]:
+    """The chain with the messages its compaction kept as they were (``conventions.preserved``)
+    put back ahead of its boundary, where they were stored and happened. The SDK's chain starts
+    at the boundary, so it has them not; Claude Code, resuming, links them back after the
+    summary, so they are in the conversation it goes on with. One the chain holds already (a
+    transcript Claude Code wrote them into again) is not put back twice."""
+    if not chain or stored_compaction(chain[0]) is None:
+        return chain
+    by_uuid = {entry["uuid"]: entry for entry in entries}
+    held = {entry["uuid"] for entry in chain}
+    kept = [by_uuid[uuid] for uuid in preserved(chain[0], by_uuid) if uuid not in held]
+    return [*kept, *chain]
 
 
 def _compaction_in_place(entries: list[Entry]) -> list[Entry]:
