@@ -483,7 +483,10 @@ def test_claude_codes_own_compaction_is_shown_live_and_where_it_happened_when_re
     load = {"op": "loadSession"}
     resume = {"op": "resumeSession", "replayFrom": {"type": "start"}}
     for client, other, reopen in (("v2", "v1", load), ("v1", "v2", resume)):
-        first = run(live, workdir, client, [{"op": "prompt", "text": text} for text in prompts])
+        # Each prompt's turn ends before the next is sent (a v2 prompt is answered at once: sent
+        # during the compacting turn, it would join that turn).
+        steps = [step for text in prompts for step in ({"op": "prompt", "text": text}, {"op": "waitIdle"})]
+        first = run(live, workdir, client, steps)
         assert first.stop_reasons() == ["end_turn"] * 3, client
         hello = ("agent", "Hello from the scripted model.")
         card = [("card", "in_progress"), ("card", "completed"), ("agent", FILLED)]
