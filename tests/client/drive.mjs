@@ -99,6 +99,8 @@
 //   {op: "snapshot"}        records background, canCancelTerminal/ToolCall per id, terminal bytes
 //   {op: "sleepMs", ms}     only for timing-insensitive things
 //   {op: "touch", path}     creates an empty file: releases an answer the scripted model holds
+//   {op: "waitForFile", path}   waits until the file exists (made by the test, e.g. once it saw a
+//                          process it watches for)
 //                           for a [release:PATH] marker
 //
 // OUTPUT (one JSON object on stdout)
@@ -135,7 +137,8 @@
 // ------------------------------------------------------------------------------------------------
 
 import { spawn } from "node:child_process";
-import { readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, watch, writeFileSync } from "node:fs";
+import { dirname } from "node:path";
 import { formatWithOptions } from "node:util";
 
 const T0 = performance.now();
@@ -1260,6 +1263,20 @@ async function main() {
 
     async touch(ctx, step) {
       writeFileSync(step.path, "");
+    },
+
+    async waitForFile(ctx, step) {
+      // The folder is watched before the file is looked for, so one made in between is seen.
+      let watcher;
+      const appeared = new Promise((resolve) => {
+        watcher = watch(dirname(step.path), () => existsSync(step.path) && resolve());
+        if (existsSync(step.path)) resolve();
+      });
+      try {
+        await withTimeout(appeared, step.timeoutMs ?? defaultStepTimeoutMs, `the file ${step.path}`);
+      } finally {
+        watcher.close();
+      }
     },
   };
 

@@ -42,8 +42,11 @@ class ProcessWatch:
     """Watches the agent's processes running ``SLEEP`` while the client runs (when each was
     seen last), so the test can tell when the background command went away."""
 
-    def __init__(self, marker: str) -> None:
+    def __init__(self, marker: str, seen: Path) -> None:
         self.marker = marker
+        self.seen = seen
+        """Made once the command was seen: the client waits for it before it stops the task, so
+        a command stopped faster than a scan of a loaded machine is still seen running."""
         self.last_seen: float | None = None
         self.first_seen: float | None = None
         self._done = threading.Event()
@@ -63,7 +66,9 @@ class ProcessWatch:
         while not self._done.wait(0.01):
             began = time.time()
             if any(SLEEP in command for command in processes_with(self.marker).values()):
-                self.first_seen = self.first_seen or began
+                if self.first_seen is None:
+                    self.first_seen = began
+                    self.seen.touch()
                 self.last_seen = time.time()
 
 
@@ -75,7 +80,8 @@ def wall_time(run: ClientRun, t_ms: float) -> float:
 def test_a_background_sleep_is_an_async_task_that_stops(live: LiveModel, workdir: Path) -> None:
     marker = "CLAUDE_CODE_TMPDIR=" + live.env["CLAUDE_CODE_TMPDIR"]
     stop = {"sessionId": "$sessionId", "asyncTaskId": "$lastAsyncTask"}
-    with ProcessWatch(marker) as watch:
+    seen = workdir.parent / "command-seen"
+    with ProcessWatch(marker, seen) as watch:
         run = run_air(
             live,
             workdir,
@@ -88,6 +94,7 @@ def test_a_background_sleep_is_an_async_task_that_stops(live: LiveModel, workdir
                     "update": "async_task_spawned",
                     "match": {"taskType": "shell"},
                 },
+                {"op": "waitForFile", "path": str(seen)},
                 {"op": "request", "id": "stop", "method": "_session/async_task/stop", "params": stop},
                 {
                     "op": "waitFor",
