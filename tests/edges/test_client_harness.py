@@ -7,6 +7,8 @@ the harness; none of this tests the product.
 from __future__ import annotations
 
 import sys
+import threading
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -332,6 +334,23 @@ def test_a_hung_agent_times_out_and_is_killed() -> None:
     assert "initialize" in run.error
     assert run.shutdown["forced"] == "SIGTERM"
     assert run.raw["exitSignal"] == "SIGTERM"
+
+
+def test_a_step_waits_for_a_file_the_test_makes(tmp_path: Path) -> None:
+    """``waitForFile`` goes on once the file exists, whether it was made before the step or
+    while it waits (the timer makes it at some point in the run: both must pass), and times out
+    for one never made."""
+    made, never = tmp_path / "made", tmp_path / "never"
+    steps = [{"op": "waitForFile", "path": str(made)}, {"op": "prompt", "id": "after", "text": "hi"}]
+    maker = threading.Timer(0.2, made.touch)
+    maker.start()
+    run = run_client(echo_script("v1", steps), timeout=20)
+    maker.join()
+    assert run.response("after")["result"]["stopReason"] == "end_turn"
+    wait = {"op": "waitForFile", "path": str(never), "timeoutMs": 300}
+    missing = run_client(echo_script("v1", [wait]), timeout=20, check=False)
+    assert missing.error is not None
+    assert f"timed out after 300 ms waiting for the file {never}" in missing.error
 
 
 def test_the_overall_timeout_bounds_a_run() -> None:
