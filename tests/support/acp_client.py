@@ -117,8 +117,11 @@ def npm_ci(directory: Path, installed: Callable[[], bool], command: tuple[str, .
     with _install_lock():
         if installed():
             return
+        # From npm's cache where it holds the pinned tarballs (the lock pins their integrity, which
+        # npm checks either way): asking the registry again for each fresh clone downloaded them
+        # anew, and once a download stalled until the timeout below.
         result = subprocess.run(
-            [npm, *command, "--no-audit", "--no-fund"],
+            [npm, *command, "--no-audit", "--no-fund", "--prefer-offline"],
             cwd=directory,
             capture_output=True,
             text=True,
